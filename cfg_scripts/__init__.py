@@ -1,0 +1,1 @@
+"""Package data shipped with srperf (not code)."""

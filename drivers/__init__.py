@@ -1,0 +1,1 @@
+"""Traffic generator drivers (import name ``srperf.drivers``)."""

@@ -1,0 +1,119 @@
+"""The traffic generator interface every driver implements.
+
+Rates are packets per second (pps) and durations seconds (s) everywhere inside
+the code; percent of line rate appears only at the edges (config, CLI, reports).
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    """The outcome of one trial: one frame sent at one rate for one duration.
+
+    Every count is a number of packets.  ``intended`` packets are asked for
+    (``rate_pps * duration_s``, rounded); the generator offers each of them
+    exactly once: it is either ``sent`` (accepted by the tester's tx port) or
+    ``refused`` (the path refused it; never retried, counted as lost).
+    ``received`` packets arrived at the tester's rx port.
+    """
+
+    rate_pps: float
+    """Intended offered load, packets per second."""
+    duration_s: float
+    """Intended trial duration, seconds."""
+    intended: int
+    """Packets the trial asked for: round(rate_pps * duration_s)."""
+    sent: int
+    """Packets the tester's tx port accepted."""
+    refused: int
+    """Packets the path refused at the tester's tx port (lost, never retried)."""
+    received: int
+    """Packets counted at the tester's rx port."""
+    elapsed_s: float
+    """Seconds the generator took to offer all intended packets."""
+    generator_limited: bool = False
+    """True when the generator could not pace the intended rate within tolerance:
+    the trial says nothing about the SUT and a search must not use it."""
+    counters_consistent: bool = True
+    """True when the generator's own counts matched the kernel counters."""
+    note: str = ""
+    """Why a trial is flagged, for humans."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Driver- or forwarder-specific figures (e.g. eBPF proxy counters)."""
+
+    @property
+    def offered(self) -> int:
+        """Packets offered to the path (sent + refused)."""
+        return self.sent + self.refused
+
+    @property
+    def lost(self) -> int:
+        """Packets intended but not received (refused ones included)."""
+        return max(self.intended - self.received, 0)
+
+    @property
+    def loss_ratio(self) -> float:
+        """Lost / intended, in [0, 1]; 0 for an empty trial."""
+        return self.lost / self.intended if self.intended else 0.0
+
+    @property
+    def delivery_ratio(self) -> float:
+        """Received / intended (the SRPerf paper's delivery ratio)."""
+        return self.received / self.intended if self.intended else 1.0
+
+    @property
+    def offered_rate_pps(self) -> float:
+        """Rate at which the generator really offered the packets, pps."""
+        return self.offered / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def received_rate_pps(self) -> float:
+        """Packets received per second of intended duration."""
+        return self.received / self.duration_s if self.duration_s > 0 else 0.0
+
+    @property
+    def usable(self) -> bool:
+        """True when a search may base a decision on this trial."""
+        return not self.generator_limited and self.counters_consistent
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.update(offered=self.offered, lost=self.lost, loss_ratio=self.loss_ratio,
+                    offered_rate_pps=self.offered_rate_pps)
+        return data
+
+
+class TrafficGenerator(abc.ABC):
+    """A traffic generator seen from the orchestrator and the search."""
+
+    name: str = "abstract"
+
+    @abc.abstractmethod
+    def prepare(self, frame: bytes) -> None:
+        """Load the frame (a whole Ethernet frame without FCS) sent by later trials."""
+
+    @abc.abstractmethod
+    def trial(self, rate_pps: float, duration_s: float) -> TrialResult:
+        """Offer round(rate_pps * duration_s) copies of the prepared frame, paced."""
+
+    @abc.abstractmethod
+    def capture(self, frames: list[bytes], timeout_s: float = 2.0) -> list[bytes]:
+        """Send each frame once and return the frames that arrived at the rx port."""
+
+    def max_rate_pps(self) -> float | None:
+        """Highest rate this generator can pace, pps; None if unknown."""
+        return None
+
+    def close(self) -> None:
+        """Release every resource the generator holds."""
+
+    def __enter__(self) -> "TrafficGenerator":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Install everything srperf needs on a Debian host (run as root):
+# system packages, a virtualenv in .venv with srperf and its Python
+# dependencies, then compile the traffic generator and the eBPF dataplane.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+APT_PACKAGES=(clang llvm libbpf-dev bpftool gcc make iproute2 ethtool shellcheck
+              python3-venv util-linux procps)
+VENV="${SRPERF_VENV:-.venv}"
+
+if [[ "$(id -u)" -ne 0 ]]; then
+    echo "install.sh: run as root (apt-get, network namespaces, BPF)" >&2
+    exit 1
+fi
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$pkg")
+    fi
+done
+if [[ "${#missing[@]}" -gt 0 ]]; then
+    echo "installing system packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [[ ! -x "$VENV/bin/python" ]]; then
+    python3 -m venv "$VENV"
+fi
+stamp="$VENV/.srperf-installed"
+if [[ ! -f "$stamp" || pyproject.toml -nt "$stamp" ]]; then
+    "$VENV/bin/pip" install -q --disable-pip-version-check -e '.[test]'
+    touch "$stamp"
+fi
+"$VENV/bin/srperf" build >/dev/null
+echo "srperf installed in $VENV"

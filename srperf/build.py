@@ -1,0 +1,54 @@
+"""Compile the C programs srperf ships (traffic generator, eBPF dataplane).
+
+Outputs go to a build directory outside the source tree
+(``$SRPERF_BUILD_DIR`` or ``~/.cache/srperf/build``) so an installed package
+works from any directory; a program is rebuilt whenever a source is newer.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+from pathlib import Path
+from typing import Sequence
+
+from srperf.errors import SrperfError
+
+log = logging.getLogger(__name__)
+
+
+class BuildError(SrperfError):
+    """A compiler failed; the message carries its output."""
+
+
+def build_dir() -> Path:
+    """Directory that holds built binaries and objects (created if missing)."""
+    path = Path(os.environ.get("SRPERF_BUILD_DIR", Path.home() / ".cache" / "srperf" / "build"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def ensure_built(output_name: str, sources: Sequence[Path], command: Sequence[str]) -> Path:
+    """Build ``output_name`` in :func:`build_dir` unless it is newer than every source.
+
+    ``command`` is the compiler argv; the token ``{out}`` is replaced by the
+    output path.  Raises :class:`BuildError` with the compiler's output.
+    """
+    out = build_dir() / output_name
+    if out.exists():
+        newest = max(p.stat().st_mtime for p in sources)
+        if out.stat().st_mtime >= newest:
+            return out
+    argv = [arg.replace("{out}", str(out)) for arg in command]
+    log.info("building %s", out)
+    tmp_out = str(out) + ".tmp"
+    argv = [arg.replace(str(out), tmp_out) for arg in argv]
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise BuildError(f"building {output_name} failed: {' '.join(argv)}\n{proc.stderr}")
+    if proc.stderr.strip():
+        raise BuildError(f"building {output_name} printed warnings (-Wall must be clean):\n"
+                         f"{proc.stderr}")
+    os.replace(tmp_out, out)
+    return out

@@ -1,0 +1,227 @@
+"""The ``srperf`` command line: the only place that prints."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from srperf import resources
+from srperf.config.loader import load_experiment, load_testbed, validate_file
+from srperf.config.model import Experiment, RateSpec, SearchConfig
+from srperf.errors import ConfigError, SrperfError
+
+EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
+DEFAULT_TESTBED = "virtual"
+
+
+def _rate(text: str) -> RateSpec:
+    from srperf.config.loader import parse_rate
+
+    try:
+        value: float | str = float(text)
+    except ValueError:
+        value = text
+    import re
+
+    if isinstance(value, str) and not re.fullmatch(r"\s*[0-9.]+\s*(%|pps|kpps|Mpps)\s*", value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a rate (e.g. 500000, 500kpps, 50%)")
+    return parse_rate(value)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="srperf", description="Benchmark SRv6 dataplanes: "
+                                "PDR/NDR/MRR of each behavior on each forwarder.")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv debug)")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    v = sub.add_parser("validate", help="check experiment/testbed files; touches no SUT")
+    v.add_argument("files", nargs="+")
+
+    tb = sub.add_parser("testbed", help="bring the virtual testbed up or down")
+    tb.add_argument("action", choices=["up", "down", "status"])
+    tb.add_argument("testbed", nargs="?", default=DEFAULT_TESTBED)
+
+    r = sub.add_parser("run", help="run every behavior x repetition of an experiment")
+    r.add_argument("experiment")
+    _common_run_args(r)
+    r.add_argument("--repetitions", type=int, help="override the experiment's repetitions")
+
+    d = sub.add_parser("pdr", help="one PDR/NDR search for one behavior")
+    d.add_argument("--behavior", "-b", required=True)
+    d.add_argument("--threshold", type=float, action="append",
+                   help="loss threshold in %% (repeatable; 0 = NDR); default 0.5")
+    d.add_argument("--forwarder", default="linux")
+    d.add_argument("--trial-duration", type=float, help="seconds per (final) trial")
+    d.add_argument("--accuracy", type=_rate, help="bisection width: pps or %% of line rate")
+    d.add_argument("--min-rate", type=_rate)
+    d.add_argument("--max-rate", type=_rate)
+    d.add_argument("--packet-size", type=int, default=64, help="inner IP packet bytes")
+    d.add_argument("--no-verify", action="store_true")
+    _common_run_args(d)
+
+    sub.add_parser("behaviors", help="list the behavior catalogue")
+    sub.add_parser("build", help="compile the traffic generator and the eBPF dataplane")
+    return p
+
+
+def _common_run_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--testbed", "-t", help="testbed file or name (default: virtual)")
+    p.add_argument("--algorithm", "-a", help="search algorithm (bisect, multi, mlr, "
+                   "mlrsearch, mrr)")
+    p.add_argument("--results", default=os.environ.get("SRPERF_RESULTS", "srperf-results"),
+                   help="results directory (SQLite + CSV); default ./srperf-results")
+    p.add_argument("--keep-testbed", action="store_true",
+                   help="leave a virtual testbed this run brought up")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    level = logging.WARNING - 10 * min(args.verbose, 2)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return COMMANDS[args.command](args)
+    except ConfigError as exc:
+        print(f"srperf: config error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    except SrperfError as exc:
+        print(f"srperf: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print("srperf: interrupted (SUT cleaned, finished trials kept)", file=sys.stderr)
+        return 130
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    status = EXIT_OK
+    for name in args.files:
+        try:
+            kind = validate_file(Path(name))
+            print(f"{name}: ok ({kind})")
+        except ConfigError as exc:
+            print(f"srperf: config error: {exc}", file=sys.stderr)
+            status = EXIT_CONFIG
+    return status
+
+
+def _load_testbed(name: str | None, exp: Experiment | None = None):
+    chosen = name or (exp.testbed if exp else None) or DEFAULT_TESTBED
+    return load_testbed(resources.find_config(chosen, "testbed"))
+
+
+def cmd_testbed(args: argparse.Namespace) -> int:
+    from srperf.testbeds.virtual import VirtualTestbed, ensure_root
+
+    tb = _load_testbed(args.testbed)
+    vt = VirtualTestbed(tb)
+    if args.action == "status":
+        print(f"{tb.name} ({tb.prefix}): {'up' if vt.is_up() else 'down'}; "
+              f"namespaces: {', '.join(vt.namespaces()) or 'none'}")
+        return EXIT_OK
+    ensure_root()
+    if args.action == "up":
+        vt.up()
+        print(f"testbed {tb.name} up: namespaces {', '.join(vt.namespaces())}")
+    else:
+        vt.down()
+        print(f"testbed {tb.name} down")
+    return EXIT_OK
+
+
+def _run(exp: Experiment, args: argparse.Namespace) -> int:
+    from srperf.orchestrator import Orchestrator
+    from srperf.results.summary import format_table
+
+    tb = _load_testbed(args.testbed, exp)
+    orch = Orchestrator(exp, tb, Path(args.results), algorithm=args.algorithm,
+                        progress=lambda msg: print(msg, flush=True),
+                        keep_testbed=args.keep_testbed)
+    report = orch.run()
+    print()
+    print(f"summary of run {report.run_id} ({exp.forwarder}, algorithm "
+          f"{orch.exp.search.algorithm}; rates in kpps; n = repetitions):")
+    print(format_table(report.summary))
+    print(f"\ntrials: {report.store_path}  summary: {report.summary_csv}")
+    if tb.kind == "simulated":
+        print("NOTE: the testbed is a simulated SUT model; these are not measurements.")
+    failed = [k for k, (st, _) in report.outcomes.items() if st in ("verify_failed", "error")]
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    exp = load_experiment(resources.find_config(args.experiment, "experiment"))
+    if args.repetitions is not None:
+        if args.repetitions < 1:
+            raise ConfigError("--repetitions", "repetitions", args.repetitions, "must be >= 1")
+        exp = dataclasses.replace(exp, repetitions=args.repetitions)
+    return _run(exp, args)
+
+
+def cmd_pdr(args: argparse.Namespace) -> int:
+    from srperf import behaviors as catalogue
+
+    try:
+        beh = catalogue.get(args.behavior)
+    except KeyError as exc:
+        raise ConfigError("--behavior", "behavior", args.behavior, str(exc).strip("'\"")) \
+            from None
+    if args.forwarder not in beh.forwarders:
+        raise ConfigError("--forwarder", "forwarder", args.forwarder,
+                          f"{beh.name} is offered by {', '.join(sorted(beh.forwarders))}")
+    thresholds = tuple(args.threshold) if args.threshold else (0.5,)
+    for t in thresholds:
+        if not 0 <= t < 100:
+            raise ConfigError("--threshold", "threshold", t, "must be in [0, 100) percent")
+    d = SearchConfig()
+    search = SearchConfig(
+        algorithm=args.algorithm or ("multi" if len(thresholds) > 1 else d.algorithm),
+        thresholds_pct=thresholds,
+        trial_duration_s=args.trial_duration or d.trial_duration_s,
+        initial_trial_duration_s=min(d.initial_trial_duration_s,
+                                     args.trial_duration or d.trial_duration_s),
+        accuracy=args.accuracy or d.accuracy, min_rate=args.min_rate or d.min_rate,
+        max_rate=args.max_rate or d.max_rate)
+    if args.trial_duration is not None and args.trial_duration <= 0:
+        raise ConfigError("--trial-duration", "trial_duration", args.trial_duration,
+                          "must be > 0 seconds")
+    exp = Experiment(name=f"pdr-{beh.name}", forwarder=args.forwarder,
+                     behaviors=(beh.name,), packet_sizes=(args.packet_size,), search=search,
+                     verify=not args.no_verify, source="<command line>")
+    args.algorithm = search.algorithm
+    return _run(exp, args)
+
+
+def cmd_behaviors(args: argparse.Namespace) -> int:
+    from srperf import behaviors as catalogue
+
+    for name in catalogue.names():
+        b = catalogue.get(name)
+        print(f"{name:<16} {b.display:<16} {b.kind:<9} {', '.join(sorted(b.forwarders))}")
+    return EXIT_OK
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from srperf.drivers import linux as linux_driver
+
+    built = [str(linux_driver.build())]
+    try:
+        from srperf import ebpf_build
+
+        built += [str(p) for p in ebpf_build.build_all()]
+    except ImportError:
+        pass
+    for path in built:
+        print(f"built {path}")
+    return EXIT_OK
+
+
+COMMANDS = {"validate": cmd_validate, "testbed": cmd_testbed, "run": cmd_run, "pdr": cmd_pdr,
+            "behaviors": cmd_behaviors, "build": cmd_build}
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,255 @@
+"""Load and validate experiment and testbed YAML files.
+
+Every problem raises :class:`srperf.errors.ConfigError` naming the file, the
+key path (``search.trial_duration_s``, ``behaviors[2]``) and the bad value.
+Loading never touches a SUT.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import re
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from srperf.config.model import (Addressing, Experiment, PortConfig, RateSpec, SearchConfig,
+                                 SshConfig, SutConfig, TesterConfig, Testbed,
+                                 TransportConfig)
+from srperf.config.schema import EXPERIMENT_SCHEMA, TESTBED_SCHEMA
+from srperf.errors import ConfigError
+
+_UNITS = {"pps": 1.0, "kpps": 1e3, "Mpps": 1e6}
+
+
+def _key(path: Any) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """Parse a YAML mapping; errors name the file (and line where YAML knows it)."""
+    file = str(path)
+    if not path.is_file():
+        raise ConfigError(file, "", str(path), "file not found")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(file, where, getattr(exc, "problem", str(exc)),
+                          "not valid YAML") from None
+    if not isinstance(data, dict):
+        raise ConfigError(file, "", data, "the file must hold a YAML mapping")
+    return data
+
+
+def _validate(file: str, data: dict[str, Any], schema: dict[str, Any]) -> None:
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(data), key=lambda e: (list(map(str, e.path)), e.message))
+    if not errors:
+        return
+    err = errors[0]
+    if err.validator == "additionalProperties":
+        extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
+        key = _key(list(err.path) + [extra[0]]) if extra else _key(err.path)
+        known = ", ".join(sorted(err.schema.get("properties", {})))
+        raise ConfigError(file, key, err.instance.get(extra[0]) if extra else err.instance,
+                          f"unknown key (known keys: {known})")
+    if err.validator == "required":
+        missing = err.message.split("'")[1] if "'" in err.message else err.message
+        raise ConfigError(file, _key(list(err.path) + [missing]), None, "required key missing")
+    reason = err.message
+    if err.validator == "oneOf" and "RATE" not in reason:
+        reason = ("not a rate: use pps as a number, or a string like '500kpps', "
+                  "'1.2Mpps' or '50%'")
+    elif err.validator == "enum":
+        reason = f"must be one of {', '.join(map(str, err.validator_value))}"
+    elif err.validator == "pattern":
+        reason = f"does not match the pattern {err.validator_value}"
+    raise ConfigError(file, _key(err.path), err.instance, reason)
+
+
+def parse_rate(value: Any) -> RateSpec:
+    """A schema-valid rate value as a :class:`RateSpec`."""
+    if isinstance(value, (int, float)):
+        return RateSpec(float(value))
+    match = re.fullmatch(r"\s*([0-9.]+)\s*(%|pps|kpps|Mpps)\s*", value)
+    assert match, value
+    number, unit = float(match.group(1)), match.group(2)
+    if unit == "%":
+        return RateSpec(number, percent=True)
+    return RateSpec(number * _UNITS[unit])
+
+
+# -- experiment ------------------------------------------------------------------
+def load_experiment(path: str | Path) -> Experiment:
+    """Load, validate and return an experiment."""
+    path = Path(path)
+    file = str(path)
+    data = read_yaml(path)
+    _validate(file, data, EXPERIMENT_SCHEMA)
+    s = data.get("search", {})
+    defaults = SearchConfig()
+    search = SearchConfig(
+        algorithm=s.get("algorithm", defaults.algorithm),
+        thresholds_pct=tuple(float(t) for t in s.get("thresholds_pct", defaults.thresholds_pct)),
+        trial_duration_s=float(s.get("trial_duration_s", defaults.trial_duration_s)),
+        initial_trial_duration_s=float(s.get("initial_trial_duration_s",
+                                             defaults.initial_trial_duration_s)),
+        accuracy=parse_rate(s["accuracy"]) if "accuracy" in s else defaults.accuracy,
+        min_rate=parse_rate(s["min_rate"]) if "min_rate" in s else defaults.min_rate,
+        max_rate=parse_rate(s["max_rate"]) if "max_rate" in s else defaults.max_rate,
+        mrr_rate=parse_rate(s["mrr_rate"]) if "mrr_rate" in s else None,
+        repeat_near_threshold=int(s.get("repeat_near_threshold",
+                                        defaults.repeat_near_threshold)),
+        warmup_s=float(s.get("warmup_s", defaults.warmup_s)),
+        exceed_ratio=float(s.get("exceed_ratio", defaults.exceed_ratio)),
+        duration_sum_s=float(s.get("duration_sum_s", defaults.duration_sum_s)),
+        relative_width=float(s.get("relative_width", defaults.relative_width)),
+    )
+    if (search.min_rate.percent == search.max_rate.percent
+            and search.min_rate.value >= search.max_rate.value):
+        raise ConfigError(file, "search.min_rate", s.get("min_rate"),
+                          f"must be below search.max_rate ({s.get('max_rate', search.max_rate)})")
+    if search.initial_trial_duration_s > search.trial_duration_s:
+        raise ConfigError(file, "search.initial_trial_duration_s",
+                          search.initial_trial_duration_s,
+                          "must not exceed search.trial_duration_s")
+    forwarder = data.get("forwarder", "linux")
+    behaviors = tuple(data["behaviors"])
+    _check_behaviors(file, forwarder, behaviors)
+    if len(set(behaviors)) != len(behaviors):
+        dup = next(b for b in behaviors if behaviors.count(b) > 1)
+        raise ConfigError(file, f"behaviors[{behaviors.index(dup)}]", dup, "listed twice")
+    return Experiment(
+        name=data["name"], forwarder=forwarder, behaviors=behaviors,
+        packet_sizes=tuple(data.get("packet_sizes", [64])), search=search,
+        repetitions=int(data.get("repetitions", 1)), testbed=data.get("testbed"),
+        verify=bool(data.get("verify", True)), options=dict(data.get("options", {})),
+        source=file)
+
+
+def _check_behaviors(file: str, forwarder: str, behaviors: tuple[str, ...]) -> None:
+    from srperf import behaviors as catalogue
+
+    known = set(catalogue.names())
+    for i, name in enumerate(behaviors):
+        if name not in known:
+            raise ConfigError(file, f"behaviors[{i}]", name,
+                              f"unknown behavior (known: {', '.join(sorted(known))})")
+        beh = catalogue.get(name)
+        if forwarder not in beh.forwarders:
+            raise ConfigError(file, f"behaviors[{i}]", name,
+                              f"not offered by forwarder {forwarder!r} "
+                              f"(offered by: {', '.join(sorted(beh.forwarders))})")
+
+
+# -- testbed ---------------------------------------------------------------------
+def load_testbed(path: str | Path) -> Testbed:
+    """Load, validate and return a testbed."""
+    path = Path(path)
+    file = str(path)
+    data = read_yaml(path)
+    _validate(file, data, TESTBED_SCHEMA)
+    addressing = _addressing(file, data.get("addressing", {}))
+    t = data.get("tester", {})
+    tester = TesterConfig(
+        driver=t.get("driver", "linux"),
+        tx=_port(t.get("tx"), TesterConfig.tx, addressing.tester_tx_mac),
+        rx=_port(t.get("rx"), TesterConfig.rx, addressing.tester_rx_mac),
+        line_rate_pps=float(t.get("line_rate_pps", TesterConfig.line_rate_pps)),
+        cpu=t.get("cpu", TesterConfig.cpu), options=dict(t.get("options", {})))
+    s = data.get("sut", {})
+    tr = s.get("transport", {})
+    ssh = None
+    if "ssh" in tr:
+        ssh = SshConfig(**tr["ssh"])
+    kind = tr.get("kind", "ssh" if ssh else "netns")
+    if kind == "ssh" and ssh is None:
+        raise ConfigError(file, "sut.transport.ssh", None,
+                          "required when sut.transport.kind is 'ssh'")
+    sut = SutConfig(
+        forwarder=s.get("forwarder", "linux"), transport=TransportConfig(kind, ssh),
+        in_port=_port(s.get("in"), SutConfig.in_port, addressing.sut_in_mac),
+        out_port=_port(s.get("out"), SutConfig.out_port, addressing.sut_out_mac),
+        cpu=s.get("cpu", SutConfig.cpu),
+        napi_fifo_priority=int(s.get("napi_fifo_priority", SutConfig.napi_fifo_priority)))
+    tb_kind = data.get("kind", "virtual")
+    if tb_kind == "virtual" and kind != "netns":
+        raise ConfigError(file, "sut.transport.kind", kind,
+                          "a virtual testbed reaches its SUT through 'netns'")
+    if tb_kind == "simulated" and tester.driver != "simulated":
+        tester = dataclasses.replace(tester, driver="simulated")
+    for key, cpu in (("tester.cpu", tester.cpu), ("sut.cpu", sut.cpu)):
+        if tb_kind == "virtual" and cpu is not None:
+            import os
+
+            if cpu >= (os.cpu_count() or 1):
+                raise ConfigError(file, key, cpu,
+                                  f"this host has CPUs 0-{(os.cpu_count() or 1) - 1}")
+    return Testbed(name=data["name"], kind=tb_kind, prefix=data.get("prefix", "srp"),
+                   tester=tester, sut=sut, addressing=addressing,
+                   simulated=dict(data.get("simulated", {})), source=file)
+
+
+def _port(data: dict[str, Any] | None, default: PortConfig, mac: str) -> PortConfig:
+    if not data:
+        return PortConfig(default.name, mac)
+    return PortConfig(data["name"], data.get("mac", mac))
+
+
+def _addressing(file: str, data: dict[str, Any]) -> Addressing:
+    addressing = Addressing(**data)
+    for f in dataclasses.fields(Addressing):
+        value = getattr(addressing, f.name)
+        key = f"addressing.{f.name}"
+        if f.name.endswith("_mac"):
+            if not re.fullmatch(r"([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}", value):
+                raise ConfigError(file, key, value, "not a MAC address")
+        elif f.name.endswith(("_ip6", "6")) or f.name.startswith("sid_") and \
+                not f.name.endswith("prefix") or f.name in ("tunsrc", "csid_block"):
+            _check_ip(file, key, value, 6, network=False)
+        elif f.name.endswith(("_ip4", "4")):
+            _check_ip(file, key, value, 4, network=False)
+        elif f.name.endswith("prefix6") or f.name == "sid_prefix":
+            _check_ip(file, key, value, 6, network=True)
+        elif f.name.endswith("prefix4"):
+            _check_ip(file, key, value, 4, network=True)
+    if addressing.csid_lblen + 2 * addressing.csid_nflen > 128:
+        raise ConfigError(file, "addressing.csid_lblen", addressing.csid_lblen,
+                          "locator block + two C-SIDs exceed 128 bits")
+    return addressing
+
+
+def _check_ip(file: str, key: str, value: Any, version: int, network: bool) -> None:
+    if not isinstance(value, str):
+        return
+    try:
+        obj = ipaddress.ip_network(value, strict=False) if network \
+            else ipaddress.ip_address(value)
+    except ValueError:
+        kind = "prefix" if network else "address"
+        raise ConfigError(file, key, value, f"not an IPv{version} {kind}") from None
+    if obj.version != version:
+        raise ConfigError(file, key, value, f"must be an IPv{version} address")
+
+
+# -- any file --------------------------------------------------------------------
+def validate_file(path: str | Path) -> str:
+    """Validate a file as an experiment or a testbed (guessed from its keys).
+
+    Returns ``"experiment"`` or ``"testbed"``; raises ConfigError.
+    """
+    path = Path(path)
+    data = read_yaml(path)
+    if "behaviors" in data or "search" in data:
+        load_experiment(path)
+        return "experiment"
+    load_testbed(path)
+    return "testbed"

@@ -1,0 +1,201 @@
+"""Configuration dataclasses (immutable once loaded).
+
+Rates are pps, durations seconds, sizes bytes.  A rate in a YAML file may be a
+number (pps), a string with a unit (``"500kpps"``, ``"1.2Mpps"``) or a share of
+the tester's line rate (``"50%"``); :class:`RateSpec` keeps it unresolved until
+the testbed's line rate is known.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class RateSpec:
+    """A rate as written in a config file: pps, or percent of line rate."""
+
+    value: float
+    percent: bool = False
+
+    def resolve(self, line_rate_pps: float) -> float:
+        """Rate in pps for a tester whose line rate is ``line_rate_pps``."""
+        return self.value * line_rate_pps / 100.0 if self.percent else self.value
+
+    def __str__(self) -> str:
+        return f"{self.value:g}%" if self.percent else f"{self.value:g} pps"
+
+
+@dataclass(frozen=True)
+class Addressing:
+    """Addresses, SIDs and MACs of the two-node testbed (tester <-> SUT).
+
+    Link 1 joins tester tx and SUT in, link 2 SUT out and tester rx.  Test
+    traffic goes from ``src6``/``src4`` to ``dst6``/``dst4``; SIDs under
+    ``sid_prefix`` other than the SUT's own route to the tester rx port.
+    Defaults use documentation and benchmarking ranges only.
+    """
+
+    tester_tx_mac: str = "02:5e:00:00:01:01"
+    sut_in_mac: str = "02:5e:00:00:01:02"
+    sut_out_mac: str = "02:5e:00:00:02:02"
+    tester_rx_mac: str = "02:5e:00:00:02:01"
+    tester_tx_ip6: str = "fd00:1::1"
+    sut_in_ip6: str = "fd00:1::2"
+    sut_out_ip6: str = "fd00:2::2"
+    tester_rx_ip6: str = "fd00:2::1"
+    link_prefix_len6: int = 64
+    tester_tx_ip4: str = "198.51.100.1"
+    sut_in_ip4: str = "198.51.100.2"
+    sut_out_ip4: str = "192.0.2.2"
+    tester_rx_ip4: str = "192.0.2.1"
+    link_prefix_len4: int = 24
+    src6: str = "2001:2:0:a::1"
+    dst6: str = "2001:2:0:b::1"
+    dst_prefix6: str = "2001:2:0:b::/64"
+    src4: str = "198.18.0.1"
+    dst4: str = "198.19.0.1"
+    dst_prefix4: str = "198.19.0.0/16"
+    sid_sut: str = "fc00:1::1"
+    sid_next: str = "fc00:2::1"
+    sid_last: str = "fc00:3::1"
+    sid_prefix: str = "fc00::/16"
+    tunsrc: str = "fd00:2::2"
+    table: int = 100
+    csid_block: str = "fcbb:bbbb::"
+    csid_lblen: int = 32
+    csid_nflen: int = 16
+    csid_sut: int = 0x100
+    csid_next: int = 0x200
+
+    def csid_address(self, *functions: int) -> str:
+        """An IPv6 address: the C-SID locator block followed by ``functions``."""
+        value = int(ipaddress.IPv6Address(self.csid_block))
+        shift = 128 - self.csid_lblen
+        for fn in functions:
+            shift -= self.csid_nflen
+            value |= fn << shift
+        return str(ipaddress.IPv6Address(value))
+
+    def csid_prefix(self, function: int) -> str:
+        """The SUT's C-SID prefix (block + one function) with its length."""
+        return f"{self.csid_address(function)}/{self.csid_lblen + self.csid_nflen}"
+
+    @property
+    def csid_block_prefix(self) -> str:
+        return f"{self.csid_block}/{self.csid_lblen}"
+
+
+@dataclass(frozen=True)
+class PortConfig:
+    """A network port: its interface name on its host and its MAC address."""
+
+    name: str
+    mac: str
+
+
+@dataclass(frozen=True)
+class SshConfig:
+    """How to reach a SUT over SSH (paramiko)."""
+
+    host: str
+    user: str = "root"
+    port: int = 22
+    key_file: str | None = None
+    known_hosts: str | None = None
+    remote_dir: str = "/tmp/srperf"
+    timeout_s: float = 30.0
+
+
+@dataclass(frozen=True)
+class TransportConfig:
+    """How CFG scripts reach the SUT: a local network namespace or SSH."""
+
+    kind: str = "netns"
+    ssh: SshConfig | None = None
+
+
+@dataclass(frozen=True)
+class TesterConfig:
+    """The traffic generator side."""
+
+    driver: str = "linux"
+    tx: PortConfig = PortConfig("t0", Addressing.tester_tx_mac)
+    rx: PortConfig = PortConfig("t1", Addressing.tester_rx_mac)
+    line_rate_pps: float = 1_500_000.0
+    cpu: int | None = 0
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SutConfig:
+    """The system under test."""
+
+    forwarder: str = "linux"
+    transport: TransportConfig = TransportConfig()
+    in_port: PortConfig = PortConfig("s0", Addressing.sut_in_mac)
+    out_port: PortConfig = PortConfig("s1", Addressing.sut_out_mac)
+    cpu: int | None = 1
+    napi_fifo_priority: int = 50
+
+
+@dataclass(frozen=True)
+class Testbed:
+    """A tester and a SUT with the addresses between them."""
+
+    name: str
+    kind: str = "virtual"
+    prefix: str = "srp"
+    tester: TesterConfig = TesterConfig()
+    sut: SutConfig = SutConfig()
+    addressing: Addressing = Addressing()
+    simulated: dict[str, Any] = field(default_factory=dict)
+    source: str = "<built-in>"
+
+    @property
+    def tester_ns(self) -> str:
+        return f"{self.prefix}-tester"
+
+    @property
+    def sut_ns(self) -> str:
+        return f"{self.prefix}-sut"
+
+    def vnf_ns(self, index: int = 0) -> str:
+        return f"{self.prefix}-vnf{index}"
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """The search as written in an experiment (rates not yet resolved)."""
+
+    algorithm: str = "bisect"
+    thresholds_pct: tuple[float, ...] = (0.5,)
+    trial_duration_s: float = 1.0
+    initial_trial_duration_s: float = 0.5
+    accuracy: RateSpec = RateSpec(0.5, percent=True)
+    min_rate: RateSpec = RateSpec(1.0, percent=True)
+    max_rate: RateSpec = RateSpec(100.0, percent=True)
+    repeat_near_threshold: int = 3
+    warmup_s: float = 0.0
+    exceed_ratio: float = 0.5
+    duration_sum_s: float = 3.0
+    relative_width: float = 0.01
+    mrr_rate: RateSpec | None = None
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """Behaviors to measure on one forwarder, how, and how often."""
+
+    name: str
+    forwarder: str = "linux"
+    behaviors: tuple[str, ...] = ("ipv6",)
+    packet_sizes: tuple[int, ...] = (64,)
+    search: SearchConfig = SearchConfig()
+    repetitions: int = 1
+    testbed: str | None = None
+    verify: bool = True
+    options: dict[str, Any] = field(default_factory=dict)
+    source: str = "<built-in>"

@@ -1,0 +1,126 @@
+"""JSON Schemas of the experiment and testbed YAML files."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from srperf.config.model import Addressing
+
+RATE = {
+    "description": "pps as a number, or a string: '500kpps', '1.2Mpps', '800000pps', '50%'",
+    "oneOf": [
+        {"type": "number", "exclusiveMinimum": 0},
+        {"type": "string", "pattern": r"^\s*[0-9]+(\.[0-9]+)?\s*(%|pps|kpps|Mpps)\s*$"},
+    ],
+}
+POSITIVE = {"type": "number", "exclusiveMinimum": 0}
+IFNAME = {"type": "string", "pattern": r"^[A-Za-z0-9_.:-]{1,15}$"}
+MAC = {"type": "string", "pattern": r"^([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}$"}
+FORWARDERS = ["linux", "vpp", "srnk", "ebpf"]
+ALGORITHMS = ["bisect", "multi", "mlr", "mlrsearch", "mrr"]
+
+
+def _port() -> dict[str, Any]:
+    return {"type": "object", "additionalProperties": False, "required": ["name"],
+            "properties": {"name": IFNAME, "mac": MAC}}
+
+
+def _addressing() -> dict[str, Any]:
+    props: dict[str, Any] = {}
+    for f in dataclasses.fields(Addressing):
+        props[f.name] = {"type": "integer", "minimum": 0} if f.type in ("int", int) \
+            else {"type": "string", "minLength": 1}
+    return {"type": "object", "additionalProperties": False, "properties": props}
+
+
+EXPERIMENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["name", "behaviors"],
+    "properties": {
+        "name": {"type": "string", "minLength": 1},
+        "forwarder": {"enum": FORWARDERS},
+        "behaviors": {"type": "array", "minItems": 1,
+                      "items": {"type": "string", "pattern": r"^[a-z0-9_]+$"}},
+        "packet_sizes": {"type": "array", "minItems": 1,
+                         "items": {"type": "integer", "minimum": 48, "maximum": 9000}},
+        "repetitions": {"type": "integer", "minimum": 1, "maximum": 1000},
+        "testbed": {"type": "string", "minLength": 1},
+        "verify": {"type": "boolean"},
+        "options": {"type": "object"},
+        "search": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "algorithm": {"enum": ALGORITHMS},
+                "thresholds_pct": {"type": "array", "minItems": 1,
+                                   "items": {"type": "number", "minimum": 0,
+                                             "exclusiveMaximum": 100}},
+                "trial_duration_s": POSITIVE,
+                "initial_trial_duration_s": POSITIVE,
+                "accuracy": RATE,
+                "min_rate": RATE,
+                "max_rate": RATE,
+                "mrr_rate": RATE,
+                "repeat_near_threshold": {"type": "integer", "minimum": 1, "maximum": 100},
+                "warmup_s": {"type": "number", "minimum": 0},
+                "exceed_ratio": {"type": "number", "minimum": 0, "exclusiveMaximum": 1},
+                "duration_sum_s": POSITIVE,
+                "relative_width": {"type": "number", "exclusiveMinimum": 0,
+                                   "exclusiveMaximum": 1},
+            },
+        },
+    },
+}
+
+TESTBED_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["name"],
+    "properties": {
+        "name": {"type": "string", "minLength": 1},
+        "kind": {"enum": ["virtual", "ssh", "simulated"]},
+        "prefix": {"type": "string", "pattern": r"^[a-z][a-z0-9]{0,7}$"},
+        "tester": {
+            "type": "object", "additionalProperties": False,
+            "properties": {
+                "driver": {"enum": ["linux", "trex", "simulated"]},
+                "tx": _port(), "rx": _port(),
+                "line_rate_pps": POSITIVE,
+                "cpu": {"type": ["integer", "null"], "minimum": 0},
+                "options": {"type": "object"},
+            },
+        },
+        "sut": {
+            "type": "object", "additionalProperties": False,
+            "properties": {
+                "forwarder": {"enum": FORWARDERS},
+                "in": _port(), "out": _port(),
+                "cpu": {"type": ["integer", "null"], "minimum": 0},
+                "napi_fifo_priority": {"type": "integer", "minimum": 0, "maximum": 99},
+                "transport": {
+                    "type": "object", "additionalProperties": False,
+                    "properties": {
+                        "kind": {"enum": ["netns", "ssh"]},
+                        "ssh": {
+                            "type": "object", "additionalProperties": False,
+                            "required": ["host"],
+                            "properties": {
+                                "host": {"type": "string", "minLength": 1},
+                                "user": {"type": "string", "minLength": 1},
+                                "port": {"type": "integer", "minimum": 1, "maximum": 65535},
+                                "key_file": {"type": "string"},
+                                "known_hosts": {"type": "string"},
+                                "remote_dir": {"type": "string", "pattern": "^/"},
+                                "timeout_s": POSITIVE,
+                            },
+                        },
+                    },
+                },
+            },
+        },
+        "addressing": _addressing(),
+        "simulated": {"type": "object"},
+    },
+}

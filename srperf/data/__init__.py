@@ -1,0 +1,1 @@
+"""Package data: CFG scripts, experiments, testbeds (mapped from top-level folders)."""

@@ -1,0 +1,46 @@
+"""Exceptions shared across srperf."""
+
+from __future__ import annotations
+
+
+class SrperfError(Exception):
+    """Base class of every error srperf reports to the user."""
+
+
+class ConfigError(SrperfError):
+    """A configuration file is invalid.
+
+    The message always names the file, the key path and the bad value.
+    """
+
+    def __init__(self, file: str, key: str, value: object, reason: str) -> None:
+        self.file = file
+        self.key = key
+        self.value = value
+        self.reason = reason
+        super().__init__(f"{file}: {key or '<top level>'} = {value!r}: {reason}")
+
+
+class UnsupportedBehavior(SrperfError):
+    """The SUT cannot run a behavior (the reason comes from the SUT itself)."""
+
+    def __init__(self, behavior: str, reason: str) -> None:
+        self.behavior = behavior
+        self.reason = reason
+        super().__init__(f"{behavior}: unsupported on this SUT: {reason}")
+
+
+class CfgError(SrperfError):
+    """A CFG script function failed on the SUT."""
+
+
+class VerificationError(SrperfError):
+    """A behavior did not transform packets as specified."""
+
+
+class TransportError(SrperfError):
+    """A command could not be run on the SUT."""
+
+
+class GeneratorError(SrperfError):
+    """The traffic generator failed or cannot run here."""

@@ -1,0 +1,49 @@
+"""Find the files srperf ships: CFG scripts, experiments, testbeds, C sources."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+
+def _dir(package: str) -> Path:
+    return Path(str(resources.files(package)))
+
+
+def cfg_script(forwarder: str) -> Path:
+    """Path of ``cfg_scripts/<forwarder>.sh``."""
+    return _dir("srperf.data.cfg_scripts") / f"{forwarder}.sh"
+
+
+def experiments_dir() -> Path:
+    return _dir("srperf.data.experiments")
+
+
+def testbed_dir() -> Path:
+    return _dir("srperf.data.testbed")
+
+
+def ebpf_dir() -> Path:
+    """Directory of the eBPF dataplane's C sources."""
+    return testbed_dir() / "dataplanes" / "ebpf"
+
+
+def generator_dir() -> Path:
+    """Directory of the local traffic generator's C sources."""
+    return _dir("srperf.drivers") / "linux_gen"
+
+
+def find_config(name: str, kind: str) -> Path:
+    """Resolve a config name: a path as given, else a shipped file by name.
+
+    ``kind`` is ``"experiment"`` or ``"testbed"``; ``quick`` finds
+    ``experiments/quick.yaml``.
+    """
+    path = Path(name)
+    if path.exists():
+        return path
+    base = experiments_dir() if kind == "experiment" else testbed_dir()
+    for candidate in (base / name, base / f"{name}.yaml", base / path.name):
+        if candidate.exists():
+            return candidate
+    return path

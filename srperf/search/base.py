@@ -1,0 +1,149 @@
+"""The interface shared by every search algorithm.
+
+A search knows nothing about drivers or SUTs: it calls ``measure(rate_pps,
+duration_s) -> TrialResult`` and returns bounds per goal plus every trial.
+Loss thresholds are given in percent (0.5 means 0.5 %), rates in pps.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+from srperf.drivers.base import TrialResult
+
+Measure = Callable[[float, float], TrialResult]
+"""measure(rate_pps, duration_s) -> TrialResult."""
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """Everything a search needs besides the measure callable.
+
+    Attributes:
+        thresholds_pct: loss thresholds in percent, one goal each (0 = NDR).
+        min_rate_pps: lowest rate the search may try, pps.
+        max_rate_pps: highest rate the search may try, pps.
+        accuracy_pps: width at which a bisection stops, pps (SRPerf epsilon).
+        trial_duration_s: duration of a (final) trial, seconds.
+        initial_trial_duration_s: first-phase trial duration for MLR-style searches.
+        repeat_near_threshold: SRPerf paper's advice: trials whose loss is within
+            ``near_factor`` of a threshold are repeated this many times in all and
+            decided by majority.
+        near_factor: relative closeness to a threshold that triggers repeats.
+        warmup_duration_s: optional warm-up trial before the search (discarded).
+        exceed_ratio: MLR-style share of failing trial time tolerated at a load.
+        duration_sum_s: MLR-style trial time needed at a load before deciding.
+        relative_width: MLR-style stop width relative to the upper bound.
+        seed: for algorithms that randomise anything.
+    """
+
+    thresholds_pct: tuple[float, ...] = (0.5,)
+    min_rate_pps: float = 10_000.0
+    max_rate_pps: float = 1_500_000.0
+    accuracy_pps: float = 5_000.0
+    trial_duration_s: float = 1.0
+    initial_trial_duration_s: float = 0.5
+    repeat_near_threshold: int = 3
+    near_factor: float = 4.0
+    warmup_duration_s: float = 0.0
+    exceed_ratio: float = 0.5
+    duration_sum_s: float = 3.0
+    relative_width: float = 0.01
+    seed: int = 0
+    mrr_rate_pps: float | None = None
+
+    def validate(self) -> None:
+        """Raise ValueError with a precise message when a setting is impossible."""
+        for t in self.thresholds_pct:
+            if not (0.0 <= t < 100.0) or math.isnan(t):
+                raise ValueError(f"loss threshold {t!r} % is outside [0, 100)")
+        if not self.thresholds_pct:
+            raise ValueError("at least one loss threshold is needed")
+        if self.min_rate_pps <= 0:
+            raise ValueError(f"min rate {self.min_rate_pps!r} pps must be > 0")
+        if self.min_rate_pps >= self.max_rate_pps:
+            raise ValueError(
+                f"min rate {self.min_rate_pps!r} pps must be below max rate {self.max_rate_pps!r} pps")
+        for name in ("trial_duration_s", "initial_trial_duration_s"):
+            value = getattr(self, name)
+            if not value > 0:
+                raise ValueError(f"{name} = {value!r} must be > 0 seconds")
+        if self.accuracy_pps <= 0:
+            raise ValueError(f"accuracy {self.accuracy_pps!r} pps must be > 0")
+
+
+@dataclass(frozen=True)
+class GoalResult:
+    """The answer for one loss threshold.
+
+    ``status`` is ``"ok"`` (bounds found), ``"below_min"`` (loss above the
+    threshold even at the minimum rate: the PDR is below ``min_rate_pps``),
+    ``"at_max"`` (no loss above threshold at the maximum rate: the SUT keeps up
+    with everything tried; the bound is the generator's or the configured max,
+    flagged) or ``"undecided"`` (not enough usable trials).
+    """
+
+    threshold_pct: float
+    lower_bound_pps: float | None
+    upper_bound_pps: float | None
+    status: str = "ok"
+    conditional_throughput_pps: float | None = None
+    note: str = ""
+
+    @property
+    def width_pps(self) -> float | None:
+        if self.lower_bound_pps is None or self.upper_bound_pps is None:
+            return None
+        return self.upper_bound_pps - self.lower_bound_pps
+
+    @property
+    def value_pps(self) -> float | None:
+        """The reported rate: the lower bound (the highest rate known to pass)."""
+        return self.lower_bound_pps if self.status in ("ok", "at_max") else None
+
+
+@dataclass
+class SearchResult:
+    """What a search returns: one GoalResult per threshold and every trial."""
+
+    algorithm: str
+    goals: list[GoalResult]
+    trials: list[TrialResult] = field(default_factory=list)
+    wall_s: float = 0.0
+    note: str = ""
+
+    @property
+    def trial_seconds(self) -> float:
+        """Sum of intended durations of every trial, warm-up included, seconds."""
+        return sum(t.duration_s for t in self.trials)
+
+    @property
+    def n_trials(self) -> int:
+        return len(self.trials)
+
+    @property
+    def generator_limited_trials(self) -> int:
+        return sum(1 for t in self.trials if t.generator_limited)
+
+    def goal(self, threshold_pct: float) -> GoalResult:
+        for g in self.goals:
+            if g.threshold_pct == threshold_pct:
+                return g
+        raise KeyError(threshold_pct)
+
+
+class SearchAlgorithm(abc.ABC):
+    """One way to find the highest rate whose loss stays under each threshold."""
+
+    name: str = "abstract"
+
+    def __init__(self, settings: SearchSettings) -> None:
+        settings.validate()
+        self.settings = settings
+
+    @abc.abstractmethod
+    def run(self, measure: Measure) -> SearchResult:
+        """Run the search, calling ``measure`` for every trial."""

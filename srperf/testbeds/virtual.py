@@ -1,0 +1,210 @@
+"""The virtual testbed: a tester and a SUT network namespace on one Linux host.
+
+Topology (names from the testbed config, defaults shown)::
+
+    <prefix>-tester                      <prefix>-sut
+      t0 (tx) ---------- veth ---------- s0 (in)   GRO on + threaded NAPI,
+      t1 (rx) ---------- veth ---------- s1 (out)  napi kthread pinned, FIFO 50
+      XDP drop sink on t1
+
+The tester has no IP stack on its ports (IPv6 disabled, no IPv4 address): the
+generator writes raw frames and counts with kernel counters, so no neighbour
+discovery, MLD or ICMP error ever mixes with test traffic.  The SUT has static
+neighbours for the tester's MACs, forwarding and seg6 sysctls, ``ip sr tunsrc``
+and offloads off (GRO on its ingress port only, for NAPI mode: the mode that
+measured best here, see machine-facts.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from srperf.config.model import Testbed
+from srperf.errors import SrperfError
+from srperf.netns import CommandFailed, run
+
+log = logging.getLogger(__name__)
+
+BPFFS_ROOT = Path("/sys/fs/bpf/srperf")
+OFFLOADS = ("rx", "tx", "sg", "tso", "gso", "gro", "lro", "rxvlan", "txvlan")
+
+
+class TestbedError(SrperfError):
+    """The virtual testbed could not be built or removed."""
+
+
+@dataclass(frozen=True)
+class NapiThread:
+    """A threaded-NAPI kernel thread serving one SUT port."""
+
+    pid: int
+    name: str
+
+
+class VirtualTestbed:
+    """Build and remove the namespace testbed described by a :class:`Testbed`."""
+
+    def __init__(self, tb: Testbed) -> None:
+        if tb.kind not in ("virtual",):
+            raise TestbedError(f"{tb.source}: kind = {tb.kind!r}: only a virtual testbed "
+                               "can be brought up on this host")
+        self.tb = tb
+
+    # -- queries ---------------------------------------------------------------
+    def namespaces(self) -> list[str]:
+        """Every namespace of this testbed that exists now (VNFs included)."""
+        out = run(["ip", "netns", "list"]).stdout
+        names = [line.split()[0] for line in out.splitlines() if line.strip()]
+        return sorted(n for n in names if n.startswith(f"{self.tb.prefix}-"))
+
+    def is_up(self) -> bool:
+        """True when both namespaces and all four ports exist."""
+        tb = self.tb
+        have = set(self.namespaces())
+        if not {tb.tester_ns, tb.sut_ns} <= have:
+            return False
+        for ns, dev in ((tb.tester_ns, tb.tester.tx.name), (tb.tester_ns, tb.tester.rx.name),
+                        (tb.sut_ns, tb.sut.in_port.name), (tb.sut_ns, tb.sut.out_port.name)):
+            if not run(["ip", "link", "show", "dev", dev], ns=ns, check=False).ok:
+                return False
+        return True
+
+    # -- up / down -------------------------------------------------------------
+    def up(self) -> None:
+        """Create the testbed; does nothing when it is already complete.
+
+        A partial testbed (left by a crash) is removed first, then rebuilt.
+        """
+        if self.is_up():
+            log.info("virtual testbed %s already up", self.tb.prefix)
+            return
+        self.down()
+        try:
+            self._create()
+        except Exception:
+            log.error("testbed creation failed; removing what was made")
+            self.down()
+            raise
+
+    def down(self) -> None:
+        """Remove every namespace, link and pinned BPF object of this testbed."""
+        for ns in self.namespaces():
+            run(["ip", "netns", "del", ns], check=False)
+            pinned = BPFFS_ROOT / ns
+            if pinned.exists():
+                shutil.rmtree(pinned, ignore_errors=True)
+
+    # -- construction ----------------------------------------------------------
+    def _create(self) -> None:
+        tb, a = self.tb, self.tb.addressing
+        tns, sns = tb.tester_ns, tb.sut_ns
+        tx, rx = tb.tester.tx.name, tb.tester.rx.name
+        sin, sout = tb.sut.in_port.name, tb.sut.out_port.name
+        for ns in (tns, sns):
+            run(["ip", "netns", "add", ns])
+            run(["ip", "link", "set", "dev", "lo", "up"], ns=ns)
+        # No IP stack on the tester's ports; quiet IPv6 on the SUT (no DAD, RS).
+        self._sysctls(tns, {"net.ipv6.conf.all.disable_ipv6": 1,
+                            "net.ipv6.conf.default.disable_ipv6": 1})
+        self._sysctls(sns, {"net.ipv6.conf.default.accept_dad": 0,
+                            "net.ipv6.conf.default.router_solicitations": 0,
+                            "net.ipv6.conf.default.accept_ra": 0,
+                            "net.ipv6.conf.default.addr_gen_mode": 1})
+        for t_dev, t_mac, s_dev, s_mac in ((tx, tb.tester.tx.mac, sin, tb.sut.in_port.mac),
+                                           (rx, tb.tester.rx.mac, sout, tb.sut.out_port.mac)):
+            run(["ip", "link", "add", "name", t_dev, "netns", tns, "address", t_mac,
+                 "type", "veth", "peer", "name", s_dev, "netns", sns, "address", s_mac])
+        self._sysctls(sns, {
+            "net.ipv6.conf.all.forwarding": 1,
+            "net.ipv4.ip_forward": 1,
+            "net.ipv6.conf.all.seg6_enabled": 1,
+            "net.ipv6.conf.default.seg6_enabled": 1,
+            f"net.ipv6.conf.{sin}.seg6_enabled": 1,
+            f"net.ipv6.conf.{sout}.seg6_enabled": 1,
+            "net.ipv4.conf.all.rp_filter": 0,
+            "net.ipv4.conf.default.rp_filter": 0,
+            f"net.ipv4.conf.{sin}.rp_filter": 0,
+            f"net.ipv4.conf.{sout}.rp_filter": 0,
+        })
+        for dev, ip6, ip4 in ((sin, a.sut_in_ip6, a.sut_in_ip4),
+                              (sout, a.sut_out_ip6, a.sut_out_ip4)):
+            run(["ip", "-6", "addr", "add", f"{ip6}/{a.link_prefix_len6}", "dev", dev,
+                 "nodad"], ns=sns)
+            run(["ip", "addr", "add", f"{ip4}/{a.link_prefix_len4}", "dev", dev], ns=sns)
+        for ns, dev in ((tns, tx), (tns, rx), (sns, sin), (sns, sout)):
+            self._offloads_off(ns, dev)
+            run(["ip", "link", "set", "dev", dev, "up"], ns=ns)
+        # Static neighbours: the SUT never resolves the tester's addresses.
+        for ip, mac, dev in ((a.tester_tx_ip6, tb.tester.tx.mac, sin),
+                             (a.tester_rx_ip6, tb.tester.rx.mac, sout),
+                             (a.tester_tx_ip4, tb.tester.tx.mac, sin),
+                             (a.tester_rx_ip4, tb.tester.rx.mac, sout)):
+            run(["ip", "neigh", "replace", ip, "lladdr", mac, "dev", dev, "nud", "permanent"],
+                ns=sns)
+        run(["ip", "sr", "tunsrc", "set", a.tunsrc], ns=sns)
+        self._napi_mode(sns, sin)
+        from srperf.drivers.linux_sink import attach_sink
+
+        attach_sink(tns, rx)
+        log.info("virtual testbed %s up", tb.prefix)
+
+    @staticmethod
+    def _sysctls(ns: str, values: dict[str, int]) -> None:
+        argv = ["sysctl", "-q", "-w"] + [f"{k}={v}" for k, v in values.items()]
+        run(argv, ns=ns)
+
+    @staticmethod
+    def _offloads_off(ns: str, dev: str) -> None:
+        for feature in OFFLOADS:
+            # veth does not implement every feature; each is switched off alone.
+            run(["ethtool", "-K", dev, feature, "off"], ns=ns, check=False)
+
+    def _napi_mode(self, ns: str, dev: str) -> list[NapiThread]:
+        """GRO on + threaded NAPI on the SUT ingress port, its thread pinned at FIFO."""
+        run(["ethtool", "-K", dev, "gro", "on"], ns=ns)
+        before = {t.pid for t in napi_threads(dev)}
+        run(["sh", "-c", f"echo 1 > /sys/class/net/{dev}/threaded"], ns=ns)
+        threads: list[NapiThread] = []
+        for _ in range(50):
+            threads = [t for t in napi_threads(dev) if t.pid not in before]
+            if threads:
+                break
+            time.sleep(0.02)
+        if not threads:
+            raise TestbedError(f"no threaded NAPI kthread appeared for {ns}/{dev}")
+        cpu, prio = self.tb.sut.cpu, self.tb.sut.napi_fifo_priority
+        for thread in threads:
+            if cpu is not None:
+                run(["taskset", "-pc", str(cpu), str(thread.pid)])
+            if prio:
+                run(["chrt", "-f", "-p", str(prio), str(thread.pid)])
+        log.info("SUT %s/%s NAPI threads %s on CPU %s FIFO %s", ns, dev,
+                 [t.pid for t in threads], cpu, prio)
+        return threads
+
+
+def napi_threads(dev: str) -> list[NapiThread]:
+    """Kernel threads named ``napi/<dev>-<id>`` (all namespaces)."""
+    found = []
+    for comm_file in Path("/proc").glob("[0-9]*/comm"):
+        try:
+            name = comm_file.read_text().strip()
+        except OSError:
+            continue
+        if name.startswith(f"napi/{dev}-"):
+            found.append(NapiThread(int(comm_file.parent.name), name))
+    return found
+
+
+def ensure_root() -> None:
+    import os
+
+    if os.geteuid() != 0:
+        raise TestbedError("the virtual testbed needs root (network namespaces, veth, XDP)")
+
+
+__all__ = ["VirtualTestbed", "TestbedError", "napi_threads", "CommandFailed", "ensure_root"]

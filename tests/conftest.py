@@ -1,0 +1,38 @@
+"""Shared fixtures: root checks and a guard that the suite leaves no namespace behind."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+# Namespace prefixes the suite's tests use (one per test area).
+TEST_PREFIXES = ("srpt", "tgen", "lxc", "ebp", "srpcli")
+
+
+def _namespaces() -> set[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return {line.split()[0] for line in out.splitlines() if line.strip()}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.geteuid() == 0:
+        return
+    skip = pytest.mark.skip(reason="needs root (network namespaces)")
+    for item in items:
+        if "netns" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_namespace_left_behind():
+    """After the whole suite, no namespace of ours may remain."""
+    before = _namespaces() if os.geteuid() == 0 else set()
+    yield
+    if os.geteuid() != 0:
+        return
+    left = sorted(n for n in _namespaces() - before if n.startswith(TEST_PREFIXES))
+    for ns in left:
+        subprocess.run(["ip", "netns", "del", ns], check=False)
+    assert not left, f"tests left network namespaces behind: {left}"

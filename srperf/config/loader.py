@@ -209,18 +209,19 @@ def _addressing(file: str, data: dict[str, Any]) -> Addressing:
     for f in dataclasses.fields(Addressing):
         value = getattr(addressing, f.name)
         key = f"addressing.{f.name}"
-        if f.name.endswith("_mac"):
-            if not re.fullmatch(r"([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}", value):
+        name = f.name
+        if name.endswith("_mac"):
+            if not re.fullmatch(r"([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}", str(value)):
                 raise ConfigError(file, key, value, "not a MAC address")
-        elif f.name.endswith(("_ip6", "6")) or f.name.startswith("sid_") and \
-                not f.name.endswith("prefix") or f.name in ("tunsrc", "csid_block"):
-            _check_ip(file, key, value, 6, network=False)
-        elif f.name.endswith(("_ip4", "4")):
-            _check_ip(file, key, value, 4, network=False)
-        elif f.name.endswith("prefix6") or f.name == "sid_prefix":
+        elif name.endswith("prefix6") or name == "sid_prefix":
             _check_ip(file, key, value, 6, network=True)
-        elif f.name.endswith("prefix4"):
+        elif name.endswith("prefix4"):
             _check_ip(file, key, value, 4, network=True)
+        elif name.endswith("_ip6") or name in ("src6", "dst6", "tunsrc", "csid_block") \
+                or (name.startswith("sid_") and isinstance(value, str)):
+            _check_ip(file, key, value, 6, network=False)
+        elif name.endswith("_ip4") or name in ("src4", "dst4"):
+            _check_ip(file, key, value, 4, network=False)
     if addressing.csid_lblen + 2 * addressing.csid_nflen > 128:
         raise ConfigError(file, "addressing.csid_lblen", addressing.csid_lblen,
                           "locator block + two C-SIDs exceed 128 bits")

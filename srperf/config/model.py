@@ -145,6 +145,8 @@ class SutConfig:
 class Testbed:
     """A tester and a SUT with the addresses between them."""
 
+    __test__ = False  # not a pytest test class despite its name
+
     name: str
     kind: str = "virtual"
     prefix: str = "srp"

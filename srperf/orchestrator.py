@@ -188,6 +188,7 @@ class Orchestrator:
         try:
             if cfg is not None:
                 vnfs = self._vnfs_up(beh)
+                cfg.env = catalogue.cfg_env(self.tb, beh)
                 cfg.apply(beh.cfg_function, name)  # type: ignore[attr-defined]
             gen = generator
             if gen is None:  # simulated: one model per behavior, seeded by repetition

@@ -32,7 +32,7 @@ def no_namespace_left_behind():
     yield
     if os.geteuid() != 0:
         return
+    # Only report: another pytest session on the same host may own a namespace
+    # that appeared meanwhile, so this guard never deletes anything itself.
     left = sorted(n for n in _namespaces() - before if n.startswith(TEST_PREFIXES))
-    for ns in left:
-        subprocess.run(["ip", "netns", "del", ns], check=False)
     assert not left, f"tests left network namespaces behind: {left}"

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""B2: repeatability of PDR searches on the virtual testbed (real kernel).
+
+Side by side in ONE interleaved run: for each repeat, for each behavior, the
+behavior is configured once and searched with our default search and with
+SRPerf's bisection (Algorithm 1, one trial per rate, SRPerf accuracy, trials
+scaled to --bisect-trial-s).  Prints per algorithm and behavior: mean, CV,
+range of the PDR, the ranking of behaviors in each repeat, and the CV ratio.
+
+    .venv/bin/python bench/search_b2.py [--repeats 5] [--behaviors ipv6,end,h_encaps]
+
+Needs root; builds a virtual testbed with prefix `srpb2` and removes it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import sys
+import time
+
+from srperf import behaviors as catalogue
+from srperf.cfg_manager import CfgManager
+from srperf.config.model import Testbed
+from srperf.generators import create_generator
+from srperf.search import DEFAULT_ALGORITHM, create
+from srperf.search.base import SearchSettings
+from srperf.search.bisect import BisectSearch
+from srperf.testbeds.virtual import VirtualTestbed
+from srperf.transports import for_testbed
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--behaviors", default="ipv6,end,h_encaps")
+    ap.add_argument("--threshold", type=float, default=0.5, help="loss threshold, %%")
+    ap.add_argument("--max-rate", type=float, default=1_500_000, help="pps")
+    ap.add_argument("--bisect-trial-s", type=float, default=1.0,
+                    help="bisect trial duration (SRPerf: 10 s; scaled for time)")
+    ap.add_argument("--ours", default=DEFAULT_ALGORITHM)
+    args = ap.parse_args()
+
+    tb = Testbed(name="b2", prefix="srpb2")
+    vt = VirtualTestbed(tb)
+    names = args.behaviors.split(",")
+    algs = {
+        args.ours: SearchSettings(thresholds_pct=(args.threshold,), min_rate_pps=50_000,
+                                  max_rate_pps=args.max_rate, accuracy_pps=5_000),
+        "bisect": BisectSearch.srperf_settings(args.bisect_trial_s / 10.0,
+                                               thresholds_pct=(args.threshold,),
+                                               max_rate_pps=args.max_rate),
+    }
+    results: dict[tuple[str, str], list[float]] = {(a, b): [] for a in algs for b in names}
+    costs: dict[str, list[float]] = {a: [] for a in algs}
+    started = time.monotonic()
+    try:
+        vt.up()
+        cfg = CfgManager(for_testbed(tb), "linux", catalogue.cfg_env(tb))
+        gen = create_generator(tb)
+        for rep in range(1, args.repeats + 1):
+            for name in names:
+                beh = catalogue.get(name)
+                cfg.apply(beh.cfg_function, name)
+                gen.prepare(bytes(beh.build_frame(tb, 64)))
+                order = list(algs) if rep % 2 else list(reversed(algs))
+                for alg in order:
+                    settings = dataclasses.replace(algs[alg], seed=rep)
+                    res = create(alg, settings).run(gen.trial)
+                    goal = res.goals[0]
+                    value = goal.lower_bound_pps if goal.status in ("ok", "at_max") else None
+                    if value is not None:
+                        results[(alg, name)].append(value / 1e3)
+                    costs[alg].append(res.trial_seconds)
+                    print(f"rep {rep} {name:<9} {alg:<9} {goal.status:<9} "
+                          f"[{(goal.lower_bound_pps or 0) / 1e3:7.1f}, "
+                          f"{(goal.upper_bound_pps or 0) / 1e3:7.1f}] kpps "
+                          f"{res.n_trials:3d} trials {res.trial_seconds:6.1f} trial-s", flush=True)
+                cfg.clean()
+        gen.close()
+    finally:
+        vt.down()
+
+    print(f"\nB2 PDR@{args.threshold}% on the virtual testbed, {args.repeats} interleaved "
+          f"repeats, {time.monotonic() - started:.0f} s wall")
+    print(f"{'algorithm':<10} {'behavior':<9} {'n':>2} {'mean':>8} {'CV %':>6} {'min':>8} "
+          f"{'max':>8}  (kpps)")
+    cvs: dict[str, list[float]] = {a: [] for a in algs}
+    for alg in algs:
+        for name in names:
+            v = results[(alg, name)]
+            mean = statistics.mean(v) if v else float("nan")
+            cv = 100 * statistics.stdev(v) / mean if len(v) > 1 else float("nan")
+            cvs[alg].append(cv)
+            print(f"{alg:<10} {name:<9} {len(v):>2} {mean:8.1f} {cv:6.1f} "
+                  f"{min(v, default=float('nan')):8.1f} {max(v, default=float('nan')):8.1f}")
+    for alg in algs:
+        stable = 0
+        ref = None
+        for rep in range(args.repeats):
+            try:
+                ranking = tuple(sorted(names, key=lambda b: -results[(alg, b)][rep]))
+            except IndexError:
+                continue
+            ref = ref or tuple(sorted(names, key=lambda b: -statistics.median(results[(alg, b)])))
+            stable += ranking == ref
+        print(f"{alg}: ranking {' > '.join(ref or ())} in {stable} of {args.repeats} repeats; "
+              f"median CV {statistics.median(cvs[alg]):.1f} %; "
+              f"mean trial-s per search {statistics.mean(costs[alg]):.1f}")
+    ours, theirs = statistics.median(cvs[args.ours]), statistics.median(cvs["bisect"])
+    print(f"CV ratio {args.ours}/bisect (median over behaviors): {ours / theirs:.2f} "
+          "(target <= 0.5)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

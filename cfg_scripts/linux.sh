@@ -1,0 +1,345 @@
+#!/usr/bin/env bash
+# srperf CFG script for the Linux kernel forwarder.
+#
+# Usage: bash linux.sh FUNCTION
+#   FUNCTION is `clean` or one behavior of the catalogue (srperf/behaviors.py):
+#   ipv4 ipv6 h_insert h_encaps h_encaps_v4 h_encaps_l2 h_encaps_red
+#   h_encaps_l2_red end end_x end_t end_dx2 end_dx4 end_dx6 end_dt4 end_dt6
+#   end_dt46 end_b6_encaps end_next_csid
+#
+# Every behavior function first calls `clean`, then installs the routes the
+# behavior needs; running a function twice gives the same state.  The SUT's
+# base setup (addresses, static neighbours, sysctls, `ip sr tunsrc`) belongs to
+# the testbed: this script neither needs to nor may change it.
+#
+# Exit status: 0 success (quiet); 1 a command failed (message on stderr);
+# 2 usage error (unknown function, missing variable); 3 the running kernel
+# cannot do the behavior: stderr says `unsupported: <step>: <kernel's error>`.
+#
+# Parameters come ONLY from the environment (srperf.behaviors.cfg_env builds
+# them from the testbed's Addressing):
+#   SRPERF_IN_IF             SUT port facing the tester's tx port (e.g. s0)
+#   SRPERF_OUT_IF            SUT port facing the tester's rx port (e.g. s1)
+#   SRPERF_TESTER_RX_IP6     IPv6 next hop towards the tester rx port
+#   SRPERF_TESTER_RX_IP4     IPv4 next hop towards the tester rx port
+#   SRPERF_DST_PREFIX6       prefix of the test traffic's IPv6 destination
+#   SRPERF_DST_PREFIX4       prefix of the test traffic's IPv4 destination
+#   SRPERF_SID_SUT           the SUT's local SID (no C-SID behaviors)
+#   SRPERF_SID_PREFIX        prefix of all other SIDs (routed to the tester rx)
+#   SRPERF_ENCAP_SEGS        comma-separated SID list of the H.Encaps* policies
+#   SRPERF_INSERT_SEGS       comma-separated SID list of the H.Insert policy
+#   SRPERF_B6_SEGS           comma-separated SID list of the End.B6.Encaps policy
+#   SRPERF_TABLE             routing table of End.T / End.DT* (number)
+#   SRPERF_VRF_DEV           name of the VRF device End.DT4/End.DT46 need
+#   SRPERF_CSID_PREFIX       the SUT's C-SID (locator block + function)/len
+#   SRPERF_CSID_BLOCK_PREFIX the C-SID locator block/len (routed to the tester rx)
+#   SRPERF_CSID_LBLEN        C-SID locator block length, bits
+#   SRPERF_CSID_NFLEN        C-SID node function length, bits
+# cfg_env() exports more SRPERF_* variables (MACs, tunsrc, ...) for other
+# forwarders' scripts; this script does not use them.
+
+set -euo pipefail
+
+readonly PROG="linux.sh"
+
+die() {
+	echo "$PROG: $*" >&2
+	exit 1
+}
+
+usage_error() {
+	echo "$PROG: $*" >&2
+	exit 2
+}
+
+# need VAR...: fail with exit 2 unless every VAR is set and non-empty.
+need() {
+	local var
+	for var in "$@"; do
+		if [[ -z "${!var:-}" ]]; then
+			usage_error "environment variable $var is not set"
+		fi
+	done
+}
+
+# run CMD...: run an iproute2 command; on failure report it and exit 1.
+run() {
+	local err rc=0
+	err="$("$@" 2>&1 >/dev/null)" || rc=$?
+	if ((rc != 0)); then
+		die "$* failed: ${err:-exit status $rc}"
+	fi
+}
+
+# feature STEP CMD...: run a command whose failure means the kernel lacks a
+# feature the behavior needs: undo what was configured, then exit 3 with the
+# kernel's own error message.
+feature() {
+	local step="$1" err rc=0
+	shift
+	err="$("$@" 2>&1 >/dev/null)" || rc=$?
+	if ((rc != 0)); then
+		err="$(printf '%s' "$err" | tr '\n' ' ')"
+		err="${err%"${err##*[![:space:]]}"}"
+		clean
+		echo "unsupported: $step: ${err:-exit status $rc} (from: $*)" >&2
+		exit 3
+	fi
+}
+
+# del_routes FAMILY PREFIX TABLE: delete every route of exactly PREFIX in TABLE;
+# nothing to do when there is none (or when the table does not exist).
+del_routes() {
+	local family="$1" prefix="$2" table="$3" tries=0
+	while [[ -n "$(ip "-$family" route show exact "$prefix" table "$table" 2>/dev/null)" ]]; do
+		run ip "-$family" route del "$prefix" table "$table"
+		tries=$((tries + 1))
+		if ((tries > 16)); then
+			die "cannot delete route $prefix from table $table"
+		fi
+	done
+}
+
+# Route every SID under SRPERF_SID_PREFIX (other than the SUT's) to the tester.
+sid_route() {
+	local table="${1:-main}"
+	need SRPERF_SID_PREFIX SRPERF_TESTER_RX_IP6 SRPERF_OUT_IF
+	run ip -6 route add "$SRPERF_SID_PREFIX" via "$SRPERF_TESTER_RX_IP6" \
+		dev "$SRPERF_OUT_IF" table "$table"
+}
+
+dst6_route() {
+	local table="${1:-main}"
+	need SRPERF_DST_PREFIX6 SRPERF_TESTER_RX_IP6 SRPERF_OUT_IF
+	run ip -6 route add "$SRPERF_DST_PREFIX6" via "$SRPERF_TESTER_RX_IP6" \
+		dev "$SRPERF_OUT_IF" table "$table"
+}
+
+dst4_route() {
+	local table="${1:-main}"
+	need SRPERF_DST_PREFIX4 SRPERF_TESTER_RX_IP4 SRPERF_OUT_IF
+	run ip -4 route add "$SRPERF_DST_PREFIX4" via "$SRPERF_TESTER_RX_IP4" \
+		dev "$SRPERF_OUT_IF" table "$table"
+}
+
+# local_sid ACTION ARGS...: install the SUT's SID with a seg6local action.
+local_sid() {
+	need SRPERF_SID_SUT SRPERF_OUT_IF
+	run ip -6 route add "$SRPERF_SID_SUT/128" encap seg6local action "$@" \
+		dev "$SRPERF_OUT_IF"
+}
+
+clean() {
+	need SRPERF_DST_PREFIX6 SRPERF_DST_PREFIX4 SRPERF_SID_SUT SRPERF_SID_PREFIX \
+		SRPERF_TESTER_RX_IP4 SRPERF_TABLE SRPERF_VRF_DEV SRPERF_CSID_PREFIX \
+		SRPERF_CSID_BLOCK_PREFIX
+	local table
+	del_routes 4 "$SRPERF_TESTER_RX_IP4/32" main
+	for table in main "$SRPERF_TABLE"; do
+		del_routes 6 "$SRPERF_SID_SUT/128" "$table"
+		del_routes 6 "$SRPERF_SID_PREFIX" "$table"
+		del_routes 6 "$SRPERF_DST_PREFIX6" "$table"
+		del_routes 4 "$SRPERF_DST_PREFIX4" "$table"
+		del_routes 6 "$SRPERF_CSID_PREFIX" "$table"
+		del_routes 6 "$SRPERF_CSID_BLOCK_PREFIX" "$table"
+	done
+	if ip link show dev "$SRPERF_VRF_DEV" >/dev/null 2>&1; then
+		run ip link del dev "$SRPERF_VRF_DEV"
+	fi
+}
+
+# --- plain forwarding ---------------------------------------------------------
+
+ipv6() {
+	clean
+	dst6_route
+}
+
+ipv4() {
+	clean
+	dst4_route
+}
+
+# --- SR policy headend ----------------------------------------------------------
+
+# encap_route FAMILY PREFIX MODE SEGS: steer PREFIX into a seg6 policy.
+encap_route() {
+	need SRPERF_OUT_IF
+	run ip "-$1" route add "$2" encap seg6 mode "$3" segs "$4" dev "$SRPERF_OUT_IF"
+}
+
+h_insert() {
+	need SRPERF_INSERT_SEGS SRPERF_DST_PREFIX6
+	clean
+	sid_route
+	encap_route 6 "$SRPERF_DST_PREFIX6" inline "$SRPERF_INSERT_SEGS"
+}
+
+h_encaps() {
+	need SRPERF_ENCAP_SEGS SRPERF_DST_PREFIX6
+	clean
+	sid_route
+	encap_route 6 "$SRPERF_DST_PREFIX6" encap "$SRPERF_ENCAP_SEGS"
+}
+
+h_encaps_v4() {
+	need SRPERF_ENCAP_SEGS SRPERF_DST_PREFIX4
+	clean
+	sid_route
+	encap_route 4 "$SRPERF_DST_PREFIX4" encap "$SRPERF_ENCAP_SEGS"
+}
+
+h_encaps_red() {
+	need SRPERF_ENCAP_SEGS SRPERF_DST_PREFIX6
+	clean
+	sid_route
+	encap_route 6 "$SRPERF_DST_PREFIX6" encap.red "$SRPERF_ENCAP_SEGS"
+}
+
+# H.Encaps.L2: the kernel pushes the received Ethernet header back and
+# encapsulates the whole frame of packets routed to the destination prefix.
+h_encaps_l2() {
+	need SRPERF_ENCAP_SEGS SRPERF_DST_PREFIX6
+	clean
+	sid_route
+	encap_route 6 "$SRPERF_DST_PREFIX6" l2encap "$SRPERF_ENCAP_SEGS"
+}
+
+h_encaps_l2_red() {
+	need SRPERF_ENCAP_SEGS SRPERF_DST_PREFIX6
+	clean
+	sid_route
+	encap_route 6 "$SRPERF_DST_PREFIX6" l2encap.red "$SRPERF_ENCAP_SEGS"
+}
+
+# --- SRv6 endpoint, no decapsulation ---------------------------------------------
+
+end() {
+	clean
+	sid_route
+	local_sid End
+}
+
+end_x() {
+	need SRPERF_TESTER_RX_IP6
+	clean
+	sid_route
+	local_sid End.X nh6 "$SRPERF_TESTER_RX_IP6"
+}
+
+# End.T: the next SID is routed in SRPERF_TABLE only, so a lookup in the main
+# table would not forward the packet.
+end_t() {
+	need SRPERF_TABLE
+	clean
+	sid_route "$SRPERF_TABLE"
+	local_sid End.T table "$SRPERF_TABLE"
+}
+
+end_b6_encaps() {
+	need SRPERF_B6_SEGS
+	clean
+	sid_route
+	local_sid End.B6.Encaps srh segs "$SRPERF_B6_SEGS"
+}
+
+# End with the NEXT-C-SID flavor: the SUT's C-SID prefix (block + function),
+# every other C-SID of the block routed to the tester.
+end_next_csid() {
+	need SRPERF_CSID_PREFIX SRPERF_CSID_BLOCK_PREFIX SRPERF_CSID_LBLEN \
+		SRPERF_CSID_NFLEN SRPERF_TESTER_RX_IP6 SRPERF_OUT_IF
+	clean
+	run ip -6 route add "$SRPERF_CSID_BLOCK_PREFIX" via "$SRPERF_TESTER_RX_IP6" \
+		dev "$SRPERF_OUT_IF"
+	run ip -6 route add "$SRPERF_CSID_PREFIX" encap seg6local action End \
+		flavors next-csid lblen "$SRPERF_CSID_LBLEN" nflen "$SRPERF_CSID_NFLEN" \
+		dev "$SRPERF_OUT_IF"
+}
+
+# --- SRv6 endpoint with decapsulation ---------------------------------------------
+
+end_dx2() {
+	need SRPERF_OUT_IF
+	clean
+	local_sid End.DX2 oif "$SRPERF_OUT_IF"
+}
+
+# End.DX4 looks nh4 up and, when the route found has no gateway (nh4 is on a
+# connected subnet), resolves the neighbour of the inner packet's destination
+# instead of nh4.  A host route to nh4 through nh4 itself makes the kernel
+# cross-connect to the adjacency nh4 as specified.
+end_dx4() {
+	need SRPERF_TESTER_RX_IP4 SRPERF_OUT_IF
+	clean
+	run ip -4 route add "$SRPERF_TESTER_RX_IP4/32" via "$SRPERF_TESTER_RX_IP4" \
+		dev "$SRPERF_OUT_IF" onlink
+	local_sid End.DX4 nh4 "$SRPERF_TESTER_RX_IP4"
+}
+
+end_dx6() {
+	need SRPERF_TESTER_RX_IP6
+	clean
+	local_sid End.DX6 nh6 "$SRPERF_TESTER_RX_IP6"
+}
+
+# End.DT6 in legacy mode (`table`): the inner destination is routed in
+# SRPERF_TABLE only.  (The `vrftable` mode would need a VRF device, like
+# End.DT4/End.DT46 below.)
+end_dt6() {
+	need SRPERF_TABLE
+	clean
+	dst6_route "$SRPERF_TABLE"
+	local_sid End.DT6 table "$SRPERF_TABLE"
+}
+
+# vrf_table: the VRF device that End.DT4/End.DT46 (`vrftable`) require.
+vrf_table() {
+	need SRPERF_VRF_DEV SRPERF_TABLE
+	feature "VRF device for table $SRPERF_TABLE" \
+		ip link add "$SRPERF_VRF_DEV" type vrf table "$SRPERF_TABLE"
+	run ip link set dev "$SRPERF_VRF_DEV" up
+	feature "VRF strict mode" sysctl -qw net.vrf.strict_mode=1
+}
+
+end_dt4() {
+	need SRPERF_SID_SUT SRPERF_OUT_IF SRPERF_TABLE
+	clean
+	vrf_table
+	dst4_route "$SRPERF_TABLE"
+	feature "End.DT4 vrftable $SRPERF_TABLE" \
+		ip -6 route add "$SRPERF_SID_SUT/128" encap seg6local action End.DT4 \
+		vrftable "$SRPERF_TABLE" dev "$SRPERF_OUT_IF"
+}
+
+end_dt46() {
+	need SRPERF_SID_SUT SRPERF_OUT_IF SRPERF_TABLE
+	clean
+	vrf_table
+	dst4_route "$SRPERF_TABLE"
+	dst6_route "$SRPERF_TABLE"
+	feature "End.DT46 vrftable $SRPERF_TABLE" \
+		ip -6 route add "$SRPERF_SID_SUT/128" encap seg6local action End.DT46 \
+		vrftable "$SRPERF_TABLE" dev "$SRPERF_OUT_IF"
+}
+
+# --- dispatch -------------------------------------------------------------------
+
+readonly FUNCTIONS=(clean ipv4 ipv6 h_insert h_encaps h_encaps_v4 h_encaps_l2
+	h_encaps_red h_encaps_l2_red end end_x end_t end_dx2 end_dx4 end_dx6
+	end_dt4 end_dt6 end_dt46 end_b6_encaps end_next_csid)
+
+main() {
+	if (($# != 1)); then
+		usage_error "usage: $PROG FUNCTION (one of: ${FUNCTIONS[*]})"
+	fi
+	local fn
+	for fn in "${FUNCTIONS[@]}"; do
+		if [[ "$1" == "$fn" ]]; then
+			"$fn"
+			return 0
+		fi
+	done
+	usage_error "unknown function '$1' (known: ${FUNCTIONS[*]})"
+}
+
+main "$@"

@@ -1,0 +1,155 @@
+"""Scapy building blocks for the test frames of the behavior catalogue.
+
+Sizes are bytes.  As in the SRPerf paper, the *inner packet* of every test
+frame is an IP packet of exactly ``packet_size`` bytes (64 by default): an
+IPv6 (or IPv4) header, a UDP header and a payload that starts with
+:data:`MARKER` and is padded with zeros.  For layer-2 behaviors the inner
+packet is the Ethernet frame (without FCS) of ``packet_size`` bytes.
+Test frames are told apart from other traffic on the tester's receive port
+(ND, ARP, MLD, ...) by their UDP ports, which spell :data:`SIGNATURE`; the
+payload starts with :data:`MARKER` when it has room for it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import struct
+from typing import Sequence
+
+from scapy.layers.inet import IP, UDP
+from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
+from scapy.layers.l2 import Ether
+from scapy.packet import Packet, Raw, bind_layers
+
+from srperf.config.model import Testbed
+
+MARKER = b"srperf-test\x00"
+"""First bytes of the UDP payload (truncated when the payload is shorter)."""
+
+UDP_SPORT = 0x5352  # "SR"
+UDP_DPORT = 0x5046  # "PF"
+SIGNATURE = struct.pack("!HH", UDP_SPORT, UDP_DPORT)
+"""The UDP source and destination ports of every test packet, as bytes ("SRPF")."""
+HOP_LIMIT = 64
+"""Hop limit (IPv6) / TTL (IPv4) of every header the tester builds."""
+
+IPV6_HDR = 40
+IPV4_HDR = 20
+UDP_HDR = 8
+ETH_HDR = 14
+
+NH_IPV4 = 4
+NH_IPV6 = 41
+NH_ROUTING = 43
+NH_ETHERNET = 143
+
+# Let scapy decode (and set next-header for) Ethernet carried by SRv6 (RFC 8986).
+bind_layers(IPv6ExtHdrSegmentRouting, Ether, nh=NH_ETHERNET)
+bind_layers(IPv6, Ether, nh=NH_ETHERNET)
+
+
+def _payload(size: int) -> Raw:
+    """A UDP payload of ``size`` bytes: the marker, zero padded."""
+    if size < len(MARKER):
+        return Raw(MARKER[:size])
+    return Raw(MARKER + bytes(size - len(MARKER)))
+
+
+def min_size(inner: str) -> int:
+    """Smallest ``packet_size`` for an inner packet of kind ``inner`` (ipv6|ipv4|l2)."""
+    return {"ipv6": IPV6_HDR + UDP_HDR, "ipv4": IPV4_HDR + UDP_HDR,
+            "l2": ETH_HDR + IPV6_HDR + UDP_HDR}[inner]
+
+
+def _check_size(inner: str, size: int) -> None:
+    low = min_size(inner)
+    if size < low:
+        raise ValueError(f"packet_size {size} bytes is below the {low} bytes an inner "
+                         f"{inner} test packet needs (headers + UDP)")
+
+
+def udp6(tb: Testbed, size: int) -> Packet:
+    """Inner IPv6/UDP test packet (src6 -> dst6) of exactly ``size`` bytes."""
+    _check_size("ipv6", size)
+    a = tb.addressing
+    return (IPv6(src=a.src6, dst=a.dst6, hlim=HOP_LIMIT)
+            / UDP(sport=UDP_SPORT, dport=UDP_DPORT)
+            / _payload(size - IPV6_HDR - UDP_HDR))
+
+
+def udp4(tb: Testbed, size: int) -> Packet:
+    """Inner IPv4/UDP test packet (src4 -> dst4) of exactly ``size`` bytes."""
+    _check_size("ipv4", size)
+    a = tb.addressing
+    return (IP(src=a.src4, dst=a.dst4, ttl=HOP_LIMIT)
+            / UDP(sport=UDP_SPORT, dport=UDP_DPORT)
+            / _payload(size - IPV4_HDR - UDP_HDR))
+
+
+def l2_frame(tb: Testbed, size: int) -> Packet:
+    """Inner Ethernet frame of ``size`` bytes (no FCS) carrying IPv6/UDP.
+
+    Its destination is the tester's rx MAC, so that the frame is accepted
+    there once a decapsulating SUT (End.DX2) emits it as is.
+    """
+    _check_size("l2", size)
+    return (Ether(src=tb.tester.tx.mac, dst=tb.tester.rx.mac)
+            / udp6(tb, size - ETH_HDR))
+
+
+def to_sut(tb: Testbed, pkt: Packet) -> Packet:
+    """``pkt`` in the Ethernet header of the tester's tx port towards the SUT."""
+    return Ether(src=tb.tester.tx.mac, dst=tb.sut.in_port.mac) / pkt
+
+
+def from_sut(tb: Testbed, pkt: Packet) -> Packet:
+    """``pkt`` in the Ethernet header the SUT's out port puts towards the tester."""
+    return Ether(src=tb.sut.out_port.mac, dst=tb.tester.rx.mac) / pkt
+
+
+def srh(segments_in_order: Sequence[str], segleft: int, nh: int) -> Packet:
+    """An SRH whose SID list is visited in ``segments_in_order`` (first SID first).
+
+    The SRH stores the list reversed (segments[0] is the last SID); ``segleft``
+    indexes that stored list.
+    """
+    addresses = list(reversed(segments_in_order))
+    return IPv6ExtHdrSegmentRouting(nh=nh, addresses=addresses, segleft=segleft,
+                                    lastentry=len(addresses) - 1)
+
+
+def srv6(src: str, segments_in_order: Sequence[str], segleft: int, nh: int,
+         hlim: int = HOP_LIMIT) -> Packet:
+    """Outer IPv6 header + SRH, destination = the active SID."""
+    stored = list(reversed(segments_in_order))
+    return IPv6(src=src, dst=stored[segleft], hlim=hlim, nh=NH_ROUTING) / srh(
+        segments_in_order, segleft, nh)
+
+
+def split_segs(text: str) -> list[str]:
+    """``"a,b"`` -> ``["a", "b"]`` (a SID list as iproute2 writes it)."""
+    return [s.strip() for s in text.split(",") if s.strip()]
+
+
+def csid_shift(address: str, lblen: int, nflen: int) -> str:
+    """The destination after a NEXT-C-SID End: the argument shifted left by ``nflen`` bits.
+
+    The locator block (``lblen`` bits) stays; the bits after the active
+    C-SID move up by one C-SID; zeros fill in from the right.
+    """
+    value = int(ipaddress.IPv6Address(address))
+    block_mask = ((1 << lblen) - 1) << (128 - lblen)
+    rest_bits = 128 - lblen
+    rest = value & ((1 << rest_bits) - 1)
+    shifted = (rest << nflen) & ((1 << rest_bits) - 1)
+    return str(ipaddress.IPv6Address((value & block_mask) | shifted))
+
+
+def as_frame(frame: Packet | bytes) -> Packet:
+    """A scapy Ether packet from raw bytes (or the packet itself)."""
+    return Ether(frame) if isinstance(frame, (bytes, bytearray)) else frame
+
+
+def is_test_frame(frame: Packet | bytes) -> bool:
+    """True when the frame carries a test packet (its UDP ports spell :data:`SIGNATURE`)."""
+    return SIGNATURE in bytes(frame)

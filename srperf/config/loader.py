@@ -100,8 +100,11 @@ def load_experiment(path: str | Path) -> Experiment:
         algorithm=s.get("algorithm", defaults.algorithm),
         thresholds_pct=tuple(float(t) for t in s.get("thresholds_pct", defaults.thresholds_pct)),
         trial_duration_s=float(s.get("trial_duration_s", defaults.trial_duration_s)),
-        initial_trial_duration_s=float(s.get("initial_trial_duration_s",
-                                             defaults.initial_trial_duration_s)),
+        # Unless set, the first-phase duration follows a shorter trial duration.
+        initial_trial_duration_s=float(s.get(
+            "initial_trial_duration_s",
+            min(defaults.initial_trial_duration_s,
+                float(s.get("trial_duration_s", defaults.trial_duration_s))))),
         accuracy=parse_rate(s["accuracy"]) if "accuracy" in s else defaults.accuracy,
         min_rate=parse_rate(s["min_rate"]) if "min_rate" in s else defaults.min_rate,
         max_rate=parse_rate(s["max_rate"]) if "max_rate" in s else defaults.max_rate,

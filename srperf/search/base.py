@@ -38,6 +38,16 @@ class SearchSettings:
         duration_sum_s: MLR-style trial time needed at a load before deciding.
         relative_width: MLR-style stop width relative to the upper bound.
         seed: for algorithms that randomise anything.
+        mrr_rate_pps: offered rate of max-receive-rate trials, pps (None: max rate).
+        mrr_repeats: number of max-receive-rate trials (the median is reported).
+        validation_trials: MLR-style: once the search has converged, each
+            reported rate must stay a lower bound even if this many more
+            final-duration trials failed; validation trials are run there until
+            it does (or it falls and the search resumes).  0: no margin.
+        preceding_phases: MLR-style coarser phases (shorter trials, wider
+            width) run before the final phase.
+        max_trials: safety limit on the number of trials of one search; goals
+            not resolved by then are reported ``"undecided"``.
     """
 
     thresholds_pct: tuple[float, ...] = (0.5,)
@@ -54,6 +64,10 @@ class SearchSettings:
     relative_width: float = 0.01
     seed: int = 0
     mrr_rate_pps: float | None = None
+    mrr_repeats: int = 3
+    validation_trials: int = 1
+    preceding_phases: int = 1
+    max_trials: int = 1000
 
     def validate(self) -> None:
         """Raise ValueError with a precise message when a setting is impossible."""
@@ -73,6 +87,29 @@ class SearchSettings:
                 raise ValueError(f"{name} = {value!r} must be > 0 seconds")
         if self.accuracy_pps <= 0:
             raise ValueError(f"accuracy {self.accuracy_pps!r} pps must be > 0")
+        if len(set(self.thresholds_pct)) != len(self.thresholds_pct):
+            raise ValueError(f"loss thresholds {self.thresholds_pct!r} % contain duplicates")
+        if not self.duration_sum_s > 0:
+            raise ValueError(f"duration_sum_s = {self.duration_sum_s!r} must be > 0 seconds")
+        if not self.warmup_duration_s >= 0:
+            raise ValueError(
+                f"warmup_duration_s = {self.warmup_duration_s!r} must be >= 0 seconds")
+        if not 0.0 <= self.exceed_ratio < 1.0:
+            raise ValueError(f"exceed_ratio {self.exceed_ratio!r} is outside [0, 1)")
+        if not 0.0 < self.relative_width < 1.0:
+            raise ValueError(f"relative_width {self.relative_width!r} is outside (0, 1)")
+        if not self.near_factor >= 1.0:
+            raise ValueError(f"near_factor {self.near_factor!r} must be >= 1")
+        for name in ("repeat_near_threshold", "mrr_repeats", "max_trials"):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and value >= 1):
+                raise ValueError(f"{name} = {value!r} must be an integer >= 1")
+        for name in ("validation_trials", "preceding_phases"):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and value >= 0):
+                raise ValueError(f"{name} = {value!r} must be an integer >= 0")
+        if self.mrr_rate_pps is not None and not self.mrr_rate_pps > 0:
+            raise ValueError(f"mrr_rate_pps = {self.mrr_rate_pps!r} must be > 0 pps")
 
 
 @dataclass(frozen=True)
@@ -83,7 +120,12 @@ class GoalResult:
     threshold even at the minimum rate: the PDR is below ``min_rate_pps``),
     ``"at_max"`` (no loss above threshold at the maximum rate: the SUT keeps up
     with everything tried; the bound is the generator's or the configured max,
-    flagged) or ``"undecided"`` (not enough usable trials).
+    flagged), ``"generator_limited"`` (the generator could not offer the rates
+    needed: ``upper_bound_pps`` is where the generator failed, not where the
+    SUT lost packets, so there is no reported value), ``"mrr"`` (a max receive
+    rate: ``lower_bound_pps`` and ``conditional_throughput_pps`` are the median
+    received rate at the offered rate, ``upper_bound_pps`` is None) or
+    ``"undecided"`` (not enough usable trials).
     """
 
     threshold_pct: float
@@ -101,8 +143,9 @@ class GoalResult:
 
     @property
     def value_pps(self) -> float | None:
-        """The reported rate: the lower bound (the highest rate known to pass)."""
-        return self.lower_bound_pps if self.status in ("ok", "at_max") else None
+        """The reported rate: the lower bound (the highest rate known to pass),
+        or the median received rate for ``"mrr"``; None for other statuses."""
+        return self.lower_bound_pps if self.status in ("ok", "at_max", "mrr") else None
 
 
 @dataclass
@@ -127,6 +170,11 @@ class SearchResult:
     @property
     def generator_limited_trials(self) -> int:
         return sum(1 for t in self.trials if t.generator_limited)
+
+    @property
+    def unusable_trials(self) -> int:
+        """Trials excluded from decisions (generator-limited or inconsistent counters)."""
+        return sum(1 for t in self.trials if not t.usable)
 
     def goal(self, threshold_pct: float) -> GoalResult:
         for g in self.goals:

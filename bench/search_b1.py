@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Benchmark B1: search algorithms on the MODEL SUT (drivers/simulated.py).
+
+Nothing here is a measurement of a forwarder: every trial comes from the
+simulated SUT's formulas (capacity 1 Mpps, loss = 1 - capacity / rate above
+capacity, per-trial capacity jitter of 0 %, 1 % and 2 % relative sigma).  Each
+algorithm runs against a fresh model with the same seed, side by side; the
+error is the reported rate (lower bound) against the model's exact noiseless
+PDR, relative.  Trials take no real time; "trial-s" is the sum of intended
+trial durations, the figure that costs time on a real testbed.  "in width":
+share of goals whose error is within the relative width; "bracket": share whose
+[lower, upper] holds the true value.
+
+Algorithms (all at the same relative width, min 100 kpps, max 1.5 Mpps):
+  bisect-srperf  SRPerf Algorithm 1, SRPerf settings: 10 s trials x --scale,
+                 one trial per rate, accuracy = width x true PDR (pps)
+  bisect-1s      the same with trials as long as mlr's final trials
+  bisect-rep3    bisect-1s with repeats near the threshold (2 of 3 majority)
+  multi          shared-trial bisection, 1 s trials, repeats near threshold
+  mlr            srperf's default search (srperf/search/mlr.py), settings below
+  mlr-noval      mlr with validation_trials = 0 (no validation margin)
+  mlrsearch      CSIT MLRsearch 1.2.1 with the same goal settings as mlr
+
+Run: /work/main/.venv/bin/python bench/search_b1.py [--seeds 300] [--width 0.005] [--noise ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from srperf.drivers.simulated import SimulatedGenerator, SimulatedModel  # noqa: E402
+from srperf.search import SearchSettings, create  # noqa: E402
+from srperf.search.bisect import BisectSearch  # noqa: E402
+
+CAPACITY_PPS = 1_000_000.0
+MIN_PPS, MAX_PPS = 100_000.0, 1_500_000.0
+
+
+def settings_for(alg: str, thresholds: tuple[float, ...], width: float, true_pps: float,
+                 scale: float, base: SearchSettings) -> tuple[str, SearchSettings]:
+    """(registry name, settings) of one bench column."""
+    accuracy = width * true_pps
+    common = dict(thresholds_pct=thresholds, min_rate_pps=MIN_PPS, max_rate_pps=MAX_PPS,
+                  relative_width=width, accuracy_pps=accuracy)
+    if alg == "bisect-srperf":
+        return "bisect", BisectSearch.srperf_settings(
+            scale, thresholds_pct=thresholds, max_rate_pps=MAX_PPS, accuracy_pps=accuracy,
+            relative_width=width)
+    if alg == "bisect-1s":
+        return "bisect", BisectSearch.srperf_settings(
+            base.trial_duration_s / 10.0, thresholds_pct=thresholds, max_rate_pps=MAX_PPS,
+            accuracy_pps=accuracy, relative_width=width)
+    if alg == "bisect-rep3":
+        return "bisect", dataclasses.replace(base, repeat_near_threshold=3, **common)
+    if alg == "multi":
+        return "multi", dataclasses.replace(base, repeat_near_threshold=3, **common)
+    if alg == "mlr-noval":
+        return "mlr", dataclasses.replace(base, validation_trials=0, **common)
+    return alg, dataclasses.replace(base, **common)
+
+
+def run_cell(alg: str, noise: float, seeds: int, thresholds: tuple[float, ...], width: float,
+             scale: float, base: SearchSettings) -> dict[str, float]:
+    model = SimulatedModel(CAPACITY_PPS, capacity_jitter=noise)
+    ts, ns, errs, inside, bracket, statuses = [], [], [], 0, 0, 0
+    for seed in range(seeds):
+        gen = SimulatedGenerator(model, seed=seed)
+        # accuracy for bisect: width x the (first) goal's true value
+        name, settings = settings_for(alg, thresholds, width, gen.true_pdr(max(thresholds)),
+                                      scale, base)
+        result = create(name, settings).run(gen.trial)
+        ts.append(result.trial_seconds)
+        ns.append(result.n_trials)
+        for g in result.goals:
+            true = gen.true_pdr(g.threshold_pct)
+            if g.value_pps is None:
+                statuses += 1
+                errs.append(float("inf"))
+                continue
+            err = (g.value_pps - true) / true
+            errs.append(err)
+            inside += abs(err) <= width
+            if g.lower_bound_pps is not None and g.upper_bound_pps is not None:
+                bracket += g.lower_bound_pps <= true <= g.upper_bound_pps
+    n_goals = seeds * len(thresholds)
+    finite = [abs(e) for e in errs if e != float("inf")]
+    return {
+        "trial_s": statistics.mean(ts), "trial_s_max": max(ts), "trials": statistics.mean(ns),
+        "err_mean": statistics.mean(finite) if finite else float("nan"),
+        "err_max": max(finite) if finite else float("nan"),
+        "bias": statistics.mean(e for e in errs if e != float("inf")) if finite else float("nan"),
+        "in_width": inside / n_goals, "bracketed": bracket / n_goals, "no_value": statuses,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seeds", type=int, default=300)
+    ap.add_argument("--width", type=float, default=0.005, help="relative width (all algorithms)")
+    ap.add_argument("--scale", type=float, default=1.0,
+                    help="duration scale of the SRPerf settings (10 s x scale trials)")
+    ap.add_argument("--noise", type=float, nargs="*", default=[0.0, 0.01, 0.02])
+    ap.add_argument("--thresholds", nargs="*", default=["0.5", "0,0.5"],
+                    help="goal sets, each comma-separated loss thresholds in %%")
+    ap.add_argument("--algorithms", default="bisect-srperf,bisect-1s,bisect-rep3,multi,mlr,"
+                                            "mlr-noval,mlrsearch")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a SearchSettings field for mlr/mlrsearch/multi (repeatable)")
+    args = ap.parse_args(argv)
+    overrides: dict[str, object] = {}
+    for item in args.set:
+        key, _, value = item.partition("=")
+        current = getattr(SearchSettings(), key)
+        overrides[key] = type(current)(value) if current is not None else float(value)
+    base = SearchSettings(**overrides)
+    algs = args.algorithms.split(",")
+    print(f"MODEL SUT (simulated, not a measurement): capacity {CAPACITY_PPS:.0f} pps, hard knee; "
+          f"relative width {args.width:g}; {args.seeds} seeds per cell")
+    print(f"mlr/mlrsearch settings: initial {base.initial_trial_duration_s:g} s, final "
+          f"{base.trial_duration_s:g} s, duration sum {base.duration_sum_s:g} s, exceed ratio "
+          f"{base.exceed_ratio:g}, preceding phases {base.preceding_phases}, validation trials "
+          f"{base.validation_trials}; bisect-srperf trials {10 * args.scale:g} s")
+    started = time.monotonic()
+    for spec in args.thresholds:
+        thresholds = tuple(float(x) for x in spec.split(","))
+        table(thresholds, algs, args, base)
+    print(f"(bench wall time {time.monotonic() - started:.1f} s; all figures from the model)")
+    return 0
+
+
+def table(thresholds: tuple[float, ...], algs: list[str], args: argparse.Namespace,
+          base: SearchSettings) -> None:
+    print()
+    print(f"goals {', '.join(f'{t:g} %' for t in thresholds)} "
+          "(error: reported rate vs the model's exact value, per goal)")
+    header = (f"{'noise':>5} {'algorithm':<14} {'trial-s':>8} {'max':>7} {'trials':>6} "
+              f"{'|err| mean':>10} {'|err| max':>9} {'bias':>7} {'in width':>8} {'bracket':>7} "
+              f"{'no value':>8}")
+    print(header)
+    print("-" * len(header))
+    summary: dict[tuple[float, str], dict[str, float]] = {}
+    for noise in args.noise:
+        for alg in algs:
+            cell = run_cell(alg, noise, args.seeds, thresholds, args.width, args.scale, base)
+            summary[(noise, alg)] = cell
+            print(f"{100 * noise:>4.0f}% {alg:<14} {cell['trial_s']:>8.2f} "
+                  f"{cell['trial_s_max']:>7.1f} "
+                  f"{cell['trials']:>6.1f} {100 * cell['err_mean']:>9.3f}% "
+                  f"{100 * cell['err_max']:>8.3f}% {100 * cell['bias']:>+6.2f}% "
+                  f"{100 * cell['in_width']:>7.0f}% {100 * cell['bracketed']:>6.0f}% "
+                  f"{cell['no_value']:>8.0f}")
+    print("mlr trial-seconds / other's (mean over the same seeds):")
+    for noise in args.noise:
+        if (noise, "mlr") not in summary:
+            continue
+        mine = summary[(noise, "mlr")]["trial_s"]
+        parts = [f"{other} {mine / summary[(noise, other)]['trial_s']:.2f}x"
+                 for other in algs if other != "mlr" and (noise, other) in summary]
+        print(f"  noise {100 * noise:.0f} %: " + ", ".join(parts))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,224 @@
+"""Helpers shared by the search algorithms: trial bookkeeping and trial verdicts.
+
+Thresholds are in percent, rates in pps, durations in seconds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import statistics
+import time
+from dataclasses import dataclass, field
+
+from srperf.drivers.base import TrialResult
+from srperf.search.base import GoalResult, Measure, SearchResult, SearchSettings
+
+log = logging.getLogger(__name__)
+
+NDR_NEAR_LOSS = 1e-4
+"""For NDR (threshold 0 %) a failing trial counts as "near" the threshold when
+it lost no more than ``near_factor * NDR_NEAR_LOSS`` of its packets (a few
+packets in ten thousand): a loss of that size is the kind scheduling jitter
+causes, worth a second look."""
+
+UNUSABLE_RETRIES = 3
+"""Unusable trials (generator-limited or inconsistent counters) tolerated at one
+rate before the rate is declared impossible to measure."""
+
+
+class TrialBudgetExceeded(Exception):
+    """Internal: the search reached ``settings.max_trials``."""
+
+
+def exceeds(trial: TrialResult, threshold_pct: float) -> bool:
+    """True when the trial lost more than ``threshold_pct`` % of its intended packets."""
+    return trial.lost * 100.0 > trial.intended * threshold_pct
+
+
+def is_near(trial: TrialResult, threshold_pct: float, near_factor: float) -> bool:
+    """True when the trial's loss ratio is close to the threshold.
+
+    For a threshold t > 0, "close" means loss in [t / near_factor, t * near_factor];
+    a trial with no loss, or with far more loss, is not close (the SRPerf paper's
+    advice: repeat only where the delivery ratio is near the threshold).  For NDR
+    see :data:`NDR_NEAR_LOSS`.
+    """
+    loss = trial.loss_ratio
+    t = threshold_pct / 100.0
+    if t == 0.0:
+        return 0.0 < loss <= near_factor * NDR_NEAR_LOSS
+    return t / near_factor <= loss <= t * near_factor
+
+
+def median(values: list[float]) -> float:
+    return float(statistics.median(values))
+
+
+def mark(trial: TrialResult, **flags: object) -> TrialResult:
+    """A copy of ``trial`` with ``flags`` added to its ``extra`` mapping."""
+    return dataclasses.replace(trial, extra={**trial.extra, **flags})
+
+
+class TrialLog:
+    """Runs trials through ``measure`` and keeps every one of them, in order.
+
+    Also runs the optional warm-up trial, enforces ``settings.max_trials`` and
+    builds the :class:`SearchResult` with its wall time.
+    """
+
+    def __init__(self, measure: Measure, settings: SearchSettings, algorithm: str) -> None:
+        self.measure = measure
+        self.settings = settings
+        self.algorithm = algorithm
+        self.trials: list[TrialResult] = []
+        self.started = time.monotonic()
+
+    def run(self, rate_pps: float, duration_s: float, **flags: object) -> TrialResult:
+        """One trial at ``rate_pps`` for ``duration_s``; flags go to ``extra``."""
+        if len(self.trials) >= self.settings.max_trials:
+            raise TrialBudgetExceeded()
+        trial = self.measure(rate_pps, duration_s)
+        if flags:
+            trial = mark(trial, **flags)
+        self.trials.append(trial)
+        if not trial.usable:
+            log.info("%s: trial at %.0f pps for %g s not usable (%s)", self.algorithm, rate_pps,
+                     duration_s, trial.note or "generator-limited or inconsistent counters")
+        else:
+            log.debug("%s: %.0f pps %g s loss %.4f %%", self.algorithm, rate_pps, duration_s,
+                      100.0 * trial.loss_ratio)
+        return trial
+
+    def warmup(self, rate_pps: float | None = None) -> None:
+        """Run the warm-up trial if configured (at ``rate_pps``, default max rate).
+
+        It is kept in the trial list, marked ``extra["warmup"] = True`` and never
+        used in a decision.
+        """
+        if self.settings.warmup_duration_s > 0:
+            rate = self.settings.max_rate_pps if rate_pps is None else rate_pps
+            self.run(rate, self.settings.warmup_duration_s, warmup=True)
+
+    @property
+    def unusable(self) -> int:
+        return sum(1 for t in self.trials if not t.usable)
+
+    def result(self, goals: list[GoalResult], note: str = "") -> SearchResult:
+        notes = [note] if note else []
+        bad = self.unusable
+        if bad:
+            notes.append(f"{bad} trial(s) excluded from decisions "
+                         "(generator-limited or inconsistent counters)")
+        return SearchResult(algorithm=self.algorithm, goals=goals, trials=list(self.trials),
+                            wall_s=time.monotonic() - self.started, note="; ".join(notes))
+
+
+@dataclass
+class RateVerdict:
+    """What the usable trials at one rate say about each threshold.
+
+    ``passed[t]`` is True/False by majority of the usable trials (a tie fails),
+    or None when no usable trial could be run (the generator could not offer
+    this rate).
+    """
+
+    rate_pps: float
+    passed: dict[float, bool | None]
+    trials: list[TrialResult] = field(default_factory=list)
+
+    @property
+    def limited(self) -> bool:
+        return not any(t.usable for t in self.trials)
+
+    def worst_passing_loss(self, threshold_pct: float) -> float | None:
+        """Highest loss ratio among usable trials that passed ``threshold_pct``."""
+        losses = [t.loss_ratio for t in self.trials
+                  if t.usable and not exceeds(t, threshold_pct)]
+        return max(losses) if losses else None
+
+
+def measure_rate(trials: TrialLog, rate_pps: float, duration_s: float,
+                 thresholds_pct: tuple[float, ...], repeats: int,
+                 near_factor: float) -> RateVerdict:
+    """Decide pass/fail at one rate for every threshold, repeating near a threshold.
+
+    One usable trial decides, unless its loss is near one of the thresholds
+    (:func:`is_near`): then up to ``repeats`` usable trials in all are run, stopping
+    as soon as the majority of ``repeats`` is reached for every threshold the
+    trials came near; each threshold is decided by the majority of all usable
+    trials at the rate (a tie fails).  ``repeats = 1`` is one trial per rate.
+    Unusable trials are retried up to :data:`UNUSABLE_RETRIES` times in all.
+    """
+    usable: list[TrialResult] = []
+    runs: list[TrialResult] = []
+    near: set[float] = set()
+    unusable = 0
+    while True:
+        if len(usable) >= repeats:
+            break
+        if usable and not near:
+            break
+        if usable and near:
+            done = True
+            for t in near:
+                fails = sum(1 for tr in usable if exceeds(tr, t))
+                passes = len(usable) - fails
+                if passes * 2 <= repeats and fails * 2 < repeats:
+                    done = False
+            if done:
+                break
+        if unusable >= UNUSABLE_RETRIES:
+            break
+        trial = trials.run(rate_pps, duration_s)
+        runs.append(trial)
+        if not trial.usable:
+            unusable += 1
+            continue
+        usable.append(trial)
+        near.update(t for t in thresholds_pct if is_near(trial, t, near_factor))
+    passed: dict[float, bool | None] = {}
+    for t in thresholds_pct:
+        if not usable:
+            passed[t] = None
+            continue
+        fails = sum(1 for tr in usable if exceeds(tr, t))
+        passed[t] = (len(usable) - fails) > fails
+    return RateVerdict(rate_pps=rate_pps, passed=passed, trials=runs)
+
+
+def unmeasurable_goal(threshold_pct: float, settings: SearchSettings, lower: float | None,
+                      upper: float, trials: list[TrialResult]) -> GoalResult:
+    """The goal when the search could not get a usable trial at ``upper`` pps.
+
+    Status ``generator_limited`` when the generator flagged its trials there,
+    ``undecided`` otherwise (e.g. counters that did not add up); never a value.
+    """
+    bad = [t for t in trials if not t.usable]
+    if any(t.generator_limited for t in bad):
+        return edge_goal(threshold_pct, "generator_limited", settings, lower, upper)
+    reasons = "; ".join(sorted({t.note for t in bad if t.note})) or "inconsistent counters"
+    below = f" above {lower:.0f} pps" if lower is not None else ""
+    return GoalResult(threshold_pct, lower, upper, "undecided", None,
+                      f"no usable trial at {upper:.0f} pps ({reasons}): no SUT figure{below}")
+
+
+def edge_goal(threshold_pct: float, status: str, settings: SearchSettings,
+              lower: float | None = None, upper: float | None = None,
+              conditional: float | None = None, note: str = "") -> GoalResult:
+    """A GoalResult for the edge statuses, with a standard explanation."""
+    if status == "below_min":
+        note = note or (f"loss above {threshold_pct:g} % even at the minimum rate "
+                        f"{settings.min_rate_pps:.0f} pps: the PDR is below the range searched")
+        return GoalResult(threshold_pct, None, settings.min_rate_pps, "below_min", None, note)
+    if status == "at_max":
+        note = note or (f"no loss above {threshold_pct:g} % at the maximum rate "
+                        f"{settings.max_rate_pps:.0f} pps: the SUT kept up with everything tried; "
+                        "the value is the configured maximum, not the SUT's limit")
+        return GoalResult(threshold_pct, settings.max_rate_pps, None, "at_max", conditional, note)
+    if status == "generator_limited":
+        note = note or (f"the generator could not offer {upper:.0f} pps: no SUT figure above "
+                        f"the highest measured passing rate"
+                        + (f" {lower:.0f} pps" if lower is not None else ""))
+        return GoalResult(threshold_pct, lower, upper, "generator_limited", None, note)
+    return GoalResult(threshold_pct, lower, upper, status, None, note)

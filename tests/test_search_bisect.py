@@ -1,0 +1,96 @@
+"""bisect = SRPerf's Algorithm 1; multi = the same idea for several thresholds at once."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from srperf.drivers.base import TrialResult
+from srperf.drivers.simulated import SimulatedGenerator, SimulatedModel
+from srperf.search import SearchSettings, create
+from srperf.search.bisect import BisectSearch
+
+
+def algorithm1(low: float, up: float, eps: float, passes) -> tuple[list[float], float, float]:
+    """The paper's pseudo code, written out independently."""
+    rates = []
+    while abs(up - low) > eps:
+        tx = (low + up) / 2
+        rates.append(tx)
+        if passes(tx):
+            low = tx
+        else:
+            up = tx
+    return rates, low, up
+
+
+def test_srperf_settings() -> None:
+    s = BisectSearch.srperf_settings()
+    assert (s.trial_duration_s, s.accuracy_pps, s.min_rate_pps, s.repeat_near_threshold) == \
+        (10.0, 500.0, 100_000.0, 1)
+    assert s.thresholds_pct == (0.5,) and s.warmup_duration_s == 0.0
+    scaled = BisectSearch.srperf_settings(0.1, thresholds_pct=(0.0,), max_rate_pps=2e6)
+    assert scaled.trial_duration_s == pytest.approx(1.0) and scaled.max_rate_pps == 2e6
+    assert scaled.thresholds_pct == (0.0,)
+    with pytest.raises(ValueError, match="duration_scale"):
+        BisectSearch.srperf_settings(0.0)
+
+
+def test_one_trial_per_rate_is_exactly_algorithm_1() -> None:
+    capacity = 987_654.0
+    gen = SimulatedGenerator(SimulatedModel(capacity))
+    settings = BisectSearch.srperf_settings(0.1, max_rate_pps=1_500_000.0)
+    result = create("bisect", settings).run(gen.trial)
+    expected, low, up = algorithm1(100_000.0, 1_500_000.0, 500.0,
+                                   lambda r: 1 - capacity / r <= 0.005)
+    assert [t.rate_pps for t in result.trials] == pytest.approx(expected)
+    assert all(t.duration_s == pytest.approx(1.0) for t in result.trials)
+    g = result.goals[0]
+    assert (g.lower_bound_pps, g.upper_bound_pps) == pytest.approx((low, up))
+    assert g.status == "ok" and up - low <= 500.0
+    assert low <= gen.true_pdr(0.5) <= up
+
+
+def test_repeats_near_threshold_use_the_majority() -> None:
+    """A SUT whose loss hovers near the threshold: every other trial at a rate fails."""
+    counts: dict[float, int] = {}
+
+    def measure(rate: float, duration: float) -> TrialResult:
+        n = counts[rate] = counts.get(rate, 0) + 1
+        intended = round(rate * duration)
+        if rate <= 700_000:
+            lost = 0
+        elif rate <= 900_000:
+            lost = round(intended * (0.006 if n == 1 else 0.004))  # near: bad once, then good
+        else:
+            lost = round(intended * 0.2)
+        return TrialResult(rate, duration, intended, intended, 0, intended - lost, duration)
+
+    settings = SearchSettings(thresholds_pct=(0.5,), min_rate_pps=100_000,
+                              max_rate_pps=1_500_000, accuracy_pps=5_000)
+    one = create("bisect", dataclasses.replace(settings, repeat_near_threshold=1)).run(measure)
+    counts.clear()
+    three = create("bisect", settings).run(measure)
+    assert one.goals[0].upper_bound_pps <= 700_000 + 5_000  # the first bad trial misled it
+    assert 900_000 - 5_000 <= three.goals[0].lower_bound_pps <= 900_000
+    near = {t.rate_pps for t in three.trials if 700_000 < t.rate_pps <= 900_000}
+    assert all(counts[r] == 3 for r in near) and near  # bad, good, good -> good
+
+
+def test_several_thresholds_run_one_bisection_each() -> None:
+    gen = SimulatedGenerator(SimulatedModel(1_000_000))
+    settings = SearchSettings(thresholds_pct=(0.5, 0.0), min_rate_pps=100_000,
+                              max_rate_pps=1_500_000, accuracy_pps=5_000)
+    both = create("bisect", settings).run(gen.trial)
+    single = create("bisect", dataclasses.replace(settings, thresholds_pct=(0.5,))).run(
+        SimulatedGenerator(SimulatedModel(1_000_000)).trial)
+    assert [g.threshold_pct for g in both.goals] == [0.5, 0.0]
+    assert both.n_trials > single.n_trials
+    multi = create("multi", settings).run(SimulatedGenerator(SimulatedModel(1_000_000)).trial)
+    assert multi.n_trials < both.n_trials  # shared trials
+    for g_b, g_m in zip(both.goals, multi.goals):
+        assert g_b.threshold_pct == g_m.threshold_pct
+        true = gen.true_pdr(g_b.threshold_pct)
+        for g in (g_b, g_m):
+            assert g.lower_bound_pps <= true <= g.upper_bound_pps

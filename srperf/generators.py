@@ -9,7 +9,7 @@ from srperf.errors import GeneratorError
 
 def create_generator(tb: Testbed, behavior: str | None = None, seed: int = 0) -> TrafficGenerator:
     """The generator for ``tb.tester.driver``: linux, simulated (a model) or trex."""
-    driver = tb.tester.driver
+    driver = "simulated" if tb.kind == "simulated" else tb.tester.driver
     if driver == "linux":
         from srperf.drivers.linux import LinuxGenerator
 

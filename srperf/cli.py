@@ -206,9 +206,10 @@ def cmd_behaviors(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from srperf.drivers import linux as linux_driver
+    from srperf.drivers.linux import build_srgen
+    from srperf.drivers.linux_sink import sink_object
 
-    built = [str(linux_driver.build())]
+    built = [str(build_srgen()), str(sink_object())]
     try:
         from srperf import ebpf_build
 

@@ -1,0 +1,292 @@
+"""The local Linux traffic generator ("linux" driver): srgen in the tester namespace.
+
+``srgen`` (``linux_gen/srgen.c``) paces one frame out of the tester's tx port
+through an AF_PACKET socket and reports its own counts together with the
+kernel counters of the tx and rx ports (read before and after, inside the
+namespace).  Every packet is offered exactly once: a packet the path refuses
+is counted as ``refused`` (lost), never retried.
+
+A trial is checked twice before anyone uses it:
+
+- *generator limited*: the rate at which packets were really offered
+  (offered / elapsed) must be within ``tolerance`` of the intended rate;
+  otherwise the trial is re-run up to ``retries`` times, then flagged
+  (it says nothing about the SUT).
+- *counters consistent*: ``sent`` must equal the tx port's ``tx_packets``
+  delta and ``refused`` its ``tx_dropped`` delta; a mismatch is flagged with
+  a note, never hidden.
+
+``received`` is the rx port's ``rx_packets`` delta (the XDP sink there drops
+frames after they are counted).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from srperf.build import ensure_built
+from srperf.drivers.base import TrafficGenerator, TrialResult
+from srperf.errors import GeneratorError
+from srperf.resources import generator_dir
+
+log = logging.getLogger(__name__)
+
+SRGEN_CFLAGS = ["-O2", "-Wall", "-Wextra"]
+MAX_FRAME_BYTES = 16384
+"""Largest frame srgen accepts (bytes)."""
+
+
+def build_srgen() -> Path:
+    """Compile srgen (warning-free, ``gcc -O2 -Wall -Wextra``) and return its path."""
+    src = generator_dir() / "srgen.c"
+    return ensure_built("srgen", [src], ["gcc", *SRGEN_CFLAGS, "-o", "{out}", str(src)])
+
+
+@dataclass(frozen=True)
+class SrgenReport:
+    """What one srgen run printed (packets, nanoseconds)."""
+
+    intended: int
+    sent: int
+    refused: int
+    refused_short: int
+    elapsed_ns: int
+    max_lag_ns: int
+    slipped_ns: int
+    calls: int
+    tx_packets_delta: int
+    tx_dropped_delta: int
+    rx_packets_delta: int
+    rx_dropped_delta: int
+    raw: dict[str, Any]
+
+    @classmethod
+    def parse(cls, text: str) -> "SrgenReport":
+        try:
+            data = json.loads(text)
+            return cls(raw=data, **{k: int(data[k]) for k in (
+                "intended", "sent", "refused", "refused_short", "elapsed_ns", "max_lag_ns",
+                "slipped_ns", "calls", "tx_packets_delta", "tx_dropped_delta",
+                "rx_packets_delta", "rx_dropped_delta")})
+        except (ValueError, KeyError, TypeError) as exc:
+            raise GeneratorError(f"srgen printed an unexpected report: {text!r}") from exc
+
+    @property
+    def offered(self) -> int:
+        return self.sent + self.refused
+
+
+class LinuxGenerator(TrafficGenerator):
+    """Paced sender on a local Linux host (tester ports in network namespace ``ns``).
+
+    ``cpu`` pins srgen (None: not pinned).  ``tolerance`` is the largest
+    relative difference between offered and intended rate a usable trial may
+    have; ``drain_s`` the seconds srgen waits after its last packet before it
+    reads the counters; ``retries`` how often a generator-limited trial is run
+    again before it is returned flagged.
+
+    Pacing knobs (see srgen.c): ``batch`` packets per sendmmsg at most;
+    ``max_lag_s`` how far (seconds) srgen catches up after a stall before its
+    schedule slips; ``quantum_s`` wait until that much traffic is due and send
+    it in one call (0: every packet at its own due time); ``fifo_priority``
+    runs srgen at SCHED_FIFO (0: normal scheduling), which keeps pacing exact
+    when other tasks share its CPU (the kernel's RT throttling still leaves
+    them 5 % of each second).
+    """
+
+    name = "linux"
+
+    def __init__(self, ns: str, tx: str, rx: str, cpu: int | None = 0,
+                 tolerance: float = 0.01, drain_s: float = 0.2, retries: int = 1,
+                 batch: int = 16, max_lag_s: float = 0.001, quantum_s: float = 0.0,
+                 fifo_priority: int = 0) -> None:
+        if tolerance <= 0 or drain_s < 0 or retries < 0 or not 1 <= batch <= 256:
+            raise ValueError("tolerance > 0, drain_s >= 0, retries >= 0, 1 <= batch <= 256")
+        if not 0 <= 2 * quantum_s <= max_lag_s:
+            raise ValueError("quantum_s must be in [0, max_lag_s / 2]")
+        self.ns, self.tx, self.rx, self.cpu = ns, tx, rx, cpu
+        self.tolerance, self.drain_s, self.retries = tolerance, drain_s, retries
+        self.batch, self.max_lag_s, self.quantum_s = batch, max_lag_s, quantum_s
+        self.fifo_priority = fifo_priority
+        self._binary = build_srgen()
+        self._tmp = Path(tempfile.mkdtemp(prefix="srperf-linuxgen-"))
+        # Temp files go even if a caller forgets close() (garbage collection, exit).
+        self._cleanup = weakref.finalize(self, shutil.rmtree, str(self._tmp), True)
+        self._frame_file: Path | None = None
+        self._max_rate_pps: float | None = None
+
+    # -- TrafficGenerator ------------------------------------------------------
+    def prepare(self, frame: bytes) -> None:
+        """Write ``frame`` (an Ethernet frame without FCS) for later trials."""
+        if not 14 <= len(frame) <= MAX_FRAME_BYTES:
+            raise GeneratorError(f"frame of {len(frame)} bytes: must be 14..{MAX_FRAME_BYTES}")
+        path = self._tmp / "frame.bin"
+        path.write_bytes(frame)
+        self._frame_file = path
+
+    def trial(self, rate_pps: float, duration_s: float) -> TrialResult:
+        """Offer round(rate_pps * duration_s) frames at ``rate_pps`` (pps) for ``duration_s`` (s)."""
+        if rate_pps <= 0 or duration_s <= 0:
+            raise ValueError(f"rate_pps ({rate_pps}) and duration_s ({duration_s}) must be > 0")
+        intended = round(rate_pps * duration_s)
+        if intended == 0:
+            return TrialResult(rate_pps, duration_s, 0, 0, 0, 0, 0.0,
+                               note="rate x duration rounds to zero packets: nothing sent")
+        attempts: list[TrialResult] = []
+        for _ in range(self.retries + 1):
+            result = self._one_trial(rate_pps, duration_s, intended)
+            attempts.append(result)
+            if not result.generator_limited:
+                break
+            log.warning("generator limited at %.0f pps (offered %.0f pps); %s", rate_pps,
+                        result.offered_rate_pps,
+                        "retrying" if len(attempts) <= self.retries else "giving up")
+        if len(attempts) == 1:
+            return attempts[0]
+        last = attempts[-1]
+        extra = dict(last.extra, attempts=len(attempts),
+                     offered_rates_pps=[round(a.offered_rate_pps, 1) for a in attempts],
+                     slipped_ns_per_attempt=[a.extra["slipped_ns"] for a in attempts])
+        note = last.note
+        if last.generator_limited:
+            note = f"{note}; still limited after {len(attempts)} attempts"
+        return dataclasses.replace(last, extra=extra, note=note.strip("; "))
+
+    def capture(self, frames: list[bytes], timeout_s: float = 2.0) -> list[bytes]:
+        """Send each frame once on tx and return the frames that arrived at rx.
+
+        The XDP sink on rx (which would drop them before any capture) is
+        detached for the capture and re-attached afterwards, whatever happens
+        (when rx had no XDP program, none is attached).  ``timeout_s`` is the
+        longest wait for the frames, seconds.  Captures are for verification
+        only: under load they lose frames, counters do not.
+        """
+        from scapy.all import Ether, rdpcap, wrpcap
+
+        from srperf.drivers import linux_sink
+
+        if not frames:
+            return []
+        in_pcap, out_pcap = self._tmp / "capture-in.pcap", self._tmp / "capture-out.pcap"
+        wrpcap(str(in_pcap), [Ether(f) for f in frames], linktype=1)
+        out_pcap.unlink(missing_ok=True)
+        had_sink = linux_sink.sink_prog_id(self.ns, self.rx) is not None
+        if had_sink:
+            linux_sink.detach_sink(self.ns, self.rx)
+        try:
+            argv = ["ip", "netns", "exec", self.ns, sys.executable, "-m",
+                    "srperf.drivers.linux_capture", "--tx", self.tx, "--rx", self.rx,
+                    "--frames", str(in_pcap), "--out", str(out_pcap),
+                    "--timeout", str(timeout_s)]
+            try:
+                proc = subprocess.run(argv, capture_output=True, text=True,
+                                      timeout=timeout_s + 60)
+            except subprocess.TimeoutExpired as exc:
+                raise GeneratorError(f"capture in {self.ns} did not finish") from exc
+            if proc.returncode != 0:
+                raise GeneratorError(f"capture in {self.ns} failed: {proc.stderr.strip()}")
+            received = [bytes(p) for p in rdpcap(str(out_pcap))]
+        finally:
+            if had_sink:
+                linux_sink.attach_sink(self.ns, self.rx)
+        log.debug("capture: sent %d frames, received %d", len(frames), len(received))
+        return received
+
+    def max_rate_pps(self) -> float | None:
+        """The unpaced maximum measured by :meth:`measure_max_rate` (pps), else None."""
+        return self._max_rate_pps
+
+    def close(self) -> None:
+        """Remove the generator's temporary files (frame, pcaps)."""
+        self._cleanup()
+
+    # -- extras ----------------------------------------------------------------
+    def unpaced(self, count: int) -> SrgenReport:
+        """Offer ``count`` frames as fast as srgen can (no pacing); return its report."""
+        return self.run_srgen(0.0, count)
+
+    def measure_max_rate(self, count: int = 1_000_000, runs: int = 3) -> float:
+        """Median offered rate (pps) of ``runs`` unpaced runs of ``count`` frames.
+
+        It is the most this generator can offer on its CPU right now; pacing at
+        that rate is not guaranteed (see bench/generator.py for the error).
+        """
+        rates = []
+        for _ in range(runs):
+            rep = self.unpaced(count)
+            rates.append(rep.offered / (rep.elapsed_ns / 1e9) if rep.elapsed_ns else 0.0)
+        self._max_rate_pps = statistics.median(rates)
+        log.info("unpaced offered rates %s pps -> max %.0f pps", [round(r) for r in rates],
+                 self._max_rate_pps)
+        return self._max_rate_pps
+
+    def run_srgen(self, rate_pps: float, count: int, drain_s: float | None = None) -> SrgenReport:
+        """Run srgen once in the namespace: ``count`` frames at ``rate_pps`` (0 = unpaced)."""
+        if self._frame_file is None:
+            raise GeneratorError("prepare(frame) must be called before a trial")
+        drain = self.drain_s if drain_s is None else drain_s
+        argv = ["ip", "netns", "exec", self.ns, str(self._binary), "-f", str(self._frame_file),
+                "-r", f"{rate_pps:.6f}", "-n", str(count), "-t", self.tx, "-x", self.rx,
+                "-b", str(self.batch), "-d", str(round(drain * 1000)),
+                "-l", str(round(self.max_lag_s * 1e6)), "-q", str(round(self.quantum_s * 1e6))]
+        if self.cpu is not None:
+            argv += ["-c", str(self.cpu)]
+        if self.fifo_priority:
+            argv += ["-P", str(self.fifo_priority)]
+        expected_s = count / rate_pps if rate_pps > 0 else count / 1e5
+        log.debug("run %s", " ".join(argv))
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True,
+                                  timeout=10 * expected_s + drain + 30)
+        except subprocess.TimeoutExpired as exc:
+            raise GeneratorError(f"srgen did not finish: {' '.join(argv)}") from exc
+        if proc.returncode != 0:
+            raise GeneratorError(f"srgen failed ({proc.returncode}): {proc.stderr.strip()}")
+        return SrgenReport.parse(proc.stdout)
+
+    def _one_trial(self, rate_pps: float, duration_s: float, intended: int) -> TrialResult:
+        rep = self.run_srgen(rate_pps, intended)
+        # elapsed_ns spans the first to the last offer: intended - 1 intervals.
+        # One more interval (the last packet's own slot) makes offered / elapsed
+        # equal the rate for perfect pacing.
+        elapsed_s = rep.elapsed_ns / 1e9 + 1.0 / rate_pps
+        notes: list[str] = []
+        consistent = True
+        if rep.offered != intended:
+            consistent = False
+            notes.append(f"srgen offered {rep.offered} of {intended} packets")
+        if rep.sent != rep.tx_packets_delta:
+            consistent = False
+            notes.append(f"sent {rep.sent} != tx_packets delta {rep.tx_packets_delta}")
+        if rep.refused != rep.tx_dropped_delta:
+            consistent = False
+            notes.append(f"refused {rep.refused} != tx_dropped delta {rep.tx_dropped_delta}")
+        offered_rate = rep.offered / elapsed_s
+        error = offered_rate / rate_pps - 1.0
+        limited = abs(error) > self.tolerance
+        if limited:
+            notes.append(f"generator limited: offered {offered_rate:.0f} pps for "
+                         f"{rate_pps:.0f} pps ({error:+.2%}, tolerance {self.tolerance:.2%})")
+        extra = {"max_lag_ns": rep.max_lag_ns, "slipped_ns": rep.slipped_ns,
+                 "refused_short": rep.refused_short, "sendmmsg_calls": rep.calls,
+                 "tx_packets_delta": rep.tx_packets_delta,
+                 "tx_dropped_delta": rep.tx_dropped_delta,
+                 "rx_dropped_delta": rep.rx_dropped_delta, "pacing_error": error}
+        return TrialResult(rate_pps=rate_pps, duration_s=duration_s, intended=intended,
+                           sent=rep.sent, refused=rep.refused, received=rep.rx_packets_delta,
+                           elapsed_s=elapsed_s, generator_limited=limited,
+                           counters_consistent=consistent, note="; ".join(notes), extra=extra)
+
+
+__all__ = ["LinuxGenerator", "SrgenReport", "build_srgen"]

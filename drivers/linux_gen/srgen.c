@@ -1,0 +1,367 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * srgen: the paced raw-frame sender of srperf's "linux" traffic generator.
+ *
+ * It sends COUNT copies of one Ethernet frame (read from a file, no FCS) out
+ * of the TX interface at RATE packets per second and prints one JSON object:
+ * its own counts and the kernel counters of TX and RX read before and after.
+ *
+ *   - AF_PACKET raw socket bound to TX, PACKET_QDISC_BYPASS (the frame goes
+ *     straight to the driver), 8 MB send buffer (SO_SNDBUFFORCE), sendmmsg
+ *     batches.
+ *   - Pacing: packet i is due at t0 + i / RATE on CLOCK_MONOTONIC; the sender
+ *     busy-waits and sends every packet that is due, up to BATCH per call.
+ *     After a stall it catches up, but never by more than MAX_LAG: beyond it
+ *     the schedule slips (the trial takes longer, which the caller sees as a
+ *     lower offered rate).  With a QUANTUM it waits until that much traffic
+ *     is due and sends it in one call.  RATE 0 sends as fast as possible.
+ *     elapsed_ns (packet 0 due -> last offer) always lies within
+ *     [(COUNT-1)/RATE + slipped, (COUNT-1)/RATE + slipped + MAX_LAG].
+ *   - Every packet is offered exactly once.  A packet the path refuses
+ *     (ENOBUFS/EAGAIN, i.e. the message at which sendmmsg stopped short) is
+ *     counted as refused and never retried.  The socket blocks when its send
+ *     buffer is full: that back-pressure shows as lag, not as loss.
+ *
+ * Run it inside the tester's namespace (ip netns exec NS srgen ...): the
+ * counters come from /sys/class/net/DEV/statistics of that namespace.
+ * Errors: message on stderr, exit status 1 (2 for bad usage).
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_BATCH 256
+#define MAX_FRAME 16384
+#define SNDBUF_BYTES (8 * 1024 * 1024)
+
+struct opts {
+	const char *frame_path, *tx, *rx;
+	double rate_pps;      /* 0 = unpaced */
+	uint64_t count;       /* packets to offer */
+	int cpu;              /* -1 = do not pin */
+	int fifo;             /* SCHED_FIFO priority, 0 = normal scheduling */
+	uint64_t drain_ns;    /* wait after the last offer before reading counters */
+	uint64_t max_lag_ns;  /* bound on catch-up after a stall */
+	uint64_t quantum_ns;  /* wait until this much traffic is due (0: send each at once) */
+	unsigned int batch;   /* packets per sendmmsg call, at most */
+};
+
+/* Kernel counters of the two ports, one snapshot. */
+struct counters {
+	uint64_t tx_packets, tx_dropped, rx_packets, rx_dropped;
+};
+
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("srgen: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	exit(1);
+}
+
+static void usage(void)
+{
+	fputs("usage: srgen -f FRAME -r RATE_PPS -n COUNT -t TX_DEV -x RX_DEV\n"
+	      "             [-c CPU] [-P FIFO_PRIO] [-d DRAIN_MS] [-b BATCH] [-l MAX_LAG_US]\n"
+	      "             [-q QUANTUM_US]\n"
+	      "  RATE_PPS 0 = unpaced; BATCH 1..256 (16); DRAIN_MS (200); MAX_LAG_US (1000);\n"
+	      "  QUANTUM_US (0): send once this much traffic is due (fewer, fuller batches)\n",
+	      stderr);
+	exit(2);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t parse_u64(const char *s, const char *what)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-')
+		die("bad %s: '%s'", what, s);
+	return v;
+}
+
+static uint64_t read_stat(const char *dev, const char *name)
+{
+	char path[256];
+	unsigned long long v;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/statistics/%s", dev, name);
+	f = fopen(path, "r");
+	if (!f)
+		die("cannot open %s: %s", path, strerror(errno));
+	if (fscanf(f, "%llu", &v) != 1)
+		die("cannot read %s", path);
+	fclose(f);
+	return v;
+}
+
+static void read_counters(const struct opts *o, struct counters *c)
+{
+	c->tx_packets = read_stat(o->tx, "tx_packets");
+	c->tx_dropped = read_stat(o->tx, "tx_dropped");
+	c->rx_packets = read_stat(o->rx, "rx_packets");
+	c->rx_dropped = read_stat(o->rx, "rx_dropped");
+}
+
+static void parse_args(int argc, char **argv, struct opts *o)
+{
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->cpu = -1;
+	o->drain_ns = 200ull * 1000000;
+	o->max_lag_ns = 1000ull * 1000;
+	o->batch = 16;
+	o->rate_pps = -1;
+	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:h")) != -1) {
+		switch (c) {
+		case 'f': o->frame_path = optarg; break;
+		case 'r': {
+			char *end;
+
+			o->rate_pps = strtod(optarg, &end);
+			if (end == optarg || *end || !(o->rate_pps >= 0))
+				die("bad rate: '%s'", optarg);
+			break;
+		}
+		case 'n': o->count = parse_u64(optarg, "count"); break;
+		case 't': o->tx = optarg; break;
+		case 'x': o->rx = optarg; break;
+		case 'c': o->cpu = (int)parse_u64(optarg, "cpu"); break;
+		case 'P': o->fifo = (int)parse_u64(optarg, "fifo priority"); break;
+		case 'd': o->drain_ns = parse_u64(optarg, "drain") * 1000000ull; break;
+		case 'b': o->batch = (unsigned int)parse_u64(optarg, "batch"); break;
+		case 'l': o->max_lag_ns = parse_u64(optarg, "max lag") * 1000ull; break;
+		case 'q': o->quantum_ns = parse_u64(optarg, "quantum") * 1000ull; break;
+		default: usage();
+		}
+	}
+	if (optind != argc || !o->frame_path || !o->tx || !o->rx || o->rate_pps < 0)
+		usage();
+	if (o->batch < 1 || o->batch > MAX_BATCH)
+		die("batch must be 1..%d", MAX_BATCH);
+	if (o->quantum_ns * 2 > o->max_lag_ns)
+		die("quantum must be at most half the max lag");
+}
+
+static size_t load_frame(const char *path, unsigned char *buf)
+{
+	FILE *f = fopen(path, "rb");
+	size_t len;
+
+	if (!f)
+		die("cannot open frame file %s: %s", path, strerror(errno));
+	len = fread(buf, 1, MAX_FRAME, f);
+	if (ferror(f) || !feof(f))
+		die("cannot read %s (or frame longer than %d bytes)", path, MAX_FRAME);
+	fclose(f);
+	if (len < ETH_HLEN)
+		die("frame in %s is %zu bytes, shorter than an Ethernet header", path, len);
+	return len;
+}
+
+static int open_socket(const char *dev)
+{
+	struct sockaddr_ll sll;
+	int one = 1, sndbuf = SNDBUF_BYTES;
+	/* Protocol 0: this socket only sends; it registers no receive hook. */
+	int fd = socket(AF_PACKET, SOCK_RAW, 0);
+
+	if (fd < 0)
+		die("socket(AF_PACKET): %s", strerror(errno));
+	memset(&sll, 0, sizeof(sll));
+	sll.sll_family = AF_PACKET;
+	sll.sll_ifindex = (int)if_nametoindex(dev);
+	if (!sll.sll_ifindex)
+		die("no interface %s: %s", dev, strerror(errno));
+	if (bind(fd, (struct sockaddr *)&sll, sizeof(sll)) < 0)
+		die("bind to %s: %s", dev, strerror(errno));
+	if (setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one)) < 0)
+		die("PACKET_QDISC_BYPASS: %s", strerror(errno));
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf)) < 0)
+		die("SO_SNDBUFFORCE: %s (needs CAP_NET_ADMIN)", strerror(errno));
+	return fd;
+}
+
+/* Error left on the socket by a sendmmsg that stopped short (0 if none).
+ * Reading it also clears it, so it cannot fail the next, unrelated send. */
+static int pending_error(int fd)
+{
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		die("getsockopt(SO_ERROR): %s", strerror(errno));
+	return err;
+}
+
+static int is_refusal(int err)
+{
+	return err == ENOBUFS || err == EAGAIN || err == EWOULDBLOCK;
+}
+
+int main(int argc, char **argv)
+{
+	static unsigned char frame[MAX_FRAME];
+	struct mmsghdr msgs[MAX_BATCH];
+	struct iovec iov;
+	struct counters before, after;
+	struct opts o;
+	uint64_t offered = 0, sent = 0, refused = 0, refused_short = 0, calls = 0;
+	uint64_t first, last = 0, max_lag = 0, slipped = 0, t0;
+	double ns_per_pkt;
+	uint64_t min_batch = 1;
+	size_t len;
+	unsigned int i;
+	int fd;
+
+	parse_args(argc, argv, &o);
+	if (o.cpu >= 0) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(o.cpu, &set);
+		if (sched_setaffinity(0, sizeof(set), &set) < 0)
+			die("cannot pin to CPU %d: %s", o.cpu, strerror(errno));
+	}
+	if (o.fifo > 0) {
+		/* Real-time priority against other tasks on a shared CPU; the
+		 * kernel's RT throttling still leaves them 5 % of each second. */
+		struct sched_param sp = { .sched_priority = o.fifo };
+
+		if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0)
+			die("SCHED_FIFO %d: %s", o.fifo, strerror(errno));
+	}
+	len = load_frame(o.frame_path, frame);
+	fd = open_socket(o.tx);
+
+	/* Every message of a batch points at the same frame. */
+	iov.iov_base = frame;
+	iov.iov_len = len;
+	memset(msgs, 0, sizeof(msgs));
+	for (i = 0; i < MAX_BATCH; i++) {
+		msgs[i].msg_hdr.msg_iov = &iov;
+		msgs[i].msg_hdr.msg_iovlen = 1;
+	}
+
+	read_counters(&o, &before);
+	ns_per_pkt = o.rate_pps > 0 ? 1e9 / o.rate_pps : 0;
+	if (ns_per_pkt > 0 && o.quantum_ns > ns_per_pkt)
+		min_batch = (uint64_t)((double)o.quantum_ns / ns_per_pkt);
+	if (min_batch > o.batch)
+		min_batch = o.batch;
+	/* Packet 0 is due at once; elapsed runs from then to the last offer. */
+	t0 = first = now_ns();
+	while (offered < o.count) {
+		uint64_t now = now_ns(), due = o.count, n;
+		int ret;
+
+		if (ns_per_pkt > 0) {
+			/* Packets 0..due-1 are due at or before now. */
+			due = (uint64_t)((double)(now - t0) / ns_per_pkt) + 1;
+			if (due <= offered)
+				continue;        /* busy-wait for the next due time */
+			/* Lag of the oldest packet not yet offered. */
+			uint64_t lag = now - (t0 + (uint64_t)((double)offered * ns_per_pkt));
+
+			if (lag > max_lag)
+				max_lag = lag;
+			if (lag > o.max_lag_ns) {
+				/* A stall: catch up at most max_lag_ns worth of packets,
+				 * slip the schedule for the rest. */
+				t0 += lag - o.max_lag_ns;
+				slipped += lag - o.max_lag_ns;
+				due = (uint64_t)((double)(now - t0) / ns_per_pkt) + 1;
+			}
+			if (due > o.count)
+				due = o.count;
+			/* With a quantum, wait until min_batch packets are due (the
+			 * oldest then waits at most one quantum), except at the end. */
+			if (due - offered < min_batch && due < o.count)
+				continue;
+		}
+		n = due - offered;
+		if (n > o.batch)
+			n = o.batch;
+		last = now;             /* time of the latest offer */
+		ret = sendmmsg(fd, msgs, (unsigned int)n, 0);
+		calls++;
+		if (ret < 0) {
+			/* The first message failed: nothing of this batch was sent. */
+			if (errno == EINTR)
+				continue;
+			if (!is_refusal(errno))
+				die("sendmmsg on %s: %s", o.tx, strerror(errno));
+			refused++;
+			offered++;
+		} else {
+			sent += (uint64_t)ret;
+			offered += (uint64_t)ret;
+			if ((uint64_t)ret < n) {
+				/* The message at index ret failed (the rest were not
+				 * tried and stay due): it is refused, never retried. */
+				int err = pending_error(fd);
+
+				if (err && !is_refusal(err))
+					die("sendmmsg on %s: %s", o.tx, strerror(err));
+				if (!err)
+					refused_short++;
+				refused++;
+				offered++;
+			}
+		}
+	}
+	close(fd);
+
+	/* Let the path drain (and the peer's NAPI count what it consumed). */
+	{
+		struct timespec ts = { (time_t)(o.drain_ns / 1000000000ull),
+				       (long)(o.drain_ns % 1000000000ull) };
+
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+	}
+	read_counters(&o, &after);
+
+	printf("{\"intended\": %" PRIu64 ", \"sent\": %" PRIu64 ", \"refused\": %" PRIu64
+	       ", \"refused_short\": %" PRIu64 ", \"elapsed_ns\": %" PRIu64
+	       ", \"rate_pps\": %.3f, \"frame_len\": %zu, \"batch\": %u, \"calls\": %" PRIu64
+	       ", \"max_lag_ns\": %" PRIu64 ", \"max_lag_bound_ns\": %" PRIu64
+	       ", \"slipped_ns\": %" PRIu64 ", \"drain_ns\": %" PRIu64 ", \"cpu\": %d"
+	       ", \"tx_packets_delta\": %" PRIu64 ", \"tx_dropped_delta\": %" PRIu64
+	       ", \"rx_packets_delta\": %" PRIu64 ", \"rx_dropped_delta\": %" PRIu64 "}\n",
+	       o.count, sent, refused, refused_short, o.count ? last - first : 0, o.rate_pps, len, o.batch,
+	       calls, max_lag, o.max_lag_ns, slipped, o.drain_ns, o.cpu,
+	       after.tx_packets - before.tx_packets, after.tx_dropped - before.tx_dropped,
+	       after.rx_packets - before.rx_packets, after.rx_dropped - before.rx_dropped);
+	return 0;
+}

@@ -1,0 +1,348 @@
+"""Tests of the local Linux traffic generator (srgen, XDP sink, LinuxGenerator).
+
+The real test is exactness of counts: what srgen reports must equal the
+kernel's counters, read independently here.  Timing is checked only with
+bounds that cannot fail on a loaded 2-vCPU VM (a paced trial can never be
+faster than its schedule; it may be slower).
+
+Namespaces are named ``tgen-<random>-...`` and removed even when a test fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from srperf.drivers import linux_sink
+from srperf.drivers.base import TrialResult
+from srperf.drivers.linux import LinuxGenerator, SrgenReport, build_srgen
+from srperf.errors import GeneratorError
+from srperf.netns import link_stats, run
+from srperf.resources import generator_dir
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
+                                reason="needs root and iproute2")
+
+
+def _frame(dst_last_byte: int = 0xB0, payload: bytes = b"srperf") -> bytes:
+    """A valid Ethernet/IPv6 frame (next header 59: no next header), 60+ bytes."""
+    eth = bytes.fromhex("025e00000102" "025e00000101" "86dd")
+    body = payload + bytes(max(0, 6 - len(payload)))
+    ip6 = (bytes.fromhex("60000000") + len(body).to_bytes(2, "big") + bytes([59, 64])
+           + bytes.fromhex("2001000200000000000a000000000001")
+           + bytes.fromhex("2001000200000000000b0000000000") + bytes([dst_last_byte]))
+    return eth + ip6 + body
+
+
+def _quiet_ns(name: str) -> None:
+    """Create namespace ``name`` with no IPv6 (no ND/MLD/RS noise on its links)."""
+    run(["ip", "netns", "add", name])
+    run(["ip", "link", "set", "dev", "lo", "up"], ns=name)
+    run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1",
+         "net.ipv6.conf.default.disable_ipv6=1"], ns=name)
+
+
+def _delta(before: dict[str, int], after: dict[str, int], key: str) -> int:
+    return after[key] - before[key]
+
+
+@dataclass
+class Loop:
+    """Tester ``t0`` -> peer bridge (p0 -> p1) -> tester ``t1`` (XDP sink on t1)."""
+
+    tester: str
+    peer: str
+
+
+@pytest.fixture(scope="module")
+def loop() -> Iterator[Loop]:
+    tag = uuid.uuid4().hex[:6]
+    topo = Loop(tester=f"tgen-{tag}-t", peer=f"tgen-{tag}-p")
+    try:
+        _quiet_ns(topo.tester)
+        _quiet_ns(topo.peer)
+        for t, p in (("t0", "p0"), ("t1", "p1")):
+            run(["ip", "link", "add", "name", t, "netns", topo.tester, "type", "veth",
+                 "peer", "name", p, "netns", topo.peer])
+        # A bridge loops frames back unchanged; no snooping, no multicast of its own.
+        run(["ip", "link", "add", "br0", "type", "bridge", "stp_state", "0",
+             "mcast_snooping", "0"], ns=topo.peer)
+        run(["ip", "link", "set", "dev", "br0", "multicast", "off"], ns=topo.peer)
+        for dev in ("p0", "p1"):
+            run(["ip", "link", "set", "dev", dev, "master", "br0"], ns=topo.peer)
+        for ns, dev in ((topo.tester, "t0"), (topo.tester, "t1"), (topo.peer, "p0"),
+                        (topo.peer, "p1"), (topo.peer, "br0")):
+            run(["ip", "link", "set", "dev", dev, "up"], ns=ns)
+        linux_sink.attach_sink(topo.tester, "t1")
+        yield topo
+    finally:
+        for ns in (topo.tester, topo.peer):
+            run(["ip", "netns", "del", ns], check=False)
+
+
+@pytest.fixture
+def gen(loop: Loop) -> Iterator[LinuxGenerator]:
+    g = LinuxGenerator(loop.tester, "t0", "t1", cpu=0, tolerance=0.05, retries=0)
+    try:
+        g.prepare(_frame())
+        yield g
+    finally:
+        g.close()
+
+
+# -- build -----------------------------------------------------------------------
+def test_srgen_builds_warning_free(tmp_path: Path) -> None:
+    src = generator_dir() / "srgen.c"
+    proc = subprocess.run(["gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-o",
+                           str(tmp_path / "srgen"), str(src)], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert build_srgen().exists()
+
+
+def test_sink_builds_warning_free() -> None:
+    assert linux_sink.sink_object().exists()
+    assert linux_sink.sink_object(slow=True).exists()
+
+
+def test_srgen_rejects_bad_input(tmp_path: Path) -> None:
+    binary = str(build_srgen())
+    usage = subprocess.run([binary, "-r", "10"], capture_output=True, text=True)
+    assert usage.returncode == 2 and "usage" in usage.stderr
+    short = tmp_path / "short.bin"
+    short.write_bytes(b"\x00" * 10)
+    proc = subprocess.run([binary, "-f", str(short), "-r", "10", "-n", "1", "-t", "lo",
+                           "-x", "lo"], capture_output=True, text=True)
+    assert proc.returncode == 1 and "shorter than an Ethernet header" in proc.stderr
+    frame = tmp_path / "frame.bin"
+    frame.write_bytes(_frame())
+    proc = subprocess.run([binary, "-f", str(frame), "-r", "10", "-n", "1", "-t",
+                           "tgen-no-such-dev", "-x", "lo"], capture_output=True, text=True)
+    assert proc.returncode == 1 and proc.stdout == ""
+
+
+# -- result logic (srgen's report replaced by a fake one) ----------------------------
+class _FakeGen(LinuxGenerator):
+    def __init__(self, reports: list[dict[str, int]], **kw: object) -> None:
+        super().__init__("tgen-none", "a", "b", **kw)  # type: ignore[arg-type]
+        self.reports = reports
+        self.calls = 0
+
+    def run_srgen(self, rate_pps: float, count: int, drain_s: float | None = None
+                  ) -> SrgenReport:
+        data = dict(self.reports[min(self.calls, len(self.reports) - 1)])
+        self.calls += 1
+        return SrgenReport.parse(json.dumps(data))
+
+
+def _report(sent: int, refused: int, elapsed_s: float, tx_packets: int | None = None,
+            tx_dropped: int | None = None, received: int | None = None) -> dict[str, int]:
+    return {"intended": sent + refused, "sent": sent, "refused": refused, "refused_short": 0,
+            "elapsed_ns": int(elapsed_s * 1e9), "max_lag_ns": 0, "slipped_ns": 0, "calls": 1,
+            "tx_packets_delta": sent if tx_packets is None else tx_packets,
+            "tx_dropped_delta": refused if tx_dropped is None else tx_dropped,
+            "rx_packets_delta": sent if received is None else received,
+            "rx_dropped_delta": 0}
+
+
+def test_trial_good_and_limited_flags() -> None:
+    ok = _report(990, 10, 0.999, received=900)
+    slow = _report(1000, 0, 1.5)
+    with _FakeGen([ok], retries=1) as g:
+        r = g.trial(1000, 1.0)
+        assert (r.intended, r.sent, r.refused, r.received) == (1000, 990, 10, 900)
+        assert r.usable and r.note == "" and abs(r.offered_rate_pps - 1000) < 1
+        assert g.calls == 1
+    with _FakeGen([slow, slow], retries=1) as g:
+        r = g.trial(1000, 1.0)
+        assert g.calls == 2 and r.generator_limited and not r.usable
+        assert "generator limited" in r.note and r.extra["attempts"] == 2
+    with _FakeGen([slow, ok], retries=1) as g:
+        r = g.trial(1000, 1.0)
+        assert g.calls == 2 and not r.generator_limited and r.extra["attempts"] == 2
+
+
+def test_trial_counter_mismatch_is_flagged() -> None:
+    with _FakeGen([_report(1000, 5, 1.0, tx_dropped=3)], retries=0) as g:
+        r = g.trial(1005, 1.0)
+        assert not r.counters_consistent and "tx_dropped" in r.note
+    with _FakeGen([_report(1000, 0, 1.0, tx_packets=999)], retries=0) as g:
+        r = g.trial(1000, 1.0)
+        assert not r.counters_consistent and "tx_packets" in r.note
+
+
+def test_srgen_report_rejects_garbage() -> None:
+    with pytest.raises(GeneratorError):
+        SrgenReport.parse("not json")
+    with pytest.raises(GeneratorError):
+        SrgenReport.parse('{"sent": 1}')
+
+
+def test_trial_needs_prepare_and_positive_rate() -> None:
+    with LinuxGenerator("tgen-none", "a", "b") as g:
+        with pytest.raises(GeneratorError):
+            g.trial(1000, 1.0)
+        with pytest.raises(ValueError):
+            g.trial(0, 1.0)
+        with pytest.raises(GeneratorError):
+            g.prepare(b"\x00" * 5)
+
+
+# -- on namespaces ----------------------------------------------------------------
+@needs_root
+@pytest.mark.netns
+@pytest.mark.slow
+def test_counts_equal_kernel_counters(loop: Loop, gen: LinuxGenerator) -> None:
+    rate, duration = 50_000, 1.0
+    names = [(loop.tester, "t0"), (loop.tester, "t1"), (loop.peer, "p0"), (loop.peer, "p1")]
+    before = {dev: link_stats(ns, dev) for ns, dev in names}
+    sink_before = linux_sink.read_sink_count(loop.tester, "t1")
+    r: TrialResult = gen.trial(rate, duration)
+    after = {dev: link_stats(ns, dev) for ns, dev in names}
+    sink_after = linux_sink.read_sink_count(loop.tester, "t1")
+    d = {dev: {k: _delta(before[dev], after[dev], k) for k in before[dev]} for dev in before}
+
+    assert r.intended == 50_000 and r.sent + r.refused == r.intended
+    assert r.counters_consistent, r.note
+    assert r.sent == d["t0"]["tx_packets"]
+    assert r.refused == d["t0"]["tx_dropped"]
+    assert r.received == d["t1"]["rx_packets"]
+    # The peer saw exactly what t0 sent; t1 got exactly what p1 forwarded.
+    assert d["p0"]["rx_packets"] == r.sent
+    assert d["p1"]["tx_packets"] == d["t1"]["rx_packets"]
+    # rx_packets of a veth counts the frames its XDP sink dropped: both agree.
+    assert sink_after - sink_before == r.received
+    # Every frame is accounted for: received + dropped on the way == sent.
+    path_drops = (d["p0"]["rx_dropped"] + d["p1"]["tx_dropped"] + d["t1"]["rx_dropped"])
+    assert r.received + path_drops == r.sent
+    assert path_drops <= r.sent // 100, f"{path_drops} frames dropped at 50 kpps"
+
+
+@needs_root
+@pytest.mark.netns
+@pytest.mark.slow
+@pytest.mark.parametrize("quantum_s", [0.0, 100e-6])
+def test_pacing_modest_rate(gen: LinuxGenerator, quantum_s: float) -> None:
+    rate, count = 50_000, 50_000
+    gen.quantum_s = quantum_s      # 100 us at 50 kpps: batches of 5 packets
+    rep = gen.run_srgen(rate, count)
+    assert rep.offered == count and rep.sent == rep.tx_packets_delta
+    ideal_ns = (count - 1) * 1e9 / rate
+    # Packet i is never offered before its due time t0 + i/rate (+ the schedule's
+    # slip after stalls), and never later than the catch-up bound after it.
+    # Both are properties of the pacer, true on an idle or a loaded machine.
+    assert rep.elapsed_ns >= ideal_ns + rep.slipped_ns - 1000
+    assert rep.elapsed_ns <= ideal_ns + rep.slipped_ns + rep.raw["max_lag_bound_ns"] + 1000
+    if quantum_s:
+        assert rep.calls <= count / 4, "a quantum must make fuller batches"
+        return
+    # The trial's verdict agrees with its figures: within tolerance, or flagged.
+    r = gen.trial(rate, 1.0)
+    error = r.offered_rate_pps / rate - 1
+    assert r.generator_limited == (abs(error) > gen.tolerance)
+    assert error < 0.001, "a paced trial cannot run ahead of its schedule"
+    if r.generator_limited:
+        assert "generator limited" in r.note and r.extra["slipped_ns"] > 0
+
+
+@needs_root
+@pytest.mark.netns
+@pytest.mark.parametrize("fifo", [0, 10])
+def test_unpaced_offers_every_packet_once(gen: LinuxGenerator, fifo: int) -> None:
+    gen.fifo_priority = fifo
+    rep = gen.unpaced(20_000)
+    assert rep.offered == 20_000
+    assert rep.sent == rep.tx_packets_delta and rep.refused == rep.tx_dropped_delta
+
+
+@needs_root
+@pytest.mark.netns
+def test_capture_returns_looped_frames(loop: Loop, gen: LinuxGenerator) -> None:
+    frames = [_frame(0xB0 + i, payload=f"cap{i}".encode()) for i in range(3)]
+    got = gen.capture(frames, timeout_s=3.0)
+    assert got == frames
+    assert linux_sink.sink_prog_id(loop.tester, "t1") is not None, "sink not re-attached"
+
+
+@needs_root
+@pytest.mark.netns
+def test_sink_detach_attach(loop: Loop) -> None:
+    ns = loop.tester
+    assert linux_sink.sink_prog_id(ns, "t1") is not None
+    try:
+        linux_sink.detach_sink(ns, "t1")
+        assert linux_sink.sink_prog_id(ns, "t1") is None
+        linux_sink.detach_sink(ns, "t1")            # idempotent
+        with pytest.raises(GeneratorError):
+            linux_sink.read_sink_count(ns, "t1")
+    finally:
+        prog = linux_sink.attach_sink(ns, "t1")
+    assert linux_sink.sink_prog_id(ns, "t1") == prog
+    assert linux_sink.read_sink_count(ns, "t1") == 0   # a fresh program, a fresh map
+    again = linux_sink.attach_sink(ns, "t1")          # replacing works too
+    assert linux_sink.sink_prog_id(ns, "t1") == again
+
+
+@pytest.fixture
+def overload() -> Iterator[tuple[str, str]]:
+    """Tester ``u0`` -> peer ``v0`` whose XDP program is very slow (threaded NAPI)."""
+    tag = uuid.uuid4().hex[:6]
+    tester, peer = f"tgen-{tag}-o", f"tgen-{tag}-q"
+    try:
+        _quiet_ns(tester)
+        _quiet_ns(peer)
+        run(["ip", "link", "add", "name", "u0", "netns", tester, "type", "veth",
+             "peer", "name", "v0", "netns", peer])
+        run(["ip", "link", "set", "dev", "u0", "up"], ns=tester)
+        run(["ip", "link", "set", "dev", "v0", "up"], ns=peer)
+        linux_sink.attach_sink(peer, "v0", slow=True)
+        run(["sh", "-c", "echo 1 > /sys/class/net/v0/threaded"], ns=peer)
+        yield tester, peer
+    finally:
+        for ns in (tester, peer):
+            run(["ip", "netns", "del", ns], check=False)
+
+
+@needs_root
+@pytest.mark.netns
+@pytest.mark.slow
+def test_overload_refused_equals_tx_dropped(overload: tuple[str, str]) -> None:
+    tester, peer = overload
+    with LinuxGenerator(tester, "u0", "u0", cpu=0, retries=0, drain_s=1.0) as g:
+        g.prepare(_frame())
+        # 20000 frames in 0.1 s into a consumer of a few thousand frames/s:
+        # the peer's 256-slot ring overflows whatever the scheduling.
+        before = link_stats(tester, "u0")
+        r = g.trial(200_000, 0.1)
+        after = link_stats(tester, "u0")
+        assert r.refused > 0 and r.sent > 0, r
+        assert r.sent + r.refused == r.intended == 20_000
+        assert r.counters_consistent, r.note
+        assert r.refused == _delta(before, after, "tx_dropped")
+        assert r.sent == _delta(before, after, "tx_packets")
+
+        # Carrier off (peer down): every frame is refused, and counted as dropped.
+        run(["ip", "link", "set", "dev", "v0", "down"], ns=peer)
+        rep = g.run_srgen(0, 1000, drain_s=0.01)
+        assert (rep.sent, rep.refused, rep.tx_dropped_delta) == (0, 1000, 1000)
+
+
+def test_close_removes_temp_files() -> None:
+    g = LinuxGenerator("tgen-none", "a", "b")
+    g.prepare(_frame())
+    tmp = g._tmp
+    assert (tmp / "frame.bin").exists()
+    g.close()
+    g.close()                                   # idempotent
+    assert not tmp.exists()
+    g = LinuxGenerator("tgen-none", "a", "b")   # forgotten: removed when collected
+    tmp = g._tmp
+    del g
+    assert not tmp.exists()

@@ -39,6 +39,8 @@ def summarize(searches: pd.DataFrame, outcomes: pd.DataFrame | None = None) -> p
             std = values.std(ddof=1) if n > 1 else math.nan
             width = ((ok["upper_pps"] - ok["lower_pps"]) / 1000.0).mean() if n else math.nan
             statuses = ", ".join(f"{s} x{c}" for s, c in grp["status"].value_counts().items())
+            notes = [x for x in grp.get("note", pd.Series(dtype=str)).fillna("") if x]
+            passing = grp["lower_pps"].dropna()
             rows.append({
                 "behavior": beh, "packet_size": size, "threshold_pct": thr, "n": n,
                 "mean_kpps": mean, "std_kpps": std,
@@ -47,7 +49,10 @@ def summarize(searches: pd.DataFrame, outcomes: pd.DataFrame | None = None) -> p
                 "min_kpps": values.min() if n else math.nan,
                 "median_kpps": values.median() if n else math.nan,
                 "max_kpps": values.max() if n else math.nan,
-                "mean_width_kpps": width, "status": statuses, "reason": "",
+                "mean_width_kpps": width, "status": statuses,
+                "reason": "" if n else (notes[0] if notes else "") + (
+                    f" (highest passing rate seen: {passing.max() / 1000:.1f} kpps)"
+                    if len(passing) else ""),
             })
     if outcomes is not None and not outcomes.empty:
         measured = {(r["behavior"], r["packet_size"]) for r in rows}
@@ -76,7 +81,9 @@ def format_table(summary: pd.DataFrame) -> str:
                          f"{f(r['cv_pct'], 6)} {f(r['ci95_kpps'])} {f(r['min_kpps'])} "
                          f"{f(r['max_kpps'])}  {r['status']}")
         else:
-            lines.append(f"{r['behavior']:<16} {int(r['packet_size']):>4} {'':>5} {0:>3} "
+            thr = r.get("threshold_pct", math.nan)
+            thr_text = "" if isinstance(thr, float) and math.isnan(thr) else f"{thr:g}"
+            lines.append(f"{r['behavior']:<16} {int(r['packet_size']):>4} {thr_text:>5} {0:>3} "
                          f"{'-':>10} {'-':>6} {'-':>8} {'-':>8} {'-':>8}  "
                          f"{r['status']}: {r['reason']}")
     return "\n".join(lines)

@@ -179,7 +179,7 @@ def cmd_pdr(args: argparse.Namespace) -> int:
             raise ConfigError("--threshold", "threshold", t, "must be in [0, 100) percent")
     d = SearchConfig()
     search = SearchConfig(
-        algorithm=args.algorithm or ("multi" if len(thresholds) > 1 else d.algorithm),
+        algorithm=args.algorithm or d.algorithm,
         thresholds_pct=thresholds,
         trial_duration_s=args.trial_duration or d.trial_duration_s,
         initial_trial_duration_s=min(d.initial_trial_duration_s,

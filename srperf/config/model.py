@@ -69,6 +69,30 @@ class Addressing:
     csid_nflen: int = 16
     csid_sut: int = 0x100
     csid_next: int = 0x200
+    # SR proxies (eBPF dataplane) and their legacy VNFs (srperf/testbeds/vnf.py).
+    # VNF i hangs off the SUT by a veth: <vnf_if_prefix><i> in the SUT, eth0 in
+    # namespace <prefix>-vnf<i>; only link-local next hops are used on it.
+    vnf_sid_base: str = "fc00:1:a::"
+    """VNF i's SID is this text followed by i + 1 in hex (fc00:1:a::1 for VNF 0)."""
+    vnf_if_prefix: str = "vnf"
+    """SUT-side interface of VNF i: vnf0, vnf1, ..."""
+    vnf_mac_prefix: str = "02:5e:00:10"
+    """First 4 bytes of VNF i's MAC; the last 2 are i (02:5e:00:10:00:00 for VNF 0)."""
+    sut_vnf_mac_prefix: str = "02:5e:00:20"
+    """First 4 bytes of the MAC of the SUT-side interface of VNF i."""
+    vnf_ip6: str = "fe80::2"
+    """VNF side of every VNF link (the SUT's next hop for the End baseline)."""
+    sut_vnf_ip6: str = "fe80::1"
+    """SUT side of every VNF link (the VNF's IPv6 default gateway)."""
+    vnf_ip4: str = "169.254.0.2"
+    sut_vnf_ip4: str = "169.254.0.1"
+    """SUT side of every VNF link (the VNF's IPv4 default gateway)."""
+    vnf_snat6: str = "2001:2:0:f::1"
+    """Source address an SNAT VNF puts on IPv6 packets (benchmarking range)."""
+    vnf_snat4: str = "198.18.255.1"
+    """Source address an SNAT VNF puts on IPv4 packets (benchmarking range)."""
+    vnf_target: int = 0
+    """Index of the VNF the proxy test frames are addressed to."""
 
     def csid_address(self, *functions: int) -> str:
         """An IPv6 address: the C-SID locator block followed by ``functions``."""
@@ -172,7 +196,7 @@ class Testbed:
 class SearchConfig:
     """The search as written in an experiment (rates not yet resolved)."""
 
-    algorithm: str = "bisect"
+    algorithm: str = "mlr"
     thresholds_pct: tuple[float, ...] = (0.5,)
     trial_duration_s: float = 1.0
     initial_trial_duration_s: float = 0.5

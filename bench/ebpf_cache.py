@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Benchmark: the caching SRv6 proxy, hit ratio and PDR against cache size.
+
+1. Hit ratio vs cache size and packets in flight.  The caching-proxy paper
+   (Haerberle et al.) lost packets when the LRU cache was smaller than the
+   number of packets inside the VNF (rate x VNF delay, Little's law).  This
+   kernel has no netem, so the VNF delay is played exactly: a "sink" VNF keeps
+   the K distinct packets the proxy hands it (K packets in flight), then they
+   come back from the VNF in FIFO order (a delaying VNF) and the proxy restores
+   what its cache still holds.  hit ratio = cache hits / K (every restored frame
+   is checked against its own per-packet SRH tag).
+
+2. PDR vs cache size.  With the usual single-frame traffic (identical packets
+   share one cache entry) the cache size only changes the map the proxy works
+   on; the paper saw larger maps get slower.  PDR@0.5 % per size.
+
+Run (root): /work/main/.venv/bin/python bench/ebpf_cache.py [--sizes 64,256,1024,4096]
+            [--inflight 256,1024] [--pdr-sizes 256,4096,65536] [--repetitions 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from ebpf_common import (TB, add_search_args, pdr, search_settings, setup, stats, testbed,
+                         value_kpps)
+from scapy.layers.inet import UDP
+from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
+from scapy.layers.l2 import Ether
+from scapy.packet import Raw
+
+from srperf import packets as P
+from srperf.drivers import linux_sink
+from srperf.ebpf_counters import delta, read_counters
+from srperf.proxy_behaviors import ProxySettings, configure, target_sid
+from srperf.testbeds.vnf import VnfSet, ns_packet_socket, receive_frames
+
+A = TB.addressing
+
+
+def inner(i: int) -> IPv6:
+    """Distinct packet i: flow label i + 1 (20 bits), payload carries i."""
+    return (IPv6(src=A.src6, dst=A.dst6, fl=i + 1, hlim=P.HOP_LIMIT)
+            / UDP(sport=P.UDP_SPORT, dport=P.UDP_DPORT)
+            / Raw(P.MARKER + i.to_bytes(4, "big")))
+
+
+def tagged(i: int) -> bytes:
+    srh = P.srh([target_sid(TB), A.sid_next], 1, P.NH_IPV6)
+    srh.tag = i & 0xffff
+    return bytes(P.to_sut(TB, IPv6(src=A.tester_tx_ip6, dst=target_sid(TB),
+                                   hlim=P.HOP_LIMIT, nh=P.NH_ROUTING) / srh / inner(i)))
+
+
+def hit_ratio(gen, vnfs: VnfSet, size: int, inflight: int) -> tuple[float, int, float]:
+    """(hit ratio, frames whose tag was wrong, seconds) for one cache size."""
+    configure(TB, "end_cache", ProxySettings(cache_entries=size))
+    t0 = time.monotonic()
+    gen.capture([tagged(i) for i in range(inflight)], timeout_s=0.2)
+    before = read_counters(TB.sut_ns)
+    back = []
+    for i in range(inflight):
+        pkt = inner(i)
+        pkt.hlim -= 1
+        back.append(vnfs.frame_to_sut(0, bytes(pkt)))
+    linux_sink.detach_sink(TB.tester_ns, TB.tester.rx.name)
+    sock = ns_packet_socket(TB.tester_ns, TB.tester.rx.name)
+    try:
+        vnfs.inject(0, back)
+        got = receive_frames(sock, timeout_s=1.0)
+    finally:
+        sock.close()
+        linux_sink.attach_sink(TB.tester_ns, TB.tester.rx.name)
+    counts = delta(before, read_counters(TB.sut_ns))
+    wrong = 0
+    for raw in got:
+        if not P.is_test_frame(raw):
+            continue
+        f = Ether(raw)
+        i = f[IPv6ExtHdrSegmentRouting][IPv6].fl - 1
+        if f[IPv6ExtHdrSegmentRouting].tag != i & 0xffff:
+            wrong += 1
+    return counts["cache_hit"] / inflight, wrong, time.monotonic() - t0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    parser.add_argument("--sizes", default="64,256,1024,4096", help="cache entries (part 1)")
+    parser.add_argument("--inflight", default="256,1024", help="packets in flight (part 1)")
+    parser.add_argument("--pdr-sizes", default="256,4096,65536", help="cache entries (part 2)")
+    parser.add_argument("--repetitions", type=int, default=2, help="PDR searches per size")
+    add_search_args(parser)
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    inflight = [int(k) for k in args.inflight.split(",") if k]
+    pdr_sizes = [int(s) for s in args.pdr_sizes.split(",") if s]
+    started = time.monotonic()
+    with testbed() as gen:
+        if sizes and inflight:
+            vnfs = VnfSet(TB, count=1, mode="sink").up()
+            print("part 1: cache hit ratio, K distinct packets in flight, FIFO return")
+            print("  entries " + " ".join(f"{f'K={k}':>16}" for k in inflight))
+            for size in sizes:
+                cells = []
+                for k in inflight:
+                    ratio, wrong, secs = hit_ratio(gen, vnfs, size, k)
+                    cells.append(f"{ratio:7.3f}{f' ({wrong} bad)' if wrong else '':>9}")
+                print(f"  {size:7d} " + " ".join(f"{c:>16}" for c in cells), flush=True)
+        if pdr_sizes:
+            VnfSet(TB, count=1, mode="forward").up()
+            settings = search_settings(args)
+            values: dict[int, list[float | None]] = {s: [] for s in pdr_sizes}
+            for rep in range(args.repetitions):
+                order = pdr_sizes if rep % 2 == 0 else list(reversed(pdr_sizes))
+                for size in order:
+                    setup(TB, gen, "end_cache", ProxySettings(cache_entries=size))
+                    kpps, status = value_kpps(pdr(TB, gen, settings, args.algorithm))
+                    values[size].append(kpps)
+                    print(f"  cache {size:7d}: PDR@{args.loss:g}% "
+                          f"{'-' if kpps is None else f'{kpps:.1f}'} kpps ({status})",
+                          flush=True)
+            print(f"\npart 2: caching proxy PDR@{args.loss:g}% in kpps vs cache entries")
+            for size in pdr_sizes:
+                print(f"  {size:7d}  {stats(values[size])}")
+    print(f"({time.monotonic() - started:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

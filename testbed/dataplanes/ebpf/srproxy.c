@@ -1,0 +1,607 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * srperf eBPF dataplane: SRv6 proxies (draft-ietf-spring-sr-service-programming)
+ * for SR-unaware VNFs, as two tc (clsact, direct-action) programs sharing maps:
+ *
+ *   srp_inbound  on the SUT in-port ingress.  Packets whose IPv6 DA is a proxy
+ *                SID (srp_sid) with an SRH and SL > 0:
+ *                End.AD / End.AS / caching: SL-1, DA = SRH[SL] in a copy of the
+ *                outer IPv6 + SRH; the copy is stored (End.AD: per VNF and
+ *                inner family, rewritten at most once per `age`; caching: per
+ *                packet in an LRU hash keyed by inner fields; End.AS: not
+ *                stored, configured); outer IPv6 + SRH removed; the inner
+ *                IPv6/IPv4 packet is redirected to the VNF interface.
+ *                End.AM: SL-1, DA = SRH[0], SRH kept, redirected to the VNF.
+ *                Any other packet is left to the kernel (TC_ACT_OK).
+ *   srp_from_vnf on the ingress of every SUT-side VNF interface.  Packets
+ *                from the VNF get the stored outer header back (End.AD/AS/
+ *                caching) or their DA restored to SRH[SL] (End.AM) and are
+ *                forwarded: bpf_fib_lookup + redirect, else the kernel stack.
+ *
+ * Layouts and counters: srproxy.h.
+ */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/pkt_cls.h>
+#include <linux/seg6.h>
+#include <linux/tcp.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+
+#include "srproxy.h"
+
+/* Kernel >= 6.3 (not in the Debian 12 uapi header): set skb->protocol to the
+ * inner family when bpf_skb_adjust_room() removes an outer header. */
+#define SRP_ADJ_ROOM_DECAP_L3_IPV4 (1ULL << 7)
+#define SRP_ADJ_ROOM_DECAP_L3_IPV6 (1ULL << 8)
+
+#define SRP_AF_INET6 10
+#define IPV6_HLEN 40
+#define SRH_FIXED 8
+#define OFF_IP6_HOPLIMIT (ETH_HLEN + 7)
+#define OFF_IP6_DA (ETH_HLEN + 24)
+#define OFF_SRH (ETH_HLEN + IPV6_HLEN)
+#define IPPROTO_SRH 43 /* IPv6 routing header */
+#define SRH_TYPE_SEG6 4
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SRP_MAX_SIDS);
+	__type(key, struct in6_addr);
+	__type(value, __u32);
+} srp_sid SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SRP_MAX_VNFS);
+	__type(key, __u32);
+	__type(value, __u32);
+} srp_iface SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SRP_MAX_VNFS);
+	__type(key, __u32);
+	__type(value, struct srp_vnf);
+} srp_vnf SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2 * SRP_MAX_VNFS);
+	__type(key, __u32);
+	__type(value, struct srp_hdr);
+} srp_hdr SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, SRP_CACHE_ENTRIES);
+	__type(key, struct srp_cache_key);
+	__type(value, struct srp_cache_val);
+} srp_cache SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct srp_cache_val);
+} srp_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SRP_NSTATS);
+	__type(key, __u32);
+	__type(value, __u64);
+} srp_stats SEC(".maps");
+
+static __always_inline void count(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&srp_stats, &idx);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline int drop(__u32 idx)
+{
+	count(idx);
+	return TC_ACT_SHOT;
+}
+
+static __always_inline struct srp_cache_val *scratch(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&srp_scratch, &zero);
+}
+
+/* FNV-1a over the first (at most 16) payload bytes and their count. */
+static __always_inline __u32 payload_hash(struct __sk_buff *skb, __u32 off)
+{
+	__u8 buf[16] = {};
+	__u32 h = 2166136261u;
+	__u32 n = 0;
+
+	if (off < skb->len) {
+		n = skb->len - off;
+		if (n > sizeof(buf))
+			n = sizeof(buf);
+		if (n > 0 && bpf_skb_load_bytes(skb, off, buf, n))
+			n = 0;
+	}
+#pragma unroll
+	for (int i = 0; i < (int)sizeof(buf); i++) {
+		h ^= buf[i];
+		h *= 16777619u;
+	}
+	return h ^ n;
+}
+
+/*
+ * Caching proxy key from the IPv6/IPv4 packet at `off`, and the verify hash.
+ * Returns 0, or -1 when the packet cannot be parsed.
+ */
+static __always_inline int cache_key(struct __sk_buff *skb, __u32 off, int fam4,
+				     __u32 vidx, __u32 flags,
+				     struct srp_cache_key *k, __u32 *verify)
+{
+	__u32 l4off, payload_off;
+	__u8 proto;
+	int l4 = 1;
+
+	__builtin_memset(k, 0, sizeof(*k));
+	k->vnf = vidx;
+	if (fam4) {
+		struct iphdr ip;
+
+		if (bpf_skb_load_bytes(skb, off, &ip, sizeof(ip)))
+			return -1;
+		if (ip.version != 4 || ip.ihl < 5)
+			return -1;
+		k->family = 4;
+		proto = ip.protocol;
+		k->len = bpf_ntohs(ip.tot_len);
+		k->ident = ip.id;
+		__builtin_memcpy(k->src, &ip.saddr, 4);
+		__builtin_memcpy(k->dst, &ip.daddr, 4);
+		l4off = off + ip.ihl * 4;
+		if (ip.frag_off & bpf_htons(0x1fff))
+			l4 = 0; /* not the first fragment: no L4 header */
+	} else {
+		struct ipv6hdr ip6;
+
+		if (bpf_skb_load_bytes(skb, off, &ip6, sizeof(ip6)))
+			return -1;
+		if (ip6.version != 6)
+			return -1;
+		k->family = 6;
+		proto = ip6.nexthdr;
+		k->len = bpf_ntohs(ip6.payload_len);
+		k->ident = ((__u32)(ip6.flow_lbl[0] & 0x0f) << 16) |
+			   ((__u32)ip6.flow_lbl[1] << 8) | ip6.flow_lbl[2];
+		__builtin_memcpy(k->src, &ip6.saddr, 16);
+		__builtin_memcpy(k->dst, &ip6.daddr, 16);
+		l4off = off + IPV6_HLEN;
+	}
+	k->proto = proto;
+	payload_off = l4off;
+	if (l4 && proto == IPPROTO_TCP) {
+		struct tcphdr th;
+
+		if (bpf_skb_load_bytes(skb, l4off, &th, sizeof(th)))
+			return -1;
+		k->ports = ((__u32)th.source << 16) | th.dest;
+		k->l4seq = th.seq;
+		payload_off = l4off + th.doff * 4;
+	} else if (l4 && (proto == IPPROTO_UDP || proto == IPPROTO_UDPLITE)) {
+		__u32 ports;
+
+		if (bpf_skb_load_bytes(skb, l4off, &ports, sizeof(ports)))
+			return -1;
+		k->ports = ports;
+		payload_off = l4off + 8;
+	} else if (l4 && (proto == IPPROTO_ICMP || proto == IPPROTO_ICMPV6)) {
+		__u32 idseq;
+
+		if (bpf_skb_load_bytes(skb, l4off + 4, &idseq, sizeof(idseq)))
+			return -1;
+		k->l4seq = idseq;
+		payload_off = l4off + 8;
+	}
+	if (flags & SRP_F_NAT_KEY) {
+		__builtin_memset(k->src, 0, sizeof(k->src));
+		/* keep the destination port only (network byte order: the
+		 * source port is the first two bytes of `ports`) */
+		k->ports &= bpf_htonl(0x0000ffff);
+	}
+	*verify = payload_hash(skb, payload_off);
+	return 0;
+}
+
+/* In the copy of the outer header s->data: SL = sl (already decremented),
+ * DA = SRH[sl]. */
+static __always_inline int advance(struct srp_cache_val *s, __u8 sl)
+{
+	__u32 off = IPV6_HLEN + SRH_FIXED + 16 * (__u32)sl;
+
+	s->data[IPV6_HLEN + 3] = sl;
+	barrier_var(off);
+	if (off > SRP_MAX_HDR - 16)
+		return -1;
+	__builtin_memcpy(&s->data[24], &s->data[off], 16);
+	return 0;
+}
+
+/* Rewrite Ethernet and hand the packet to the VNF. */
+static __always_inline int to_vnf(struct __sk_buff *skb, struct srp_vnf *vnf,
+				  __u16 proto)
+{
+	struct ethhdr eth;
+
+	__builtin_memcpy(eth.h_dest, vnf->vnf_mac, ETH_ALEN);
+	__builtin_memcpy(eth.h_source, vnf->sut_mac, ETH_ALEN);
+	eth.h_proto = bpf_htons(proto);
+	if (bpf_skb_store_bytes(skb, 0, &eth, sizeof(eth), 0))
+		return drop(SRP_err);
+	return bpf_redirect(vnf->ifindex, 0);
+}
+
+/* Forward an IPv6 packet (Ethernet at 0): FIB lookup + redirect, else the
+ * kernel stack (which also handles hop limit 1, missing neighbours, MTU). */
+static __always_inline int forward(struct __sk_buff *skb, struct srp_vnf *vnf)
+{
+	struct bpf_fib_lookup p = {};
+	struct ipv6hdr ip6;
+	struct ethhdr eth;
+	__u8 hl;
+	long rc;
+
+	if (vnf->flags & SRP_F_NO_FIB)
+		goto stack;
+	if (bpf_skb_load_bytes(skb, ETH_HLEN, &ip6, sizeof(ip6)))
+		goto stack;
+	if (ip6.hop_limit <= 1)
+		goto stack;
+	p.family = SRP_AF_INET6;
+	p.flowinfo = *(__be32 *)&ip6 & bpf_htonl(0x0fffffff);
+	p.l4_protocol = ip6.nexthdr;
+	p.tot_len = bpf_ntohs(ip6.payload_len) + IPV6_HLEN;
+	p.ifindex = skb->ingress_ifindex;
+	__builtin_memcpy(p.ipv6_src, &ip6.saddr, 16);
+	__builtin_memcpy(p.ipv6_dst, &ip6.daddr, 16);
+	rc = bpf_fib_lookup(skb, &p, sizeof(p), 0);
+	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
+		goto stack;
+	hl = ip6.hop_limit - 1;
+	if (bpf_skb_store_bytes(skb, OFF_IP6_HOPLIMIT, &hl, 1, 0))
+		return drop(SRP_err);
+	__builtin_memcpy(eth.h_dest, p.dmac, ETH_ALEN);
+	__builtin_memcpy(eth.h_source, p.smac, ETH_ALEN);
+	eth.h_proto = bpf_htons(ETH_P_IPV6);
+	if (bpf_skb_store_bytes(skb, 0, &eth, sizeof(eth), 0))
+		return drop(SRP_err);
+	count(SRP_fib_redirect);
+	return bpf_redirect(p.ifindex, 0);
+stack:
+	count(SRP_fib_fallback);
+	return TC_ACT_OK;
+}
+
+/* Nothing to restore: the VNF's miss policy decides. */
+static __always_inline int miss(struct srp_vnf *vnf)
+{
+	if (vnf->flags & SRP_F_MISS_PASS) {
+		count(SRP_miss_pass);
+		return TC_ACT_OK;
+	}
+	return drop(SRP_miss_drop);
+}
+
+/* Put the outer header s->data[0..len) back in front of the packet from the
+ * VNF and forward it. */
+static __always_inline int restore(struct __sk_buff *skb, struct srp_vnf *vnf,
+				   struct srp_cache_val *s, __u32 len, int fam4)
+{
+	__u16 plen;
+	__u16 proto = bpf_htons(ETH_P_IPV6);
+
+	barrier_var(len);
+	if (len < IPV6_HLEN + SRH_FIXED || len > SRP_MAX_HDR)
+		return drop(SRP_err);
+	plen = bpf_htons((__u16)(len - IPV6_HLEN + skb->len - ETH_HLEN));
+	__builtin_memcpy(&s->data[4], &plen, sizeof(plen));
+	if (bpf_skb_adjust_room(skb, len, BPF_ADJ_ROOM_MAC,
+				fam4 ? BPF_F_ADJ_ROOM_ENCAP_L3_IPV6 : 0))
+		return drop(SRP_err);
+	if (bpf_skb_store_bytes(skb, ETH_HLEN, s->data, len, 0))
+		return drop(SRP_err);
+	if (fam4 && bpf_skb_store_bytes(skb, __builtin_offsetof(struct ethhdr, h_proto),
+					&proto, sizeof(proto), 0))
+		return drop(SRP_err);
+	return forward(skb, vnf);
+}
+
+SEC("tc")
+int srp_inbound(struct __sk_buff *skb)
+{
+	struct ipv6_sr_hdr *srh;
+	struct srp_cache_val *s;
+	struct ipv6hdr *ip6;
+	struct srp_vnf *vnf;
+	struct in6_addr da;
+	void *data, *end;
+	__u32 vidx, hlen;
+	__u32 *pidx;
+	__u8 sl, last, inner;
+	int fam4;
+
+	if (skb->protocol != bpf_htons(ETH_P_IPV6))
+		return TC_ACT_OK;
+	count(SRP_in_packets);
+	data = (void *)(long)skb->data;
+	end = (void *)(long)skb->data_end;
+	if (data + ETH_HLEN + IPV6_HLEN > end) {
+		if (bpf_skb_pull_data(skb, ETH_HLEN + IPV6_HLEN))
+			goto not_sid;
+		data = (void *)(long)skb->data;
+		end = (void *)(long)skb->data_end;
+		if (data + ETH_HLEN + IPV6_HLEN > end)
+			goto not_sid;
+	}
+	ip6 = data + ETH_HLEN;
+	__builtin_memcpy(&da, &ip6->daddr, sizeof(da));
+	pidx = bpf_map_lookup_elem(&srp_sid, &da);
+	if (!pidx)
+		goto not_sid;
+	vidx = *pidx;
+	vnf = bpf_map_lookup_elem(&srp_vnf, &vidx);
+	if (!vnf || vnf->behavior == SRP_BEH_NONE)
+		goto not_sid;
+
+	if (data + OFF_SRH + SRH_FIXED > end) {
+		if (bpf_skb_pull_data(skb, OFF_SRH + SRH_FIXED))
+			return drop(SRP_in_bad);
+		data = (void *)(long)skb->data;
+		end = (void *)(long)skb->data_end;
+		if (data + OFF_SRH + SRH_FIXED > end)
+			return drop(SRP_in_bad);
+	}
+	ip6 = data + ETH_HLEN;
+	srh = data + OFF_SRH;
+	if (ip6->nexthdr != IPPROTO_SRH || srh->type != SRH_TYPE_SEG6)
+		return drop(SRP_in_bad);
+	sl = srh->segments_left;
+	last = srh->first_segment;
+	inner = srh->nexthdr;
+	hlen = IPV6_HLEN + (((__u32)srh->hdrlen + 1) << 3);
+	if (sl == 0 || sl > last ||
+	    SRH_FIXED + ((__u32)last + 1) * 16 > hlen - IPV6_HLEN)
+		return drop(SRP_in_bad);
+	if (ip6->hop_limit <= 1)
+		return TC_ACT_OK; /* the kernel sends ICMPv6 time exceeded */
+	sl -= 1;
+
+	if (vnf->behavior == SRP_BEH_AM) {
+		/* Masquerade: DA = SRH[0] (the last segment), SRH kept. */
+		if (bpf_skb_load_bytes(skb, OFF_SRH + SRH_FIXED, &da, sizeof(da)) ||
+		    bpf_skb_store_bytes(skb, OFF_SRH + 3, &sl, 1, BPF_F_RECOMPUTE_CSUM) ||
+		    bpf_skb_store_bytes(skb, OFF_IP6_DA, &da, sizeof(da), BPF_F_RECOMPUTE_CSUM))
+			return drop(SRP_err);
+		count(SRP_in_am);
+		return to_vnf(skb, vnf, ETH_P_IPV6);
+	}
+
+	if (inner != IPPROTO_IPV6 && inner != IPPROTO_IPIP)
+		return drop(SRP_in_bad);
+	barrier_var(hlen); /* keep clang from testing hdrlen instead */
+	if (hlen > SRP_MAX_HDR)
+		return drop(SRP_in_too_long);
+	fam4 = inner == IPPROTO_IPIP;
+
+	if (vnf->behavior == SRP_BEH_AD) {
+		__u32 slot = 2 * vidx + fam4;
+		struct srp_hdr *h = bpf_map_lookup_elem(&srp_hdr, &slot);
+		__u64 now = bpf_ktime_get_ns();
+
+		if (!h)
+			return drop(SRP_err);
+		if (h->len == 0 || now - h->updated_ns >= vnf->age_ns) {
+			s = scratch();
+			if (!s)
+				return drop(SRP_err);
+			if (bpf_skb_load_bytes(skb, ETH_HLEN, s->data, hlen))
+				return drop(SRP_err);
+			if (advance(s, sl))
+				return drop(SRP_in_bad);
+			bpf_spin_lock(&h->lock);
+			__builtin_memcpy(h->data, s->data, SRP_MAX_HDR);
+			h->len = hlen;
+			h->updated_ns = now;
+			bpf_spin_unlock(&h->lock);
+			count(SRP_ad_learn);
+		} else {
+			count(SRP_ad_age_skip);
+		}
+		count(SRP_in_ad);
+	} else if (vnf->behavior == SRP_BEH_CACHE) {
+		struct srp_cache_key k;
+		struct srp_cache_val *old;
+		__u32 verify;
+
+		s = scratch();
+		if (!s)
+			return drop(SRP_err);
+		if (bpf_skb_load_bytes(skb, ETH_HLEN, s->data, hlen))
+			return drop(SRP_err);
+		if (advance(s, sl))
+			return drop(SRP_in_bad);
+		if (cache_key(skb, ETH_HLEN + hlen, fam4, vidx, vnf->flags, &k, &verify))
+			return drop(SRP_in_bad);
+		old = bpf_map_lookup_elem(&srp_cache, &k);
+		if (old && old->verify == verify) {
+			/* An identical packet is already inside the VNF: both
+			 * will get the header stored first. */
+			__sync_fetch_and_add(&old->refs, 1);
+			count(SRP_cache_dup);
+		} else {
+			s->verify = verify;
+			s->refs = 1;
+			s->len = hlen;
+			if (bpf_map_update_elem(&srp_cache, &k, s, BPF_ANY))
+				return drop(SRP_err);
+			count(old ? SRP_cache_replace : SRP_cache_insert);
+		}
+		count(SRP_in_cache);
+	} else if (vnf->behavior == SRP_BEH_AS) {
+		count(SRP_in_as);
+	} else {
+		goto not_sid;
+	}
+
+	if (bpf_skb_adjust_room(skb, -(__s32)hlen, BPF_ADJ_ROOM_MAC,
+				fam4 ? SRP_ADJ_ROOM_DECAP_L3_IPV4 : SRP_ADJ_ROOM_DECAP_L3_IPV6))
+		return drop(SRP_err);
+	return to_vnf(skb, vnf, fam4 ? ETH_P_IP : ETH_P_IPV6);
+
+not_sid:
+	count(SRP_in_not_sid);
+	return TC_ACT_OK;
+}
+
+SEC("tc")
+int srp_from_vnf(struct __sk_buff *skb)
+{
+	struct srp_cache_val *s;
+	struct srp_vnf *vnf;
+	void *data, *end;
+	__u32 ifindex = skb->ifindex;
+	__u32 vidx, len;
+	__u32 *pidx;
+	int fam4;
+
+	pidx = bpf_map_lookup_elem(&srp_iface, &ifindex);
+	if (!pidx)
+		return TC_ACT_OK;
+	vidx = *pidx;
+	vnf = bpf_map_lookup_elem(&srp_vnf, &vidx);
+	if (!vnf)
+		return TC_ACT_OK;
+	count(SRP_from_packets);
+
+	data = (void *)(long)skb->data;
+	end = (void *)(long)skb->data_end;
+	if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6 = data + ETH_HLEN;
+
+		if ((void *)(ip6 + 1) > end) {
+			if (bpf_skb_pull_data(skb, ETH_HLEN + IPV6_HLEN))
+				goto ignored;
+			data = (void *)(long)skb->data;
+			end = (void *)(long)skb->data_end;
+			ip6 = data + ETH_HLEN;
+			if ((void *)(ip6 + 1) > end)
+				goto ignored;
+		}
+		/* link-local (fe80::/10) and multicast: the VNF's own ND/MLD */
+		if (ip6->daddr.s6_addr[0] == 0xff ||
+		    (ip6->daddr.s6_addr[0] == 0xfe &&
+		     (ip6->daddr.s6_addr[1] & 0xc0) == 0x80))
+			goto ignored;
+		fam4 = 0;
+	} else if (skb->protocol == bpf_htons(ETH_P_IP)) {
+		struct iphdr *ip = data + ETH_HLEN;
+
+		if ((void *)(ip + 1) > end) {
+			if (bpf_skb_pull_data(skb, ETH_HLEN + sizeof(*ip)))
+				goto ignored;
+			data = (void *)(long)skb->data;
+			end = (void *)(long)skb->data_end;
+			ip = data + ETH_HLEN;
+			if ((void *)(ip + 1) > end)
+				goto ignored;
+		}
+		/* multicast and limited broadcast */
+		if ((ip->daddr & bpf_htonl(0xf0000000)) == bpf_htonl(0xe0000000) ||
+		    ip->daddr == 0xffffffff)
+			goto ignored;
+		fam4 = 1;
+	} else {
+		goto ignored;
+	}
+
+	if (vnf->behavior == SRP_BEH_AM) {
+		struct ipv6_sr_hdr srh;
+		struct in6_addr da;
+		__u8 nh;
+
+		if (fam4 || bpf_skb_load_bytes(skb, ETH_HLEN + 6, &nh, 1) ||
+		    nh != IPPROTO_SRH ||
+		    bpf_skb_load_bytes(skb, OFF_SRH, &srh, sizeof(srh)) ||
+		    srh.type != SRH_TYPE_SEG6 || srh.segments_left > srh.first_segment)
+			goto ignored;
+		if (bpf_skb_load_bytes(skb, OFF_SRH + SRH_FIXED + 16 * (__u32)srh.segments_left,
+				       &da, sizeof(da)))
+			goto ignored;
+		if (bpf_skb_store_bytes(skb, OFF_IP6_DA, &da, sizeof(da), BPF_F_RECOMPUTE_CSUM))
+			return drop(SRP_err);
+		count(SRP_from_am);
+		return forward(skb, vnf);
+	}
+
+	s = scratch();
+	if (!s)
+		return drop(SRP_err);
+
+	if (vnf->behavior == SRP_BEH_AD || vnf->behavior == SRP_BEH_AS) {
+		__u32 slot = 2 * vidx + fam4;
+		struct srp_hdr *h = bpf_map_lookup_elem(&srp_hdr, &slot);
+
+		if (!h)
+			return drop(SRP_err);
+		bpf_spin_lock(&h->lock);
+		len = h->len;
+		__builtin_memcpy(s->data, h->data, SRP_MAX_HDR);
+		bpf_spin_unlock(&h->lock);
+		if (len == 0) {
+			count(SRP_from_no_state);
+			return miss(vnf);
+		}
+		count(vnf->behavior == SRP_BEH_AD ? SRP_from_ad : SRP_from_as);
+		return restore(skb, vnf, s, len, fam4);
+	}
+
+	if (vnf->behavior == SRP_BEH_CACHE) {
+		struct srp_cache_key k;
+		struct srp_cache_val *v;
+		__u32 verify;
+
+		if (cache_key(skb, ETH_HLEN, fam4, vidx, vnf->flags, &k, &verify)) {
+			count(SRP_cache_miss);
+			return miss(vnf);
+		}
+		v = bpf_map_lookup_elem(&srp_cache, &k);
+		if (!v) {
+			count(SRP_cache_miss);
+			return miss(vnf);
+		}
+		if (v->verify != verify) {
+			count(SRP_cache_collision);
+			return miss(vnf);
+		}
+		len = v->len;
+		__builtin_memcpy(s->data, v->data, SRP_MAX_HDR);
+		if (__sync_fetch_and_add(&v->refs, -1) <= 1)
+			bpf_map_delete_elem(&srp_cache, &k);
+		count(SRP_cache_hit);
+		return restore(skb, vnf, s, len, fam4);
+	}
+
+ignored:
+	count(SRP_from_ignored);
+	return TC_ACT_OK;
+}

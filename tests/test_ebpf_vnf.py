@@ -1,0 +1,139 @@
+"""The legacy VNF namespaces (srperf/testbeds/vnf.py) and proxies with many VNFs."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+from typing import Iterator
+
+import pytest
+from scapy.layers.l2 import Ether
+
+from srperf import behaviors
+from srperf.config.model import Testbed
+from srperf.drivers.linux import LinuxGenerator
+from srperf.ebpf_counters import read_counters
+from srperf.errors import UnsupportedBehavior
+from srperf.netns import run
+from srperf.proxy_behaviors import configure
+from srperf.testbeds.virtual import VirtualTestbed
+from srperf.testbeds.vnf import MODES, VnfSet, sut_vnf_mac, vnf_mac, vnf_sid
+
+TB = Testbed(name="ebp", prefix="ebp")
+A = TB.addressing
+
+
+def test_vnf_addressing() -> None:
+    assert vnf_sid(A, 0) == "fc00:1:a::1" and vnf_sid(A, 159) == "fc00:1:a::a0"
+    assert vnf_mac(A, 0) == "02:5e:00:10:00:00" and vnf_mac(A, 300) == "02:5e:00:10:01:2c"
+    assert sut_vnf_mac(A, 1) == "02:5e:00:20:00:01"
+    with pytest.raises(ValueError):
+        VnfSet(TB, count=0)
+    with pytest.raises(ValueError):
+        VnfSet(TB, mode="teleport")
+    assert set(MODES) == {"forward", "drop", "sink", "delay", "snat"}
+
+
+@pytest.fixture(scope="module")
+def testbed() -> Iterator[VirtualTestbed]:
+    vt = VirtualTestbed(TB)
+    try:
+        vt.up()
+        yield vt
+    finally:
+        VnfSet(TB).down()
+        vt.down()
+
+
+def sut_links() -> list[str]:
+    out = run(["ip", "-j", "link", "show"], ns=TB.sut_ns).stdout
+    return sorted(d["ifname"] for d in json.loads(out) if d["ifname"].startswith("vnf"))
+
+
+@pytest.mark.netns
+def test_up_is_idempotent_and_down_removes_everything(testbed: VirtualTestbed) -> None:
+    three = VnfSet(TB, count=3)
+    three.up()
+    three.up()
+    assert three.existing() == ["ebp-vnf0", "ebp-vnf1", "ebp-vnf2"]
+    assert sut_links() == ["vnf0", "vnf1", "vnf2"]
+    routes = run(["ip", "-6", "route", "show"], ns="ebp-vnf1").stdout
+    assert "default via fe80::1 dev eth0" in routes
+    assert "fc00:1:a::2 " in routes and "seg6local action End" in routes
+    one = VnfSet(TB, count=1)
+    one.up()    # fewer VNFs: the others go
+    assert one.existing() == ["ebp-vnf0"] and sut_links() == ["vnf0"]
+    one.down()
+    one.down()
+    assert one.existing() == [] and sut_links() == []
+
+
+@pytest.mark.netns
+def test_delay_mode_needs_netem(testbed: VirtualTestbed) -> None:
+    """netem is not built into every kernel: delay works, or is reported unsupported."""
+    probe = subprocess.run(["ip", "netns", "exec", TB.sut_ns, "tc", "qdisc", "add", "dev", "lo",
+                            "root", "netem", "delay", "1ms"], capture_output=True, text=True)
+    vnfs = VnfSet(TB, count=1, mode="delay", delay_ms=2.0)
+    try:
+        if probe.returncode == 0:
+            run(["tc", "qdisc", "del", "dev", "lo", "root"], ns=TB.sut_ns)
+            vnfs.up()
+            assert "netem" in run(["tc", "qdisc", "show", "dev", "eth0"], ns="ebp-vnf0").stdout
+        else:
+            with pytest.raises(UnsupportedBehavior, match="netem"):
+                vnfs.up()
+    finally:
+        vnfs.down()
+
+
+def vnf_rx(tb: Testbed, index: int) -> int:
+    """IPv6/IPv4 packets VNF ``index`` received (its eth0 rx counter)."""
+    stats = json.loads(run(["ip", "-s", "-j", "link", "show", "dev", "eth0"],
+                           ns=tb.vnf_ns(index)).stdout)[0]["stats64"]
+    return int(stats["rx"]["packets"])
+
+
+@pytest.mark.netns
+@pytest.mark.parametrize("target", [0, 9])
+def test_end_ad_with_ten_vnfs(testbed: VirtualTestbed, target: int) -> None:
+    tb = dataclasses.replace(TB, addressing=dataclasses.replace(A, vnf_target=target))
+    vnfs = VnfSet(tb, count=10).up()
+    gen = LinuxGenerator(tb.tester_ns, tb.tester.tx.name, tb.tester.rx.name)
+    try:
+        configure(tb, "end_ad")
+        beh = behaviors.get("end_ad")
+        frame = beh.build_frame(tb, 64)
+        assert frame["IPv6"].dst == vnf_sid(A, target)
+        before = [vnf_rx(tb, i) for i in range(10)]
+        got = [Ether(f) for f in gen.capture([bytes(frame)] * 2, timeout_s=2.0)]
+        result = beh.check(tb, frame, got)
+        assert result.ok, str(result)
+        assert read_counters(tb.sut_ns)["from_ad"] == 2
+        # the packets went through VNF `target` and no other
+        grew = [vnf_rx(tb, i) - before[i] for i in range(10)]
+        assert grew[target] >= 2 and sum(grew) - grew[target] == 0, grew
+    finally:
+        gen.close()
+        configure(tb, "clean")
+        vnfs.down()
+
+
+@pytest.mark.netns
+def test_drop_mode_counts_every_packet(testbed: VirtualTestbed) -> None:
+    vnfs = VnfSet(TB, count=1, mode="drop", drop_share=0.5).up()
+    gen = LinuxGenerator(TB.tester_ns, TB.tester.tx.name, TB.tester.rx.name, retries=0)
+    try:
+        configure(TB, "end_ad")   # the drop program sits on the VNF's ingress
+        gen.prepare(bytes(behaviors.get("end_ad").build_frame(TB, 64)))
+        before = vnfs.drop_counts()
+        trial = gen.trial(4000, 0.1)
+        after = vnfs.drop_counts()
+    finally:
+        gen.close()
+        configure(TB, "clean")
+        vnfs.down()
+    passed, dropped = (after[k] - before[k] for k in ("passed", "dropped"))
+    assert passed + dropped == trial.sent == 400
+    assert 120 < dropped < 280
+    assert trial.received == passed

@@ -87,6 +87,12 @@ class SrgenReport:
         return self.sent + self.refused
 
 
+RETRY_FLOOR = 0.9
+"""A generator-limited trial is retried only when it offered at least this share
+of the intended rate, or its rate was paced before (a transient stall); else
+the rate is beyond the generator and retrying only costs time."""
+
+
 class LinuxGenerator(TrafficGenerator):
     """Paced sender on a local Linux host (tester ports in network namespace ``ns``).
 
@@ -117,6 +123,7 @@ class LinuxGenerator(TrafficGenerator):
             raise ValueError("quantum_s must be in [0, max_lag_s / 2]")
         self.ns, self.tx, self.rx, self.cpu = ns, tx, rx, cpu
         self.tolerance, self.drain_s, self.retries = tolerance, drain_s, retries
+        self._best_paced_pps = 0.0  # highest rate paced within tolerance so far
         self.batch, self.max_lag_s, self.quantum_s = batch, max_lag_s, quantum_s
         self.fifo_priority = fifo_priority
         self._binary = build_srgen()
@@ -148,10 +155,16 @@ class LinuxGenerator(TrafficGenerator):
             result = self._one_trial(rate_pps, duration_s, intended)
             attempts.append(result)
             if not result.generator_limited:
+                self._best_paced_pps = max(self._best_paced_pps, rate_pps)
                 break
-            log.warning("generator limited at %.0f pps (offered %.0f pps); %s", rate_pps,
-                        result.offered_rate_pps,
-                        "retrying" if len(attempts) <= self.retries else "giving up")
+            transient = (result.offered_rate_pps >= RETRY_FLOOR * rate_pps
+                         or rate_pps <= self._best_paced_pps)
+            log.info("generator limited at %.0f pps (offered %.0f pps); %s", rate_pps,
+                     result.offered_rate_pps,
+                     "retrying" if transient and len(attempts) <= self.retries
+                     else "giving up")
+            if not transient:
+                break  # far beyond what the generator can pace: a retry cannot help
         if len(attempts) == 1:
             return attempts[0]
         last = attempts[-1]

@@ -23,6 +23,22 @@ packets in ten thousand): a loss of that size is the kind scheduling jitter
 causes, worth a second look."""
 
 UNUSABLE_RETRIES = 3
+GENERATOR_RETRY_FLOOR = 0.9
+"""See :func:`beyond_generator`."""
+
+
+def beyond_generator(trials: "TrialLog", trial: TrialResult) -> bool:
+    """True when a generator-limited trial asked for more than the generator can do.
+
+    That is: it offered less than :data:`GENERATOR_RETRY_FLOOR` of the intended
+    rate, at a rate above every rate the generator has paced in this search.
+    A shortfall at a rate already paced once is a transient stall, worth a retry.
+    """
+    if not trial.generator_limited or \
+            trial.offered_rate_pps >= GENERATOR_RETRY_FLOOR * trial.rate_pps:
+        return False
+    paced = [t.rate_pps for t in trials.trials if t.usable]
+    return not paced or trial.rate_pps > max(paced)
 """Unusable trials (generator-limited or inconsistent counters) tolerated at one
 rate before the rate is declared impossible to measure."""
 
@@ -174,6 +190,8 @@ def measure_rate(trials: TrialLog, rate_pps: float, duration_s: float,
         runs.append(trial)
         if not trial.usable:
             unusable += 1
+            if beyond_generator(trials, trial):
+                break  # retrying cannot help
             continue
         usable.append(trial)
         near.update(t for t in thresholds_pct if is_near(trial, t, near_factor))

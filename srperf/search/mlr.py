@@ -94,8 +94,8 @@ from dataclasses import dataclass, field
 
 from srperf.drivers.base import TrialResult
 from srperf.search.base import GoalResult, Measure, SearchAlgorithm, SearchResult, SearchSettings
-from srperf.search.common import (UNUSABLE_RETRIES, TrialBudgetExceeded, TrialLog, edge_goal,
-                                  exceeds, unmeasurable_goal)
+from srperf.search.common import (UNUSABLE_RETRIES, TrialBudgetExceeded, TrialLog,
+                                  beyond_generator, edge_goal, exceeds, unmeasurable_goal)
 
 log = logging.getLogger(__name__)
 
@@ -239,7 +239,10 @@ class MlrSearch(SearchAlgorithm):
 
     def _trial(self, rate: float, duration: float, **flags: object) -> TrialResult:
         trial = self._log.run(rate, duration, **flags)
-        self._record(rate).add(trial)
+        record = self._record(rate)
+        record.add(trial)
+        if beyond_generator(self._log, trial):
+            record.unusable_run = max(record.unusable_run, UNUSABLE_RETRIES)  # no retries
         return trial
 
     def _status(self, rate: float, t: float, phase: Phase) -> str:

@@ -1,0 +1,26 @@
+"""A rate beyond the generator is not retried; a transient stall is."""
+
+from __future__ import annotations
+
+from srperf.search import create
+from srperf.search.base import SearchSettings
+from srperf.drivers.simulated import SimulatedGenerator
+
+SETTINGS = SearchSettings(thresholds_pct=(0.5,), min_rate_pps=50_000, max_rate_pps=1_500_000,
+                          accuracy_pps=5_000, relative_width=0.01)
+
+
+def test_rates_beyond_the_generator_cost_one_trial_each() -> None:
+    """SUT of 1.2 Mpps behind a generator that paces at most 0.8 Mpps."""
+    for alg in ("bisect", "mlr", "multi"):
+        gen = SimulatedGenerator.from_config(
+            {"capacity_pps": 1_200_000, "generator_max_rate_pps": 800_000}, seed=1)
+        result = create(alg, SETTINGS).run(gen.trial)
+        limited = [t for t in result.trials if t.generator_limited]
+        assert limited, alg
+        # Offered < 90 % of intended and never paced before: tried once only.
+        far = [t.rate_pps for t in limited if 800_000 < 0.9 * t.rate_pps]
+        assert far and len(far) == len(set(far)), f"{alg} retried a rate beyond the generator"
+        goal = result.goals[0]
+        assert goal.status == "generator_limited", (alg, goal)
+        assert goal.lower_bound_pps is not None and goal.lower_bound_pps <= 800_000

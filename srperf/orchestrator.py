@@ -188,7 +188,7 @@ class Orchestrator:
         try:
             if cfg is not None:
                 vnfs = self._vnfs_up(beh)
-                cfg.env = catalogue.cfg_env(self.tb, beh)
+                cfg.env = self._cfg_env(beh)
                 cfg.apply(beh.cfg_function, name)  # type: ignore[attr-defined]
             gen = generator
             if gen is None:  # simulated: one model per behavior, seeded by repetition
@@ -218,6 +218,15 @@ class Orchestrator:
                 cfg.clean()
             if vnfs is not None:
                 vnfs.down()
+
+    def _cfg_env(self, beh: object) -> dict[str, str]:
+        """SRPERF_* variables for the CFG script: testbed, behavior, proxy knobs."""
+        env = catalogue.cfg_env(self.tb, beh)  # type: ignore[arg-type]
+        if self.exp.forwarder == "ebpf":
+            from srperf.proxy_behaviors import ProxySettings, proxy_env
+
+            env.update(proxy_env(self.tb, ProxySettings(**self.exp.options.get("proxy", {}))))
+        return env
 
     def _vnfs_up(self, beh: object) -> object | None:
         if not getattr(beh, "needs_vnf", False):

@@ -95,6 +95,10 @@ BAD_EXPERIMENTS = [
     ("unknown forwarder", _exp(forwarder="bsd"), "forwarder", "bsd"),
     ("duplicate behavior", _exp(behaviors=["end", "end"]), "behaviors[0]", "end"),
     ("string repetitions", _exp(repetitions="three"), "repetitions", "three"),
+    ("bad vnf mode", _exp(options={"vnf_mode": "teleport"}), "options.vnf_mode", "teleport"),
+    ("bad proxy knob", _exp(options={"proxy": {"cache_miss": "maybe"}}),
+     "options.proxy.cache_miss", "maybe"),
+    ("unknown option", _exp(options={"vnfcount": 3}), "options.vnfcount", "3"),
 ]
 
 

@@ -48,7 +48,25 @@ EXPERIMENT_SCHEMA: dict[str, Any] = {
         "repetitions": {"type": "integer", "minimum": 1, "maximum": 1000},
         "testbed": {"type": "string", "minLength": 1},
         "verify": {"type": "boolean"},
-        "options": {"type": "object"},
+        "options": {
+            "type": "object", "additionalProperties": False,
+            "description": "forwarder-specific knobs (eBPF proxies and their legacy VNFs)",
+            "properties": {
+                "vnf_count": {"type": "integer", "minimum": 1, "maximum": 256},
+                "vnf_mode": {"enum": ["forward", "drop", "sink", "delay", "snat"]},
+                "proxy": {
+                    "type": "object", "additionalProperties": False,
+                    "properties": {
+                        "age_s": {"type": "number", "minimum": 0},
+                        "cache_entries": {"type": "integer", "minimum": 1,
+                                          "maximum": 16777216},
+                        "cache_miss": {"enum": ["drop", "pass"]},
+                        "cache_nat_key": {"type": "boolean"},
+                        "fib": {"type": "boolean"},
+                    },
+                },
+            },
+        },
         "search": {
             "type": "object",
             "additionalProperties": False,

@@ -160,13 +160,24 @@ def test_trial_good_and_limited_flags() -> None:
         assert (r.intended, r.sent, r.refused, r.received) == (1000, 990, 10, 900)
         assert r.usable and r.note == "" and abs(r.offered_rate_pps - 1000) < 1
         assert g.calls == 1
+    # Offered 67 % of a rate never paced before: beyond the generator, no retry.
     with _FakeGen([slow, slow], retries=1) as g:
         r = g.trial(1000, 1.0)
-        assert g.calls == 2 and r.generator_limited and not r.usable
-        assert "generator limited" in r.note and r.extra["attempts"] == 2
-    with _FakeGen([slow, ok], retries=1) as g:
+        assert g.calls == 1 and r.generator_limited and not r.usable
+        assert "generator limited" in r.note
+    # A mild shortfall (95 %) may be a transient stall: retried.
+    mild = _report(1000, 0, 1.05)
+    with _FakeGen([mild, mild], retries=1) as g:
+        r = g.trial(1000, 1.0)
+        assert g.calls == 2 and r.generator_limited and r.extra["attempts"] == 2
+    with _FakeGen([mild, ok], retries=1) as g:
         r = g.trial(1000, 1.0)
         assert g.calls == 2 and not r.generator_limited and r.extra["attempts"] == 2
+    # A rate paced before is retried however short the stall made it.
+    with _FakeGen([ok, slow, ok], retries=1) as g:
+        g.trial(1000, 1.0)
+        r = g.trial(1000, 1.0)
+        assert g.calls == 3 and not r.generator_limited
 
 
 def test_trial_counter_mismatch_is_flagged() -> None:

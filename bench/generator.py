@@ -2,6 +2,7 @@
 """Benchmark of the local Linux traffic generator (srgen): maximum rate and pacing error.
 
     sudo /work/main/.venv/bin/python bench/generator.py [--trials 3] [--duration 1]
+        [--modes mmsg,ring]
 
 Topology (built here, removed in ``finally``)::
 
@@ -15,6 +16,14 @@ Topology (built here, removed in ``finally``)::
    packets, the schedule's slip after stalls, and whether the trial would be
    flagged generator-limited (tolerance 1 %).
 3. Cross-check: packets srgen says it sent == rx_packets of the sink port.
+
+With several ``--modes`` (srgen's send paths), every run and trial alternates
+between them (mode A, mode B, mode A, ...), so slow drifts of the machine hit
+both alike; each mode's percentages are of its own maximum.  ``--sink-defer
+2:20`` turns on NAPI deferral on the sink port (napi_defer_hard_irqs 2,
+gro_flush_timeout 20 us): the sink thread then stays scheduled instead of
+sleeping after each short batch, and the sender stops paying one
+inter-processor interrupt per wake-up (the largest cost of paced sending here).
 
 Figures depend on what else runs on the machine; the script prints the load.
 """
@@ -34,7 +43,7 @@ from srperf.drivers.linux import LinuxGenerator
 from srperf.drivers.linux_sink import attach_sink
 from srperf.netns import link_stats, run
 
-TX_NS, SINK_NS = "tgenb-tx", "tgenb-sink"
+TX_NS, SINK_NS = "tgenb-tx", "tgenb-sink"   # --ns-prefix changes "tgenb"
 OFFLOADS = ("rx", "tx", "sg", "tso", "gso", "gro", "lro")
 
 
@@ -61,7 +70,9 @@ def napi_pids(dev: str) -> list[int]:
     return pids
 
 
-def topology_up(sink_cpu: int, fifo: int) -> None:
+def topology_up(sink_cpu: int, fifo: int, defer_irqs: int = 0, gro_flush_ns: int = 0) -> None:
+    """Build the two namespaces; ``defer_irqs``/``gro_flush_ns`` set the sink port's NAPI
+    deferral (``napi_defer_hard_irqs``, ``gro_flush_timeout`` in ns; 0: off)."""
     for ns in (TX_NS, SINK_NS):
         run(["ip", "netns", "add", ns])
         run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1",
@@ -73,6 +84,8 @@ def topology_up(sink_cpu: int, fifo: int) -> None:
             run(["ethtool", "-K", dev, feature, "off"], ns=ns, check=False)
         run(["ip", "link", "set", "dev", dev, "up"], ns=ns)
     attach_sink(SINK_NS, "s0")
+    run(["sh", "-c", f"echo {defer_irqs} > /sys/class/net/s0/napi_defer_hard_irqs && "
+         f"echo {gro_flush_ns} > /sys/class/net/s0/gro_flush_timeout"], ns=SINK_NS)
     before = set(napi_pids("s0"))
     run(["sh", "-c", "echo 1 > /sys/class/net/s0/threaded"], ns=SINK_NS)
     for _ in range(50):
@@ -97,6 +110,7 @@ def topology_down() -> None:
 class Level:
     label: str
     rate_pps: float
+    mode: str = "mmsg"
     offered_pps: list[float] = field(default_factory=list)
     errors: list[float] = field(default_factory=list)
     refused: int = 0
@@ -106,37 +120,68 @@ class Level:
     max_lag_ms: list[float] = field(default_factory=list)
 
 
-def run_level(gen: LinuxGenerator, level: Level, trials: int, duration_s: float) -> None:
-    for _ in range(trials):
-        r = gen.trial(level.rate_pps, duration_s)
-        level.offered_pps.append(r.offered_rate_pps)
-        level.errors.append(r.offered_rate_pps / level.rate_pps - 1)
-        level.refused += r.refused
-        level.offered += r.offered
-        level.limited += int(r.generator_limited)
-        level.slipped_ms.append(r.extra["slipped_ns"] / 1e6)
-        level.max_lag_ms.append(r.extra["max_lag_ns"] / 1e6)
-        if not r.counters_consistent:
-            print(f"  !! counters inconsistent at {level.rate_pps:.0f} pps: {r.note}")
+def run_level(gen: LinuxGenerator, level: Level, duration_s: float) -> None:
+    """One trial of ``level`` (in its mode)."""
+    gen.mode = level.mode
+    r = gen.trial(level.rate_pps, duration_s)
+    level.offered_pps.append(r.offered_rate_pps)
+    level.errors.append(r.offered_rate_pps / level.rate_pps - 1)
+    level.refused += r.refused
+    level.offered += r.offered
+    level.limited += int(r.generator_limited)
+    level.slipped_ms.append(r.extra["slipped_ns"] / 1e6)
+    level.max_lag_ms.append(r.extra["max_lag_ns"] / 1e6)
+    if not r.counters_consistent:
+        print(f"  !! counters inconsistent at {level.rate_pps:.0f} pps ({level.mode}): {r.note}")
 
 
 def print_table(levels: list[Level], trials: int, duration_s: float) -> None:
     print(f"\nPacing error ({trials} x {duration_s:g} s trials per rate; error = offered rate "
           "/ intended - 1; flagged = |error| > 1 %)")
-    head = (f"{'load':>6} {'intended':>11} {'offered (median)':>17} {'median err':>10} "
+    head = (f"{'mode':>4} {'load':>6} {'intended':>11} {'offered (median)':>17} {'median err':>10} "
             f"{'worst err':>10} {'refused':>9} {'flagged':>7} {'slip ms':>8} {'max lag ms':>10}")
     print(head)
     print("-" * len(head))
     for lv in levels:
         worst = max(lv.errors, key=abs)
         refused_pct = 100 * lv.refused / lv.offered if lv.offered else 0.0
-        print(f"{lv.label:>6} {lv.rate_pps:>11,.0f} {statistics.median(lv.offered_pps):>17,.0f} "
+        print(f"{lv.mode:>4} {lv.label:>6} {lv.rate_pps:>11,.0f} "
+              f"{statistics.median(lv.offered_pps):>17,.0f} "
               f"{statistics.median(lv.errors):>+10.2%} {worst:>+10.2%} "
               f"{refused_pct:>8.2f}% {lv.limited:>3}/{len(lv.errors):<3} "
               f"{max(lv.slipped_ms):>8.2f} {max(lv.max_lag_ms):>10.2f}")
 
 
+def measure_max(gen: LinuxGenerator, modes: list[str], runs: int, count: int
+                ) -> tuple[dict[str, float], int]:
+    """Unpaced runs alternating between ``modes``; median offered rate (pps) per mode."""
+    offered: dict[str, list[float]] = {m: [] for m in modes}
+    sent_rates: dict[str, list[float]] = {m: [] for m in modes}
+    sent_total = 0
+    for _ in range(runs):
+        for mode in modes:
+            gen.mode = mode
+            rep = gen.unpaced(count)
+            sent_total += rep.sent
+            secs = rep.elapsed_ns / 1e9
+            offered[mode].append(rep.offered / secs)
+            sent_rates[mode].append(rep.sent / secs)
+            exact = rep.sent == rep.tx_packets_delta and rep.refused == rep.tx_dropped_delta
+            print(f"  {mode:>4}: offered {offered[mode][-1]:>11,.0f} pps, sent "
+                  f"{sent_rates[mode][-1]:>11,.0f} pps, refused {rep.refused:>7,} "
+                  f"({rep.refused / rep.offered:.2%}), calls {rep.calls:>7,}, "
+                  f"counters {'exact' if exact else 'MISMATCH'}")
+    maxima = {}
+    for mode in modes:
+        maxima[mode] = statistics.median(offered[mode])
+        print(f"  {mode:>4}: median offered {maxima[mode]:,.0f} pps (min "
+              f"{min(offered[mode]):,.0f}, max {max(offered[mode]):,.0f}); "
+              f"median sent {statistics.median(sent_rates[mode]):,.0f} pps")
+    return maxima, sent_total
+
+
 def main(argv: list[str] | None = None) -> int:
+    global TX_NS, SINK_NS
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--trials", type=int, default=3, help="trials per rate")
     p.add_argument("--duration", type=float, default=1.0, help="seconds per trial")
@@ -144,7 +189,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-count", type=int, default=1_000_000, help="frames per unpaced run")
     p.add_argument("--rates", default="900000,1300000",
                    help="extra absolute rates (pps), comma-separated ('' for none)")
-    p.add_argument("--batch", type=int, default=16, help="packets per sendmmsg, at most")
+    p.add_argument("--pcts", default="25,50,75,100",
+                   help="rates as percentages of each mode's maximum ('' for none)")
+    p.add_argument("--modes", default="mmsg",
+                   help="srgen send paths to compare, alternating: mmsg, ring or mmsg,ring")
+    p.add_argument("--batch", type=int, default=16, help="packets per send call, at most")
     p.add_argument("--max-lag-us", type=float, default=1000, help="catch-up bound after a stall")
     p.add_argument("--quantum-us", type=float, default=0,
                    help="send once this much traffic is due (0: each packet at once)")
@@ -154,57 +203,58 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sink-cpu", type=int, default=1)
     p.add_argument("--sink-fifo", type=int, default=50, help="FIFO priority of the sink NAPI "
                    "thread (0: normal)")
+    p.add_argument("--sink-defer", default="0:0", metavar="IRQS:US",
+                   help="NAPI deferral of the sink port: napi_defer_hard_irqs and "
+                   "gro_flush_timeout (us); 0:0 = off (the sink thread sleeps when idle and "
+                   "each wake-up costs the sender an inter-processor interrupt)")
+    p.add_argument("--ns-prefix", default="tgenb", help="prefix of the two namespaces")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR,
                         format="%(levelname)s %(name)s: %(message)s")
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if os.geteuid() != 0:
         print("needs root (network namespaces, XDP)", file=sys.stderr)
         return 1
+    TX_NS, SINK_NS = f"{args.ns_prefix}-tx", f"{args.ns_prefix}-sink"
 
     print(f"load average before: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}, "
           f"CPUs: {os.cpu_count()}, kernel {os.uname().release}")
     topology_down()
     try:
-        topology_up(args.sink_cpu, args.sink_fifo)
+        defer_irqs, defer_us = (int(x) for x in args.sink_defer.split(":"))
+        topology_up(args.sink_cpu, args.sink_fifo, defer_irqs, defer_us * 1000)
         with LinuxGenerator(TX_NS, "t0", "t0", cpu=args.gen_cpu, tolerance=0.01, retries=0,
                             batch=args.batch, max_lag_s=args.max_lag_us / 1e6,
                             quantum_s=args.quantum_us / 1e6,
-                            fifo_priority=args.gen_fifo) as gen:
-            print(f"srgen: CPU {args.gen_cpu} FIFO {args.gen_fifo}, batch {args.batch}, "
-                  f"max lag {args.max_lag_us:g} us, quantum {args.quantum_us:g} us; "
-                  f"sink NAPI on CPU {args.sink_cpu} FIFO {args.sink_fifo}")
+                            fifo_priority=args.gen_fifo, mode=modes[0]) as gen:
+            print(f"srgen: modes {', '.join(modes)}, CPU {args.gen_cpu} FIFO {args.gen_fifo}, "
+                  f"batch {args.batch}, max lag {args.max_lag_us:g} us, quantum "
+                  f"{args.quantum_us:g} us; sink NAPI on CPU {args.sink_cpu} FIFO "
+                  f"{args.sink_fifo}, deferral {args.sink_defer}")
             gen.prepare(frame_64())
             sink_before = link_stats(SINK_NS, "s0")["rx_packets"]
-            sent_total = 0
 
-            print(f"\nMaximum: {args.max_runs} unpaced runs of {args.max_count:,} frames "
-                  "(60 B + FCS), srgen on CPU", args.gen_cpu)
-            offered_rates, sent_rates = [], []
-            for _ in range(args.max_runs):
-                rep = gen.unpaced(args.max_count)
-                sent_total += rep.sent
-                secs = rep.elapsed_ns / 1e9
-                offered_rates.append(rep.offered / secs)
-                sent_rates.append(rep.sent / secs)
-                exact = (rep.sent == rep.tx_packets_delta
-                         and rep.refused == rep.tx_dropped_delta)
-                print(f"  offered {offered_rates[-1]:>11,.0f} pps, sent {sent_rates[-1]:>11,.0f}"
-                      f" pps, refused {rep.refused:>7,} ({rep.refused / rep.offered:.2%}), "
-                      f"counters {'exact' if exact else 'MISMATCH'}")
-            max_pps = statistics.median(offered_rates)
-            print(f"  median offered {max_pps:,.0f} pps (min {min(offered_rates):,.0f}, "
-                  f"max {max(offered_rates):,.0f}); "
-                  f"median sent {statistics.median(sent_rates):,.0f} pps")
+            print(f"\nMaximum: {args.max_runs} unpaced runs per mode of {args.max_count:,} "
+                  f"frames (60 B + FCS), srgen on CPU {args.gen_cpu}")
+            maxima, sent_total = measure_max(gen, modes, args.max_runs, args.max_count)
 
-            levels = [Level(f"{pct}%", max_pps * pct / 100) for pct in (25, 50, 75, 100)]
-            levels += [Level("abs", float(r)) for r in args.rates.split(",") if r.strip()]
-            for lv in levels:
-                run_level(gen, lv, args.trials, args.duration)
-            print_table(levels, args.trials, args.duration)
+            pcts = [float(x) for x in args.pcts.split(",") if x.strip()]
+            rates = [float(r) for r in args.rates.split(",") if r.strip()]
+            # levels[i] holds one Level per mode: trials alternate between modes.
+            levels = [[Level(f"{pct:g}%", maxima[m] * pct / 100, m) for m in modes]
+                      for pct in pcts]
+            levels += [[Level("abs", r, m) for m in modes] for r in rates]
+            for group in levels:
+                for _ in range(args.trials):
+                    for lv in group:
+                        run_level(gen, lv, args.duration)
+            flat = [lv for group in levels for lv in group]
+            print_table(sorted(flat, key=lambda lv: modes.index(lv.mode)), args.trials,
+                        args.duration)
 
             sink_after = link_stats(SINK_NS, "s0")["rx_packets"]
-            trial_sent = sum(lv.offered - lv.refused for lv in levels)
+            trial_sent = sum(lv.offered - lv.refused for lv in flat)
             print(f"\nCross-check: srgen sent {sent_total + trial_sent:,} frames, the sink port "
                   f"counted {sink_after - sink_before:,}")
     finally:

@@ -45,6 +45,8 @@ log = logging.getLogger(__name__)
 SRGEN_CFLAGS = ["-O2", "-Wall", "-Wextra"]
 MAX_FRAME_BYTES = 16384
 """Largest frame srgen accepts (bytes)."""
+SEND_MODES = ("mmsg", "ring")
+"""srgen's send paths: sendmmsg batches, or a PACKET_TX_RING."""
 
 
 def build_srgen() -> Path:
@@ -102,7 +104,11 @@ class LinuxGenerator(TrafficGenerator):
     reads the counters; ``retries`` how often a generator-limited trial is run
     again before it is returned flagged.
 
-    Pacing knobs (see srgen.c): ``batch`` packets per sendmmsg at most;
+    ``mode`` is srgen's send path: ``"mmsg"`` (sendmmsg batches) or ``"ring"``
+    (a PACKET_TX_RING whose slots all hold the frame); both count refusals
+    exactly (see srgen.c).
+
+    Pacing knobs (see srgen.c): ``batch`` packets per send call at most;
     ``max_lag_s`` how far (seconds) srgen catches up after a stall before its
     schedule slips; ``quantum_s`` wait until that much traffic is due and send
     it in one call (0: every packet at its own due time); ``fifo_priority``
@@ -116,7 +122,9 @@ class LinuxGenerator(TrafficGenerator):
     def __init__(self, ns: str, tx: str, rx: str, cpu: int | None = 0,
                  tolerance: float = 0.01, drain_s: float = 0.2, retries: int = 1,
                  batch: int = 16, max_lag_s: float = 0.001, quantum_s: float = 0.0,
-                 fifo_priority: int = 0) -> None:
+                 fifo_priority: int = 0, mode: str = "mmsg") -> None:
+        if mode not in SEND_MODES:
+            raise ValueError(f"mode must be one of {SEND_MODES}, not {mode!r}")
         if tolerance <= 0 or drain_s < 0 or retries < 0 or not 1 <= batch <= 256:
             raise ValueError("tolerance > 0, drain_s >= 0, retries >= 0, 1 <= batch <= 256")
         if not 0 <= 2 * quantum_s <= max_lag_s:
@@ -126,6 +134,7 @@ class LinuxGenerator(TrafficGenerator):
         self._best_paced_pps = 0.0  # highest rate paced within tolerance so far
         self.batch, self.max_lag_s, self.quantum_s = batch, max_lag_s, quantum_s
         self.fifo_priority = fifo_priority
+        self.mode = mode
         self._binary = build_srgen()
         self._tmp = Path(tempfile.mkdtemp(prefix="srperf-linuxgen-"))
         # Temp files go even if a caller forgets close() (garbage collection, exit).
@@ -252,7 +261,8 @@ class LinuxGenerator(TrafficGenerator):
         argv = ["ip", "netns", "exec", self.ns, str(self._binary), "-f", str(self._frame_file),
                 "-r", f"{rate_pps:.6f}", "-n", str(count), "-t", self.tx, "-x", self.rx,
                 "-b", str(self.batch), "-d", str(round(drain * 1000)),
-                "-l", str(round(self.max_lag_s * 1e6)), "-q", str(round(self.quantum_s * 1e6))]
+                "-l", str(round(self.max_lag_s * 1e6)), "-q", str(round(self.quantum_s * 1e6)),
+                "-m", self.mode]
         if self.cpu is not None:
             argv += ["-c", str(self.cpu)]
         if self.fifo_priority:
@@ -292,7 +302,8 @@ class LinuxGenerator(TrafficGenerator):
             notes.append(f"generator limited: offered {offered_rate:.0f} pps for "
                          f"{rate_pps:.0f} pps ({error:+.2%}, tolerance {self.tolerance:.2%})")
         extra = {"max_lag_ns": rep.max_lag_ns, "slipped_ns": rep.slipped_ns,
-                 "refused_short": rep.refused_short, "sendmmsg_calls": rep.calls,
+                 "refused_short": rep.refused_short, "send_calls": rep.calls,
+                 "mode": self.mode,
                  "tx_packets_delta": rep.tx_packets_delta,
                  "tx_dropped_delta": rep.tx_dropped_delta,
                  "rx_dropped_delta": rep.rx_dropped_delta, "pacing_error": error}

@@ -23,7 +23,7 @@ import pytest
 
 from srperf.drivers import linux_sink
 from srperf.drivers.base import TrialResult
-from srperf.drivers.linux import LinuxGenerator, SrgenReport, build_srgen
+from srperf.drivers.linux import SEND_MODES, LinuxGenerator, SrgenReport, build_srgen
 from srperf.errors import GeneratorError
 from srperf.netns import link_stats, run
 from srperf.resources import generator_dir
@@ -126,6 +126,11 @@ def test_srgen_rejects_bad_input(tmp_path: Path) -> None:
     proc = subprocess.run([binary, "-f", str(frame), "-r", "10", "-n", "1", "-t",
                            "tgen-no-such-dev", "-x", "lo"], capture_output=True, text=True)
     assert proc.returncode == 1 and proc.stdout == ""
+    proc = subprocess.run([binary, "-f", str(frame), "-r", "10", "-n", "1", "-t", "lo",
+                           "-x", "lo", "-m", "zerocopy"], capture_output=True, text=True)
+    assert proc.returncode == 1 and "bad mode" in proc.stderr
+    with pytest.raises(ValueError):
+        LinuxGenerator("tgen-none", "a", "b", mode="zerocopy")
 
 
 # -- result logic (srgen's report replaced by a fake one) ----------------------------
@@ -210,8 +215,10 @@ def test_trial_needs_prepare_and_positive_rate() -> None:
 @needs_root
 @pytest.mark.netns
 @pytest.mark.slow
-def test_counts_equal_kernel_counters(loop: Loop, gen: LinuxGenerator) -> None:
+@pytest.mark.parametrize("mode", SEND_MODES)
+def test_counts_equal_kernel_counters(loop: Loop, gen: LinuxGenerator, mode: str) -> None:
     rate, duration = 50_000, 1.0
+    gen.mode = mode
     names = [(loop.tester, "t0"), (loop.tester, "t1"), (loop.peer, "p0"), (loop.peer, "p1")]
     before = {dev: link_stats(ns, dev) for ns, dev in names}
     sink_before = linux_sink.read_sink_count(loop.tester, "t1")
@@ -239,12 +246,15 @@ def test_counts_equal_kernel_counters(loop: Loop, gen: LinuxGenerator) -> None:
 @needs_root
 @pytest.mark.netns
 @pytest.mark.slow
-@pytest.mark.parametrize("quantum_s", [0.0, 100e-6])
-def test_pacing_modest_rate(gen: LinuxGenerator, quantum_s: float) -> None:
+@pytest.mark.parametrize(("mode", "quantum_s"), [("mmsg", 0.0), ("mmsg", 100e-6),
+                                                  ("ring", 0.0), ("ring", 100e-6)])
+def test_pacing_modest_rate(gen: LinuxGenerator, mode: str, quantum_s: float) -> None:
     rate, count = 50_000, 50_000
+    gen.mode = mode
     gen.quantum_s = quantum_s      # 100 us at 50 kpps: batches of 5 packets
     rep = gen.run_srgen(rate, count)
     assert rep.offered == count and rep.sent == rep.tx_packets_delta
+    assert rep.raw["mode"] == mode
     ideal_ns = (count - 1) * 1e9 / rate
     # Packet i is never offered before its due time t0 + i/rate (+ the schedule's
     # slip after stalls), and never later than the catch-up bound after it.
@@ -266,11 +276,31 @@ def test_pacing_modest_rate(gen: LinuxGenerator, quantum_s: float) -> None:
 @needs_root
 @pytest.mark.netns
 @pytest.mark.parametrize("fifo", [0, 10])
-def test_unpaced_offers_every_packet_once(gen: LinuxGenerator, fifo: int) -> None:
-    gen.fifo_priority = fifo
+@pytest.mark.parametrize("mode", SEND_MODES)
+def test_unpaced_offers_every_packet_once(gen: LinuxGenerator, fifo: int, mode: str) -> None:
+    gen.fifo_priority, gen.mode = fifo, mode
     rep = gen.unpaced(20_000)
-    assert rep.offered == 20_000
+    assert rep.offered == 20_000 and rep.raw["mode"] == mode
     assert rep.sent == rep.tx_packets_delta and rep.refused == rep.tx_dropped_delta
+    if mode == "ring":
+        # More packets than ring slots: slots are reused only once completed.
+        assert rep.raw["ring_frames"] < 20_000
+
+
+@needs_root
+@pytest.mark.netns
+@pytest.mark.parametrize("mode", SEND_MODES)
+def test_frame_longer_than_mtu_is_rejected(loop: Loop, gen: LinuxGenerator, mode: str) -> None:
+    """Both send paths refuse a frame the MTU does not allow, before sending anything."""
+    gen.mode = mode
+    gen.prepare(_frame(payload=bytes(1500 - 40 + 1)))      # IPv6 packet of MTU + 1 bytes
+    before = link_stats(loop.tester, "t0")
+    with pytest.raises(GeneratorError):
+        gen.run_srgen(1000, 10, drain_s=0)
+    assert link_stats(loop.tester, "t0")["tx_packets"] == before["tx_packets"]
+    gen.prepare(_frame(payload=bytes(1500 - 40)))          # exactly the MTU: sent
+    rep = gen.run_srgen(1000, 10, drain_s=0.05)
+    assert rep.offered == 10 and rep.sent == rep.tx_packets_delta
 
 
 @needs_root
@@ -324,9 +354,10 @@ def overload() -> Iterator[tuple[str, str]]:
 @needs_root
 @pytest.mark.netns
 @pytest.mark.slow
-def test_overload_refused_equals_tx_dropped(overload: tuple[str, str]) -> None:
+@pytest.mark.parametrize("mode", SEND_MODES)
+def test_overload_refused_equals_tx_dropped(overload: tuple[str, str], mode: str) -> None:
     tester, peer = overload
-    with LinuxGenerator(tester, "u0", "u0", cpu=0, retries=0, drain_s=1.0) as g:
+    with LinuxGenerator(tester, "u0", "u0", cpu=0, retries=0, drain_s=1.0, mode=mode) as g:
         g.prepare(_frame())
         # 20000 frames in 0.1 s into a consumer of a few thousand frames/s:
         # the peer's 256-slot ring overflows whatever the scheduling.

@@ -7,8 +7,13 @@
  * its own counts and the kernel counters of TX and RX read before and after.
  *
  *   - AF_PACKET raw socket bound to TX, PACKET_QDISC_BYPASS (the frame goes
- *     straight to the driver), 8 MB send buffer (SO_SNDBUFFORCE), sendmmsg
- *     batches.
+ *     straight to the driver), 8 MB send buffer (SO_SNDBUFFORCE).  Two send
+ *     paths (-m): "mmsg" sendmmsg batches whose messages all point at the
+ *     frame; "ring" a PACKET_TX_RING (TPACKET_V2) whose slots all hold the
+ *     frame, a batch is marked TP_STATUS_SEND_REQUEST and flushed with one
+ *     send(MSG_DONTWAIT).  The ring costs the sender less per packet, but
+ *     each packet's completion (tpacket_destruct_skb) runs where the packet
+ *     is finally freed: over veth, on the SUT's CPU, which it slows a little.
  *   - Pacing: packet i is due at t0 + i / RATE on CLOCK_MONOTONIC; the sender
  *     busy-waits and sends every packet that is due, up to BATCH per call.
  *     After a stall it catches up, but never by more than MAX_LAG: beyond it
@@ -21,6 +26,11 @@
  *     (ENOBUFS/EAGAIN, i.e. the message at which sendmmsg stopped short) is
  *     counted as refused and never retried.  The socket blocks when its send
  *     buffer is full: that back-pressure shows as lag, not as loss.
+ *     Ring: the kernel stops at a refused slot, puts it back to SEND_REQUEST
+ *     and send() fails with ENOBUFS; srgen counts one refusal and withdraws
+ *     its newest request, so the total stays exact (all slots hold the same
+ *     frame).  A full send buffer (EAGAIN) or a slot still in flight only
+ *     delays the batch.
  *
  * Run it inside the tester's namespace (ip netns exec NS srgen ...): the
  * counters come from /sys/class/net/DEV/statistics of that namespace.
@@ -32,6 +42,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <linux/if_packet.h>
+#include <linux/virtio_net.h>
 #include <net/ethernet.h>
 #include <net/if.h>
 #include <sched.h>
@@ -40,6 +51,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,6 +60,11 @@
 #define MAX_BATCH 256
 #define MAX_FRAME 16384
 #define SNDBUF_BYTES (8 * 1024 * 1024)
+#define RING_FRAMES 4096u             /* slots of the TX ring, at most */
+#define RING_MAX_BYTES (64u * 1024 * 1024)
+#define STUCK_NS 5000000000ull /* no slot completes for that long: give up */
+
+enum mode { MODE_MMSG, MODE_RING };
 
 struct opts {
 	const char *frame_path, *tx, *rx;
@@ -57,7 +75,23 @@ struct opts {
 	uint64_t drain_ns;    /* wait after the last offer before reading counters */
 	uint64_t max_lag_ns;  /* bound on catch-up after a stall */
 	uint64_t quantum_ns;  /* wait until this much traffic is due (0: send each at once) */
-	unsigned int batch;   /* packets per sendmmsg call, at most */
+	unsigned int batch;   /* packets per send call, at most */
+	enum mode mode;
+};
+
+/* The sender: its socket and, in ring mode, the mapped TX ring.  head and
+ * tail count slots since the start: the kernel sends slot head next; slots
+ * head..tail-1 are requested (TP_STATUS_SEND_REQUEST), the others are
+ * available or still in flight (TP_STATUS_SENDING). */
+struct sender {
+	int fd;
+	const char *dev;
+	struct mmsghdr msgs[MAX_BATCH];
+	struct iovec iov;
+	unsigned char *map;
+	size_t map_len, frame_size;
+	unsigned int nframes;
+	uint64_t head, tail, calls, refused_short;
 };
 
 /* Kernel counters of the two ports, one snapshot. */
@@ -81,9 +115,10 @@ static void usage(void)
 {
 	fputs("usage: srgen -f FRAME -r RATE_PPS -n COUNT -t TX_DEV -x RX_DEV\n"
 	      "             [-c CPU] [-P FIFO_PRIO] [-d DRAIN_MS] [-b BATCH] [-l MAX_LAG_US]\n"
-	      "             [-q QUANTUM_US]\n"
+	      "             [-q QUANTUM_US] [-m mmsg|ring]\n"
 	      "  RATE_PPS 0 = unpaced; BATCH 1..256 (16); DRAIN_MS (200); MAX_LAG_US (1000);\n"
-	      "  QUANTUM_US (0): send once this much traffic is due (fewer, fuller batches)\n",
+	      "  QUANTUM_US (0): send once this much traffic is due (fewer, fuller batches)\n"
+	      "  -m send path (mmsg): sendmmsg batches, or a PACKET_TX_RING\n",
 	      stderr);
 	exit(2);
 }
@@ -142,7 +177,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	o->max_lag_ns = 1000ull * 1000;
 	o->batch = 16;
 	o->rate_pps = -1;
-	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:h")) != -1) {
+	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:m:h")) != -1) {
 		switch (c) {
 		case 'f': o->frame_path = optarg; break;
 		case 'r': {
@@ -162,6 +197,14 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case 'b': o->batch = (unsigned int)parse_u64(optarg, "batch"); break;
 		case 'l': o->max_lag_ns = parse_u64(optarg, "max lag") * 1000ull; break;
 		case 'q': o->quantum_ns = parse_u64(optarg, "quantum") * 1000ull; break;
+		case 'm':
+			if (!strcmp(optarg, "mmsg"))
+				o->mode = MODE_MMSG;
+			else if (!strcmp(optarg, "ring"))
+				o->mode = MODE_RING;
+			else
+				die("bad mode: '%s' (mmsg or ring)", optarg);
+			break;
 		default: usage();
 		}
 	}
@@ -224,25 +267,150 @@ static int pending_error(int fd)
 	return err;
 }
 
-static int is_refusal(int err)
+#define is_refusal(err) ((err) == ENOBUFS || (err) == EAGAIN || (err) == EWOULDBLOCK)
+
+/* Slot n (counted since the start) of the TX ring: blocks are mapped one
+ * after the other and hold whole slots, so the ring is one array. */
+#define SLOT(s, n) ((struct tpacket2_hdr *)((s)->map + ((n) % (s)->nframes) * (s)->frame_size))
+#define STATUS(h) __atomic_load_n(&(h)->tp_status, __ATOMIC_ACQUIRE)
+#define SET_STATUS(h, v) __atomic_store_n(&(h)->tp_status, (v), __ATOMIC_RELEASE)
+
+/* Ring mode: a TPACKET_V2 TX ring whose every slot holds the frame. */
+static void setup_ring(struct sender *s, const char *dev, const unsigned char *frame,
+		       size_t len)
 {
-	return err == ENOBUFS || err == EAGAIN || err == EWOULDBLOCK;
+	/* TX data sits right after the aligned tpacket2_hdr. */
+	size_t off = TPACKET2_HDRLEN - sizeof(struct sockaddr_ll), block = 4096;
+	struct virtio_net_hdr vh = { .gso_type = VIRTIO_NET_HDR_GSO_NONE };
+	int version = TPACKET_V2, one = 1;
+	struct tpacket_req req;
+	struct ifreq ifr;
+	uint64_t i;
+
+	s->frame_size = TPACKET_ALIGNMENT;
+	while (s->frame_size < off + sizeof(vh) + len)
+		s->frame_size *= 2;     /* a power of two: whole slots per block */
+	if (block < s->frame_size)
+		block = s->frame_size;
+	s->nframes = RING_FRAMES;
+	if (s->nframes * s->frame_size > RING_MAX_BYTES)
+		s->nframes = (unsigned int)(RING_MAX_BYTES / s->frame_size);
+	memset(&req, 0, sizeof(req));
+	req.tp_frame_size = (unsigned int)s->frame_size;
+	req.tp_block_size = (unsigned int)block;
+	req.tp_frame_nr = s->nframes;
+	req.tp_block_nr = (unsigned int)(s->nframes * s->frame_size / block);
+	/* A virtio-net header whose hdr_len spans the whole frame makes the
+	 * kernel copy the frame into a linear skb, as sendmmsg does (without it
+	 * the skb would point into the ring page).  It also turns off the
+	 * kernel's length check, so srgen checks the MTU itself. */
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", dev);
+	if (ioctl(s->fd, SIOCGIFMTU, &ifr) < 0)
+		die("SIOCGIFMTU %s: %s", dev, strerror(errno));
+	if (len > (size_t)ifr.ifr_mtu + ETH_HLEN + (frame[12] == 0x81 && !frame[13] ? 4 : 0))
+		die("frame of %zu bytes too long for the MTU of %s (%d)", len, dev, ifr.ifr_mtu);
+	vh.hdr_len = (uint16_t)len;
+	if (setsockopt(s->fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one)) < 0 ||
+	    setsockopt(s->fd, SOL_PACKET, PACKET_VERSION, &version, sizeof(version)) < 0 ||
+	    setsockopt(s->fd, SOL_PACKET, PACKET_TX_RING, &req, sizeof(req)) < 0)
+		die("TX ring (%u x %zu B) on %s: %s", s->nframes, s->frame_size, dev, strerror(errno));
+	s->map_len = (size_t)s->nframes * s->frame_size;
+	s->map = mmap(NULL, s->map_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, s->fd, 0);
+	if (s->map == MAP_FAILED)
+		die("mmap of the TX ring: %s", strerror(errno));
+	for (i = 0; i < s->nframes; i++) {
+		struct tpacket2_hdr *h = SLOT(s, i);
+
+		memcpy((unsigned char *)h + off, &vh, sizeof(vh));
+		memcpy((unsigned char *)h + off + sizeof(vh), frame, len);
+		h->tp_len = (uint32_t)(sizeof(vh) + len);
+		h->tp_status = TP_STATUS_AVAILABLE;
+	}
+}
+
+/* Offer up to n packets (sendmmsg).  Adds to *sent and *refused; returns
+ * how many packets were offered (sent or refused), 0 after EINTR. */
+static uint64_t offer_mmsg(struct sender *s, uint64_t n, uint64_t *sent, uint64_t *refused)
+{
+	int ret = sendmmsg(s->fd, s->msgs, (unsigned int)n, 0);
+
+	s->calls++;
+	if (ret < 0) {
+		/* The first message failed: nothing of this batch was sent. */
+		if (errno == EINTR)
+			return 0;
+		if (!is_refusal(errno))
+			die("sendmmsg on %s: %s", s->dev, strerror(errno));
+		(*refused)++;
+		return 1;
+	}
+	*sent += (uint64_t)ret;
+	if ((uint64_t)ret < n) {
+		/* The message at index ret failed (the rest were not tried and
+		 * stay due): it is refused, never retried. */
+		int err = pending_error(s->fd);
+
+		if (err && !is_refusal(err))
+			die("sendmmsg on %s: %s", s->dev, strerror(err));
+		if (!err)
+			s->refused_short++;
+		(*refused)++;
+		return (uint64_t)ret + 1;
+	}
+	return (uint64_t)ret;
+}
+
+/* Offer up to n packets (TX ring): request slots until n are requested (a
+ * slot still in flight ends the batch early), flush, account. */
+static uint64_t offer_ring(struct sender *s, uint64_t n, uint64_t *sent, uint64_t *refused)
+{
+	uint64_t done = 0;
+	int ret, err;
+
+	while (s->tail - s->head < n && STATUS(SLOT(s, s->tail)) == TP_STATUS_AVAILABLE) {
+		SET_STATUS(SLOT(s, s->tail), TP_STATUS_SEND_REQUEST);
+		s->tail++;
+	}
+	if (s->tail == s->head)
+		return 0;               /* every slot in flight: wait */
+	ret = send(s->fd, NULL, 0, MSG_DONTWAIT);
+	err = ret < 0 ? errno : 0;
+	s->calls++;
+	if (err && err != ENOBUFS && err != EAGAIN && err != EWOULDBLOCK && err != EINTR)
+		die("send on the TX ring of %s: %s", s->dev, strerror(err));
+	/* The kernel took the requested slots in order: those no longer in
+	 * SEND_REQUEST (sending, or sent and available again) left. */
+	while (s->head < s->tail && STATUS(SLOT(s, s->head)) != TP_STATUS_SEND_REQUEST) {
+		s->head++;
+		done++;
+	}
+	*sent += done;
+	if (err == ENOBUFS) {
+		/* The slot at head was refused and put back to SEND_REQUEST: count
+		 * it, and withdraw the newest request so it is not sent twice. */
+		if (s->head == s->tail)
+			die("ENOBUFS from the TX ring of %s without a refused slot", s->dev);
+		s->tail--;
+		SET_STATUS(SLOT(s, s->tail), TP_STATUS_AVAILABLE);
+		(*refused)++;
+		done++;
+	}
+	return done;
 }
 
 int main(int argc, char **argv)
 {
 	static unsigned char frame[MAX_FRAME];
-	struct mmsghdr msgs[MAX_BATCH];
-	struct iovec iov;
+	static struct sender snd;
 	struct counters before, after;
 	struct opts o;
-	uint64_t offered = 0, sent = 0, refused = 0, refused_short = 0, calls = 0;
-	uint64_t first, last = 0, max_lag = 0, slipped = 0, t0;
+	uint64_t offered = 0, sent = 0, refused = 0;
+	uint64_t first, last, max_lag = 0, slipped = 0, t0;
 	double ns_per_pkt;
 	uint64_t min_batch = 1;
 	size_t len;
 	unsigned int i;
-	int fd;
 
 	parse_args(argc, argv, &o);
 	if (o.cpu >= 0) {
@@ -262,15 +430,18 @@ int main(int argc, char **argv)
 			die("SCHED_FIFO %d: %s", o.fifo, strerror(errno));
 	}
 	len = load_frame(o.frame_path, frame);
-	fd = open_socket(o.tx);
-
-	/* Every message of a batch points at the same frame. */
-	iov.iov_base = frame;
-	iov.iov_len = len;
-	memset(msgs, 0, sizeof(msgs));
-	for (i = 0; i < MAX_BATCH; i++) {
-		msgs[i].msg_hdr.msg_iov = &iov;
-		msgs[i].msg_hdr.msg_iovlen = 1;
+	snd.dev = o.tx;
+	snd.fd = open_socket(o.tx);
+	if (o.mode == MODE_RING) {
+		setup_ring(&snd, o.tx, frame, len);
+	} else {
+		/* Every message of a batch points at the same frame. */
+		snd.iov.iov_base = frame;
+		snd.iov.iov_len = len;
+		for (i = 0; i < MAX_BATCH; i++) {
+			snd.msgs[i].msg_hdr.msg_iov = &snd.iov;
+			snd.msgs[i].msg_hdr.msg_iovlen = 1;
+		}
 	}
 
 	read_counters(&o, &before);
@@ -280,10 +451,9 @@ int main(int argc, char **argv)
 	if (min_batch > o.batch)
 		min_batch = o.batch;
 	/* Packet 0 is due at once; elapsed runs from then to the last offer. */
-	t0 = first = now_ns();
+	t0 = first = last = now_ns();
 	while (offered < o.count) {
-		uint64_t now = now_ns(), due = o.count, n;
-		int ret;
+		uint64_t now = now_ns(), due = o.count, n, k;
 
 		if (ns_per_pkt > 0) {
 			/* Packets 0..due-1 are due at or before now. */
@@ -312,35 +482,16 @@ int main(int argc, char **argv)
 		n = due - offered;
 		if (n > o.batch)
 			n = o.batch;
-		last = now;             /* time of the latest offer */
-		ret = sendmmsg(fd, msgs, (unsigned int)n, 0);
-		calls++;
-		if (ret < 0) {
-			/* The first message failed: nothing of this batch was sent. */
-			if (errno == EINTR)
-				continue;
-			if (!is_refusal(errno))
-				die("sendmmsg on %s: %s", o.tx, strerror(errno));
-			refused++;
-			offered++;
-		} else {
-			sent += (uint64_t)ret;
-			offered += (uint64_t)ret;
-			if ((uint64_t)ret < n) {
-				/* The message at index ret failed (the rest were not
-				 * tried and stay due): it is refused, never retried. */
-				int err = pending_error(fd);
-
-				if (err && !is_refusal(err))
-					die("sendmmsg on %s: %s", o.tx, strerror(err));
-				if (!err)
-					refused_short++;
-				refused++;
-				offered++;
-			}
+		k = o.mode == MODE_RING ? offer_ring(&snd, n, &sent, &refused)
+					: offer_mmsg(&snd, n, &sent, &refused);
+		if (k) {
+			offered += k;
+			last = now;     /* time of the latest offer */
+		} else if (now - last > STUCK_NS) {
+			die("no packet left for %llu s (TX ring slots never completed)",
+			    STUCK_NS / 1000000000ull);
 		}
 	}
-	close(fd);
 
 	/* Let the path drain (and the peer's NAPI count what it consumed). */
 	{
@@ -351,16 +502,21 @@ int main(int argc, char **argv)
 			;
 	}
 	read_counters(&o, &after);
+	if (snd.map)
+		munmap(snd.map, snd.map_len);
+	close(snd.fd);
 
 	printf("{\"intended\": %" PRIu64 ", \"sent\": %" PRIu64 ", \"refused\": %" PRIu64
 	       ", \"refused_short\": %" PRIu64 ", \"elapsed_ns\": %" PRIu64
 	       ", \"rate_pps\": %.3f, \"frame_len\": %zu, \"batch\": %u, \"calls\": %" PRIu64
+	       ", \"mode\": \"%s\", \"ring_frames\": %u"
 	       ", \"max_lag_ns\": %" PRIu64 ", \"max_lag_bound_ns\": %" PRIu64
 	       ", \"slipped_ns\": %" PRIu64 ", \"drain_ns\": %" PRIu64 ", \"cpu\": %d"
 	       ", \"tx_packets_delta\": %" PRIu64 ", \"tx_dropped_delta\": %" PRIu64
 	       ", \"rx_packets_delta\": %" PRIu64 ", \"rx_dropped_delta\": %" PRIu64 "}\n",
-	       o.count, sent, refused, refused_short, o.count ? last - first : 0, o.rate_pps, len, o.batch,
-	       calls, max_lag, o.max_lag_ns, slipped, o.drain_ns, o.cpu,
+	       o.count, sent, refused, snd.refused_short, o.count ? last - first : 0, o.rate_pps,
+	       len, o.batch, snd.calls, o.mode == MODE_RING ? "ring" : "mmsg", snd.nframes,
+	       max_lag, o.max_lag_ns, slipped, o.drain_ns, o.cpu,
 	       after.tx_packets - before.tx_packets, after.tx_dropped - before.tx_dropped,
 	       after.rx_packets - before.rx_packets, after.rx_dropped - before.rx_dropped);
 	return 0;

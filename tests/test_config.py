@@ -139,6 +139,10 @@ BAD_TESTBEDS = [
     ("ssh without host", _tb(**{"sut.transport": {"kind": "ssh", "ssh": {"user": "x"}}}),
      "sut.transport.ssh.host", "None"),
     ("bad prefix", _tb(prefix="Bad-Prefix"), "prefix", "Bad-Prefix"),
+    ("unknown generator option", _tb(**{"tester.options": {"batchsize": 8}}),
+     "tester.options.batchsize", "8"),
+    ("bad send mode", _tb(**{"tester.options": {"mode": "dpdk"}}), "tester.options.mode",
+     "dpdk"),
 ]
 
 

@@ -110,3 +110,20 @@ def test_cli_testbed_up_down(tmp_path: Path) -> None:
     finally:
         assert main(["testbed", "down", str(cfg)]) == 0
     assert not os.path.exists("/run/netns/srpcli-sut")
+
+
+def test_optional_napi_deferral() -> None:
+    import dataclasses
+
+    from srperf.config.model import SutConfig
+
+    tb = Testbed(name="d", prefix="srpt", sut=dataclasses.replace(
+        SutConfig(), napi_defer_hard_irqs=2, gro_flush_timeout_us=20))
+    vt = VirtualTestbed(tb)
+    try:
+        vt.up()
+        read = run(["sh", "-c", "cat /sys/class/net/s0/napi_defer_hard_irqs "
+                    "/sys/class/net/s0/gro_flush_timeout"], ns="srpt-sut").stdout.split()
+        assert read == ["2", "20000"]
+    finally:
+        vt.down()

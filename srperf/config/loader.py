@@ -182,7 +182,9 @@ def load_testbed(path: str | Path) -> Testbed:
         in_port=_port(s.get("in"), SutConfig.in_port, addressing.sut_in_mac),
         out_port=_port(s.get("out"), SutConfig.out_port, addressing.sut_out_mac),
         cpu=s.get("cpu", SutConfig.cpu),
-        napi_fifo_priority=int(s.get("napi_fifo_priority", SutConfig.napi_fifo_priority)))
+        napi_fifo_priority=int(s.get("napi_fifo_priority", SutConfig.napi_fifo_priority)),
+        napi_defer_hard_irqs=int(s.get("napi_defer_hard_irqs", 0)),
+        gro_flush_timeout_us=float(s.get("gro_flush_timeout_us", 0.0)))
     tb_kind = data.get("kind", "virtual")
     if tb_kind == "virtual" and kind != "netns":
         raise ConfigError(file, "sut.transport.kind", kind,

@@ -163,6 +163,11 @@ class SutConfig:
     out_port: PortConfig = PortConfig("s1", Addressing.sut_out_mac)
     cpu: int | None = 1
     napi_fifo_priority: int = 50
+    napi_defer_hard_irqs: int = 0
+    """Virtual SUT ingress: NAPI polls to defer re-enabling wake-ups (0: off)."""
+    gro_flush_timeout_us: float = 0.0
+    """Virtual SUT ingress: coalescing timer with the above, microseconds
+    (like NIC interrupt moderation; cuts the sender's cost of waking the SUT)."""
 
 
 @dataclass(frozen=True)

@@ -107,7 +107,21 @@ TESTBED_SCHEMA: dict[str, Any] = {
                 "tx": _port(), "rx": _port(),
                 "line_rate_pps": POSITIVE,
                 "cpu": {"type": ["integer", "null"], "minimum": 0},
-                "options": {"type": "object"},
+                "options": {
+                    "type": "object", "additionalProperties": False,
+                    "description": "knobs of the linux driver (drivers/linux.py)",
+                    "properties": {
+                        "tolerance": {"type": "number", "exclusiveMinimum": 0,
+                                      "maximum": 0.5},
+                        "drain_s": {"type": "number", "minimum": 0, "maximum": 10},
+                        "retries": {"type": "integer", "minimum": 0, "maximum": 10},
+                        "batch": {"type": "integer", "minimum": 1, "maximum": 256},
+                        "max_lag_s": {"type": "number", "exclusiveMinimum": 0},
+                        "quantum_s": {"type": "number", "minimum": 0},
+                        "fifo_priority": {"type": "integer", "minimum": 0, "maximum": 99},
+                        "mode": {"enum": ["mmsg", "ring"]},
+                    },
+                },
             },
         },
         "sut": {
@@ -117,6 +131,8 @@ TESTBED_SCHEMA: dict[str, Any] = {
                 "in": _port(), "out": _port(),
                 "cpu": {"type": ["integer", "null"], "minimum": 0},
                 "napi_fifo_priority": {"type": "integer", "minimum": 0, "maximum": 99},
+                "napi_defer_hard_irqs": {"type": "integer", "minimum": 0, "maximum": 1000},
+                "gro_flush_timeout_us": {"type": "number", "minimum": 0, "maximum": 10000},
                 "transport": {
                     "type": "object", "additionalProperties": False,
                     "properties": {

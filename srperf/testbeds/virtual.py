@@ -166,6 +166,12 @@ class VirtualTestbed:
     def _napi_mode(self, ns: str, dev: str) -> list[NapiThread]:
         """GRO on + threaded NAPI on the SUT ingress port, its thread pinned at FIFO."""
         run(["ethtool", "-K", dev, "gro", "on"], ns=ns)
+        sut = self.tb.sut
+        if sut.napi_defer_hard_irqs or sut.gro_flush_timeout_us:
+            flush_ns = round(sut.gro_flush_timeout_us * 1000)
+            run(["sh", "-c", f"echo {sut.napi_defer_hard_irqs} > "
+                 f"/sys/class/net/{dev}/napi_defer_hard_irqs && "
+                 f"echo {flush_ns} > /sys/class/net/{dev}/gro_flush_timeout"], ns=ns)
         before = {t.pid for t in napi_threads(dev)}
         run(["sh", "-c", f"echo 1 > /sys/class/net/{dev}/threaded"], ns=ns)
         threads: list[NapiThread] = []

@@ -32,8 +32,8 @@ class NetnsTransport(Transport):
         try:
             proc = subprocess.run(full, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired as exc:
-            return CommandResult(tuple(full), 124, exc.stdout or "" if isinstance(exc.stdout, str)
-                                 else "", f"timed out after {timeout} s")
+            partial = exc.stdout if isinstance(exc.stdout, str) else ""
+            return CommandResult(tuple(full), 124, partial, f"timed out after {timeout} s")
         return CommandResult(tuple(full), proc.returncode, proc.stdout, proc.stderr)
 
     def close(self) -> None:

@@ -55,9 +55,10 @@ def main() -> int:
     results: dict[tuple[str, str], list[float]] = {(a, b): [] for a in algs for b in names}
     costs: dict[str, list[float]] = {a: [] for a in algs}
     started = time.monotonic()
+    transport = for_testbed(tb)
     try:
         vt.up()
-        cfg = CfgManager(for_testbed(tb), "linux", catalogue.cfg_env(tb))
+        cfg = CfgManager(transport, "linux", catalogue.cfg_env(tb))
         gen = create_generator(tb)
         for rep in range(1, args.repeats + 1):
             for name in names:
@@ -80,6 +81,7 @@ def main() -> int:
                 cfg.clean()
         gen.close()
     finally:
+        transport.close()  # removes the pushed CFG script's work directory
         vt.down()
 
     print(f"\nB2 PDR@{args.threshold}% on the virtual testbed, {args.repeats} interleaved "

@@ -88,6 +88,23 @@ class TrialResult:
         return data
 
 
+GENERATOR_RETRY_FLOOR = 0.9
+"""Share of the intended rate below which a generator-limited trial counts as
+beyond the generator (see :func:`beyond_generator`)."""
+
+
+def beyond_generator(trial: TrialResult, best_paced_pps: float) -> bool:
+    """True when a generator-limited trial asked for more than the generator can do.
+
+    That is: it offered less than :data:`GENERATOR_RETRY_FLOOR` of the intended
+    rate, at a rate above ``best_paced_pps`` (the highest rate paced so far).
+    Any other limited trial is a transient stall, worth a retry.
+    """
+    return (trial.generator_limited
+            and trial.offered_rate_pps < GENERATOR_RETRY_FLOOR * trial.rate_pps
+            and trial.rate_pps > best_paced_pps)
+
+
 class TrafficGenerator(abc.ABC):
     """A traffic generator seen from the orchestrator and the search."""
 

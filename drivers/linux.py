@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from srperf.build import ensure_built
-from srperf.drivers.base import TrafficGenerator, TrialResult
+from srperf.drivers.base import TrafficGenerator, TrialResult, beyond_generator
 from srperf.errors import GeneratorError
 from srperf.resources import generator_dir
 
@@ -87,12 +87,6 @@ class SrgenReport:
     @property
     def offered(self) -> int:
         return self.sent + self.refused
-
-
-RETRY_FLOOR = 0.9
-"""A generator-limited trial is retried only when it offered at least this share
-of the intended rate, or its rate was paced before (a transient stall); else
-the rate is beyond the generator and retrying only costs time."""
 
 
 class LinuxGenerator(TrafficGenerator):
@@ -166,8 +160,7 @@ class LinuxGenerator(TrafficGenerator):
             if not result.generator_limited:
                 self._best_paced_pps = max(self._best_paced_pps, rate_pps)
                 break
-            transient = (result.offered_rate_pps >= RETRY_FLOOR * rate_pps
-                         or rate_pps <= self._best_paced_pps)
+            transient = not beyond_generator(result, self._best_paced_pps)
             log.info("generator limited at %.0f pps (offered %.0f pps); %s", rate_pps,
                      result.offered_rate_pps,
                      "retrying" if transient and len(attempts) <= self.retries

@@ -40,10 +40,9 @@ def ensure_built(output_name: str, sources: Sequence[Path], command: Sequence[st
         newest = max(p.stat().st_mtime for p in sources)
         if out.stat().st_mtime >= newest:
             return out
-    argv = [arg.replace("{out}", str(out)) for arg in command]
     log.info("building %s", out)
-    tmp_out = str(out) + ".tmp"
-    argv = [arg.replace(str(out), tmp_out) for arg in argv]
+    tmp_out = f"{out}.tmp"  # renamed over ``out`` only when the build is clean
+    argv = [arg.replace("{out}", tmp_out) for arg in command]
     proc = subprocess.run(argv, capture_output=True, text=True)
     if proc.returncode != 0:
         raise BuildError(f"building {output_name} failed: {' '.join(argv)}\n{proc.stderr}")

@@ -22,14 +22,13 @@ def _rate(text: str) -> RateSpec:
     from srperf.config.loader import parse_rate
 
     try:
-        value: float | str = float(text)
+        return parse_rate(float(text))
     except ValueError:
-        value = text
-    import re
-
-    if isinstance(value, str) and not re.fullmatch(r"\s*[0-9.]+\s*(%|pps|kpps|Mpps)\s*", value):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a rate (e.g. 500000, 500kpps, 50%)")
-    return parse_rate(value)
+        pass
+    try:
+        return parse_rate(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:

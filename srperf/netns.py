@@ -48,10 +48,15 @@ def run(argv: Sequence[str], *, ns: str | None = None, check: bool = True,
     return result
 
 
+def netns_names() -> list[str]:
+    """Names of the network namespaces ``ip netns list`` shows."""
+    out = run(["ip", "netns", "list"]).stdout
+    return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
 def netns_exists(name: str) -> bool:
     """True when ``ip netns list`` shows ``name``."""
-    out = run(["ip", "netns", "list"]).stdout
-    return any(line.split()[0] == name for line in out.splitlines() if line.strip())
+    return name in netns_names()
 
 
 def link_stats(ns: str | None, dev: str) -> dict[str, int]:

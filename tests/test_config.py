@@ -63,18 +63,23 @@ def test_shipped_files_validate(path: Path) -> None:
     assert validate_file(path) in ("experiment", "testbed")
 
 
-def _exp(**changes: object) -> dict:
-    data = yaml.safe_load(yaml.safe_dump(GOOD_EXPERIMENT))
+def _changed(base: dict, changes: dict[str, object]) -> dict:
+    """A deep copy of ``base`` with dotted keys set (or deleted, for value KeyError)."""
+    data = yaml.safe_load(yaml.safe_dump(base))
     for key, value in changes.items():
         target = data
         parts = key.split(".")
         for part in parts[:-1]:
-            target = target[part]
+            target = target.setdefault(part, {})
         if value is KeyError:
             del target[parts[-1]]
         else:
             target[parts[-1]] = value
     return data
+
+
+def _exp(**changes: object) -> dict:
+    return _changed(GOOD_EXPERIMENT, changes)
 
 
 BAD_EXPERIMENTS = [
@@ -114,14 +119,7 @@ def test_bad_experiment_names_file_key_value(tmp_path: Path, what: str, data: di
 
 
 def _tb(**changes: object) -> dict:
-    data = yaml.safe_load(yaml.safe_dump(GOOD_TESTBED))
-    for key, value in changes.items():
-        target = data
-        parts = key.split(".")
-        for part in parts[:-1]:
-            target = target.setdefault(part, {})
-        target[parts[-1]] = value
-    return data
+    return _changed(GOOD_TESTBED, changes)
 
 
 BAD_TESTBEDS = [
@@ -154,6 +152,13 @@ def test_bad_testbed_names_file_key_value(tmp_path: Path, what: str, data: dict,
         load_testbed(path)
     msg = str(info.value)
     assert str(path) in msg and key in msg and value in msg, msg
+    assert info.value.key == key
+
+
+def test_cli_rejects_malformed_rate(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["pdr", "--behavior", "ipv6", "--max-rate", "1.2.3kpps"])
+    assert info.value.code == 2 and "not a rate" in capsys.readouterr().err
 
 
 def test_invalid_yaml_names_line(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ import yaml
 from srperf.config.model import (Addressing, Experiment, PortConfig, RateSpec, SearchConfig,
                                  SshConfig, SutConfig, TesterConfig, Testbed,
                                  TransportConfig)
-from srperf.config.schema import EXPERIMENT_SCHEMA, TESTBED_SCHEMA
+from srperf.config.schema import EXPERIMENT_SCHEMA, MAC_PATTERN, RATE_PATTERN, TESTBED_SCHEMA
 from srperf.errors import ConfigError
 
 _UNITS = {"pps": 1.0, "kpps": 1e3, "Mpps": 1e6}
@@ -65,7 +65,7 @@ def _validate(file: str, data: dict[str, Any], schema: dict[str, Any]) -> None:
         missing = err.message.split("'")[1] if "'" in err.message else err.message
         raise ConfigError(file, _key(list(err.path) + [missing]), None, "required key missing")
     reason = err.message
-    if err.validator == "oneOf" and "RATE" not in reason:
+    if err.validator == "oneOf":
         reason = ("not a rate: use pps as a number, or a string like '500kpps', "
                   "'1.2Mpps' or '50%'")
     elif err.validator == "enum":
@@ -76,11 +76,15 @@ def _validate(file: str, data: dict[str, Any], schema: dict[str, Any]) -> None:
 
 
 def parse_rate(value: Any) -> RateSpec:
-    """A schema-valid rate value as a :class:`RateSpec`."""
+    """A rate (a number of pps, or text such as '500kpps' or '50%') as a :class:`RateSpec`.
+
+    Raises ValueError for anything else.
+    """
     if isinstance(value, (int, float)):
         return RateSpec(float(value))
-    match = re.fullmatch(r"\s*([0-9.]+)\s*(%|pps|kpps|Mpps)\s*", value)
-    assert match, value
+    match = re.match(RATE_PATTERN, value)
+    if not match:
+        raise ValueError(f"{value!r} is not a rate (e.g. 500000, 500kpps, 1.2Mpps, 50%)")
     number, unit = float(match.group(1)), match.group(2)
     if unit == "%":
         return RateSpec(number, percent=True)
@@ -216,7 +220,7 @@ def _addressing(file: str, data: dict[str, Any]) -> Addressing:
         key = f"addressing.{f.name}"
         name = f.name
         if name.endswith("_mac"):
-            if not re.fullmatch(r"([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}", str(value)):
+            if not re.match(MAC_PATTERN, str(value)):
                 raise ConfigError(file, key, value, "not a MAC address")
         elif name.endswith("prefix6") or name == "sid_prefix":
             _check_ip(file, key, value, 6, network=True)

@@ -7,16 +7,19 @@ from typing import Any
 
 from srperf.config.model import Addressing
 
+RATE_PATTERN = r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(%|pps|kpps|Mpps)\s*$"
+"""A rate written as text: a number and a unit (group 1, group 2)."""
+MAC_PATTERN = r"^([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}$"
 RATE = {
     "description": "pps as a number, or a string: '500kpps', '1.2Mpps', '800000pps', '50%'",
     "oneOf": [
         {"type": "number", "exclusiveMinimum": 0},
-        {"type": "string", "pattern": r"^\s*[0-9]+(\.[0-9]+)?\s*(%|pps|kpps|Mpps)\s*$"},
+        {"type": "string", "pattern": RATE_PATTERN},
     ],
 }
 POSITIVE = {"type": "number", "exclusiveMinimum": 0}
 IFNAME = {"type": "string", "pattern": r"^[A-Za-z0-9_.:-]{1,15}$"}
-MAC = {"type": "string", "pattern": r"^([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}$"}
+MAC = {"type": "string", "pattern": MAC_PATTERN}
 FORWARDERS = ["linux", "vpp", "srnk", "ebpf"]
 ALGORITHMS = ["bisect", "multi", "mlr", "mlrsearch", "mrr"]
 

@@ -11,7 +11,7 @@ import statistics
 import time
 from dataclasses import dataclass, field
 
-from srperf.drivers.base import TrialResult
+from srperf.drivers.base import TrialResult, beyond_generator
 from srperf.search.base import GoalResult, Measure, SearchResult, SearchSettings
 
 log = logging.getLogger(__name__)
@@ -23,24 +23,15 @@ packets in ten thousand): a loss of that size is the kind scheduling jitter
 causes, worth a second look."""
 
 UNUSABLE_RETRIES = 3
-GENERATOR_RETRY_FLOOR = 0.9
-"""See :func:`beyond_generator`."""
-
-
-def beyond_generator(trials: "TrialLog", trial: TrialResult) -> bool:
-    """True when a generator-limited trial asked for more than the generator can do.
-
-    That is: it offered less than :data:`GENERATOR_RETRY_FLOOR` of the intended
-    rate, at a rate above every rate the generator has paced in this search.
-    A shortfall at a rate already paced once is a transient stall, worth a retry.
-    """
-    if not trial.generator_limited or \
-            trial.offered_rate_pps >= GENERATOR_RETRY_FLOOR * trial.rate_pps:
-        return False
-    paced = [t.rate_pps for t in trials.trials if t.usable]
-    return not paced or trial.rate_pps > max(paced)
 """Unusable trials (generator-limited or inconsistent counters) tolerated at one
 rate before the rate is declared impossible to measure."""
+
+
+def beyond_generator_in(trials: "TrialLog", trial: TrialResult) -> bool:
+    """:func:`srperf.drivers.base.beyond_generator`, against the best rate paced
+    by a usable trial of this search."""
+    paced = max((t.rate_pps for t in trials.trials if t.usable), default=0.0)
+    return beyond_generator(trial, paced)
 
 
 class TrialBudgetExceeded(Exception):
@@ -190,7 +181,7 @@ def measure_rate(trials: TrialLog, rate_pps: float, duration_s: float,
         runs.append(trial)
         if not trial.usable:
             unusable += 1
-            if beyond_generator(trials, trial):
+            if beyond_generator_in(trials, trial):
                 break  # retrying cannot help
             continue
         usable.append(trial)

@@ -95,7 +95,7 @@ from dataclasses import dataclass, field
 from srperf.drivers.base import TrialResult
 from srperf.search.base import GoalResult, Measure, SearchAlgorithm, SearchResult, SearchSettings
 from srperf.search.common import (UNUSABLE_RETRIES, TrialBudgetExceeded, TrialLog,
-                                  beyond_generator, edge_goal, exceeds, unmeasurable_goal)
+                                  beyond_generator_in, edge_goal, exceeds, unmeasurable_goal)
 
 log = logging.getLogger(__name__)
 
@@ -241,7 +241,7 @@ class MlrSearch(SearchAlgorithm):
         trial = self._log.run(rate, duration, **flags)
         record = self._record(rate)
         record.add(trial)
-        if beyond_generator(self._log, trial):
+        if beyond_generator_in(self._log, trial):
             record.unusable_run = max(record.unusable_run, UNUSABLE_RETRIES)  # no retries
         return trial
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from srperf.config.model import Testbed
 from srperf.errors import SrperfError
-from srperf.netns import CommandFailed, run
+from srperf.netns import CommandFailed, netns_names, run
 
 log = logging.getLogger(__name__)
 
@@ -57,9 +57,7 @@ class VirtualTestbed:
     # -- queries ---------------------------------------------------------------
     def namespaces(self) -> list[str]:
         """Every namespace of this testbed that exists now (VNFs included)."""
-        out = run(["ip", "netns", "list"]).stdout
-        names = [line.split()[0] for line in out.splitlines() if line.strip()]
-        return sorted(n for n in names if n.startswith(f"{self.tb.prefix}-"))
+        return sorted(n for n in netns_names() if n.startswith(f"{self.tb.prefix}-"))
 
     def is_up(self) -> bool:
         """True when both namespaces and all four ports exist."""

@@ -42,7 +42,7 @@ from typing import Sequence
 from srperf.build import ensure_built
 from srperf.config.model import Addressing, Testbed
 from srperf.errors import SrperfError, UnsupportedBehavior
-from srperf.netns import netns_exists, run
+from srperf.netns import netns_exists, netns_names, run
 from srperf.resources import ebpf_dir
 
 log = logging.getLogger(__name__)
@@ -188,9 +188,7 @@ class VnfSet:
     def existing(self) -> list[str]:
         """Namespaces of this testbed's VNFs that exist now (any count)."""
         pattern = re.compile(re.escape(f"{self.tb.prefix}-vnf") + r"\d+")
-        out = run(["ip", "netns", "list"]).stdout
-        names = [line.split()[0] for line in out.splitlines() if line.strip()]
-        return sorted(n for n in names if pattern.fullmatch(n))
+        return sorted(n for n in netns_names() if pattern.fullmatch(n))
 
     def _sut_vnf_links(self) -> list[str]:
         if not netns_exists(self.tb.sut_ns):

@@ -9,7 +9,10 @@ error is the reported rate (lower bound) against the model's exact noiseless
 PDR, relative.  Trials take no real time; "trial-s" is the sum of intended
 trial durations, the figure that costs time on a real testbed.  "in width":
 share of goals whose error is within the relative width; "bracket": share whose
-[lower, upper] holds the true value.
+[lower, upper] holds the true value.  Right of "|": the crossing estimate every
+search also reports (srperf/search/estimate.py, fitted to all its trials): its
+mean |error|, share within the width, share of goals whose 95 % interval is
+closed on both ends, and share of those intervals that hold the true value.
 
 Algorithms (all at the same relative width, min 100 kpps, max 1.5 Mpps):
   bisect-srperf  SRPerf Algorithm 1, SRPerf settings: 10 s trials x --scale,
@@ -70,6 +73,7 @@ def run_cell(alg: str, noise: float, seeds: int, thresholds: tuple[float, ...], 
              scale: float, base: SearchSettings) -> dict[str, float]:
     model = SimulatedModel(CAPACITY_PPS, capacity_jitter=noise)
     ts, ns, errs, inside, bracket, statuses = [], [], [], 0, 0, 0
+    est_errs, covered, closed = [], 0, 0
     for seed in range(seeds):
         gen = SimulatedGenerator(model, seed=seed)
         # accuracy for bisect: width x the (first) goal's true value
@@ -89,6 +93,11 @@ def run_cell(alg: str, noise: float, seeds: int, thresholds: tuple[float, ...], 
             inside += abs(err) <= width
             if g.lower_bound_pps is not None and g.upper_bound_pps is not None:
                 bracket += g.lower_bound_pps <= true <= g.upper_bound_pps
+            if g.estimate_pps is not None:
+                est_errs.append(abs(g.estimate_pps - true) / true)
+                if g.estimate_low_pps is not None and g.estimate_high_pps is not None:
+                    closed += 1
+                    covered += g.estimate_low_pps <= true <= g.estimate_high_pps
     n_goals = seeds * len(thresholds)
     finite = [abs(e) for e in errs if e != float("inf")]
     return {
@@ -97,6 +106,10 @@ def run_cell(alg: str, noise: float, seeds: int, thresholds: tuple[float, ...], 
         "err_max": max(finite) if finite else float("nan"),
         "bias": statistics.mean(e for e in errs if e != float("inf")) if finite else float("nan"),
         "in_width": inside / n_goals, "bracketed": bracket / n_goals, "no_value": statuses,
+        "est_err_mean": statistics.mean(est_errs) if est_errs else float("nan"),
+        "est_in_width": sum(e <= width for e in est_errs) / n_goals,
+        "est_closed": closed / n_goals,
+        "est_covered": covered / closed if closed else float("nan"),
     }
 
 
@@ -142,7 +155,7 @@ def table(thresholds: tuple[float, ...], algs: list[str], args: argparse.Namespa
           "(error: reported rate vs the model's exact value, per goal)")
     header = (f"{'noise':>5} {'algorithm':<14} {'trial-s':>8} {'max':>7} {'trials':>6} "
               f"{'|err| mean':>10} {'|err| max':>9} {'bias':>7} {'in width':>8} {'bracket':>7} "
-              f"{'no value':>8}")
+              f"{'no value':>8} | {'est |err|':>9} {'in width':>8} {'closed':>6} {'covers':>6}")
     print(header)
     print("-" * len(header))
     summary: dict[tuple[float, str], dict[str, float]] = {}
@@ -155,7 +168,9 @@ def table(thresholds: tuple[float, ...], algs: list[str], args: argparse.Namespa
                   f"{cell['trials']:>6.1f} {100 * cell['err_mean']:>9.3f}% "
                   f"{100 * cell['err_max']:>8.3f}% {100 * cell['bias']:>+6.2f}% "
                   f"{100 * cell['in_width']:>7.0f}% {100 * cell['bracketed']:>6.0f}% "
-                  f"{cell['no_value']:>8.0f}")
+                  f"{cell['no_value']:>8.0f} | {100 * cell['est_err_mean']:>8.3f}% "
+                  f"{100 * cell['est_in_width']:>7.0f}% {100 * cell['est_closed']:>5.0f}% "
+                  f"{100 * cell['est_covered']:>5.0f}%")
     print("mlr trial-seconds / other's (mean over the same seeds):")
     for noise in args.noise:
         if (noise, "mlr") not in summary:

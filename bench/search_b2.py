@@ -24,6 +24,7 @@ from srperf import behaviors as catalogue
 from srperf.cfg_manager import CfgManager
 from srperf.config.model import Testbed
 from srperf.generators import create_generator
+from srperf.orchestrator import describe_estimate
 from srperf.search import DEFAULT_ALGORITHM, create
 from srperf.search.base import SearchSettings
 from srperf.search.bisect import BisectSearch
@@ -53,6 +54,7 @@ def main() -> int:
                                                max_rate_pps=args.max_rate),
     }
     results: dict[tuple[str, str], list[float]] = {(a, b): [] for a in algs for b in names}
+    estimates: dict[tuple[str, str], list[float]] = {(a, b): [] for a in algs for b in names}
     costs: dict[str, list[float]] = {a: [] for a in algs}
     started = time.monotonic()
     transport = for_testbed(tb)
@@ -73,11 +75,14 @@ def main() -> int:
                     value = goal.lower_bound_pps if goal.status in ("ok", "at_max") else None
                     if value is not None:
                         results[(alg, name)].append(value / 1e3)
+                    if goal.estimate_pps is not None:
+                        estimates[(alg, name)].append(goal.estimate_pps / 1e3)
                     costs[alg].append(res.trial_seconds)
                     print(f"rep {rep} {name:<9} {alg:<9} {goal.status:<9} "
                           f"[{(goal.lower_bound_pps or 0) / 1e3:7.1f}, "
                           f"{(goal.upper_bound_pps or 0) / 1e3:7.1f}] kpps "
-                          f"{res.n_trials:3d} trials {res.trial_seconds:6.1f} trial-s", flush=True)
+                          f"{res.n_trials:3d} trials {res.trial_seconds:6.1f} trial-s"
+                          f"{describe_estimate(goal)}", flush=True)
                 cfg.clean()
         gen.close()
     finally:
@@ -87,7 +92,7 @@ def main() -> int:
     print(f"\nB2 PDR@{args.threshold}% on the virtual testbed, {args.repeats} interleaved "
           f"repeats, {time.monotonic() - started:.0f} s wall")
     print(f"{'algorithm':<10} {'behavior':<9} {'n':>2} {'mean':>8} {'CV %':>6} {'min':>8} "
-          f"{'max':>8}  (kpps)")
+          f"{'max':>8}  (kpps; reported PDR = lower bound) | estimates: n, mean, CV %")
     cvs: dict[str, list[float]] = {a: [] for a in algs}
     for alg in algs:
         for name in names:
@@ -95,8 +100,12 @@ def main() -> int:
             mean = statistics.mean(v) if v else float("nan")
             cv = 100 * statistics.stdev(v) / mean if len(v) > 1 else float("nan")
             cvs[alg].append(cv)
+            e = estimates[(alg, name)]
+            e_mean = statistics.mean(e) if e else float("nan")
+            e_cv = 100 * statistics.stdev(e) / e_mean if len(e) > 1 else float("nan")
             print(f"{alg:<10} {name:<9} {len(v):>2} {mean:8.1f} {cv:6.1f} "
-                  f"{min(v, default=float('nan')):8.1f} {max(v, default=float('nan')):8.1f}")
+                  f"{min(v, default=float('nan')):8.1f} {max(v, default=float('nan')):8.1f}"
+                  f" | {len(e):>2} {e_mean:8.1f} {e_cv:6.1f}")
     for alg in algs:
         stable = 0
         ref = None

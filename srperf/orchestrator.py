@@ -33,7 +33,7 @@ from srperf.generators import create_generator
 from srperf.results.store import ResultStore, TrialKey
 from srperf.results.summary import summarize
 from srperf.search import create as create_search
-from srperf.search.base import SearchResult, SearchSettings
+from srperf.search.base import GoalResult, SearchResult, SearchSettings
 from srperf.transports import for_testbed
 
 log = logging.getLogger(__name__)
@@ -284,7 +284,8 @@ class Orchestrator:
                 up = f"{g.upper_bound_pps / 1e3:.1f}" if g.upper_bound_pps else "?"
                 parts.append(f"{'NDR' if g.threshold_pct == 0 else f'PDR@{g.threshold_pct:g}%'}"
                              f" [{g.lower_bound_pps / 1e3:.1f}, {up}] kpps"
-                             + (" (at max rate)" if g.status == "at_max" else ""))
+                             + (" (at max rate)" if g.status == "at_max" else "")
+                             + describe_estimate(g))
             else:
                 parts.append(f"{g.threshold_pct:g}%: {g.status} {g.note}".strip())
         return (f"{key.behavior} size {key.packet_size} rep {key.repetition}: "
@@ -292,4 +293,13 @@ class Orchestrator:
                 f"{result.trial_seconds:.1f} trial-s, {result.wall_s:.1f} s)")
 
 
-__all__ = ["Orchestrator", "RunReport", "search_settings", "check_compatible", "SrperfError"]
+def describe_estimate(g: GoalResult) -> str:
+    """`` estimate X kpps (95 % a-b)`` for a goal with a crossing estimate, else ``""``."""
+    if g.estimate_pps is None:
+        return ""
+    low = "open" if g.estimate_low_pps is None else f"{g.estimate_low_pps / 1e3:.1f}"
+    high = "open" if g.estimate_high_pps is None else f"{g.estimate_high_pps / 1e3:.1f}"
+    return f", estimate {g.estimate_pps / 1e3:.1f} kpps (95 % {low}-{high})"
+
+
+__all__ = ["Orchestrator", "describe_estimate", "RunReport", "search_settings", "check_compatible", "SrperfError"]

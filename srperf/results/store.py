@@ -34,11 +34,15 @@ CREATE TABLE IF NOT EXISTS searches (
     id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT, time TEXT, behavior TEXT,
     forwarder TEXT, packet_size INTEGER, repetition INTEGER, search_seq INTEGER,
     algorithm TEXT, threshold_pct REAL, status TEXT, lower_pps REAL, upper_pps REAL,
-    conditional_pps REAL, n_trials INTEGER, trial_seconds REAL, wall_s REAL, note TEXT);
+    conditional_pps REAL, n_trials INTEGER, trial_seconds REAL, wall_s REAL, note TEXT,
+    estimate_pps REAL, estimate_low_pps REAL, estimate_high_pps REAL);
 CREATE TABLE IF NOT EXISTS outcomes (
     id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT, time TEXT, behavior TEXT,
     forwarder TEXT, packet_size INTEGER, status TEXT, reason TEXT);
 """
+
+ADDED_SEARCH_COLUMNS = ("estimate_pps", "estimate_low_pps", "estimate_high_pps")
+"""Columns of ``searches`` newer than the first schema (added to older files on open)."""
 
 
 def _now() -> str:
@@ -64,6 +68,14 @@ class ResultStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(str(self.path), isolation_level=None)
         self.db.executescript(SCHEMA)
+        self._add_missing_columns()
+
+    def _add_missing_columns(self) -> None:
+        """Bring a results file written by an older srperf up to the current schema."""
+        have = {row[1] for row in self.db.execute("PRAGMA table_info(searches)")}
+        for column in ADDED_SEARCH_COLUMNS:
+            if column not in have:
+                self.db.execute(f"ALTER TABLE searches ADD COLUMN {column} REAL")
 
     def close(self) -> None:
         self.db.close()
@@ -104,13 +116,15 @@ class ResultStore:
             self.db.execute(
                 "INSERT INTO searches (run_id, time, behavior, forwarder, packet_size,"
                 " repetition, search_seq, algorithm, threshold_pct, status, lower_pps,"
-                " upper_pps, conditional_pps, n_trials, trial_seconds, wall_s, note)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " upper_pps, conditional_pps, n_trials, trial_seconds, wall_s, note,"
+                " estimate_pps, estimate_low_pps, estimate_high_pps)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (run_id, _now(), key.behavior, key.forwarder, key.packet_size,
                  key.repetition, key.search_seq, result.algorithm, g.threshold_pct, g.status,
                  g.lower_bound_pps, g.upper_bound_pps, g.conditional_throughput_pps,
                  result.n_trials, result.trial_seconds, result.wall_s,
-                 "; ".join(x for x in (g.note, result.note) if x)))
+                 "; ".join(x for x in (g.note, result.note) if x),
+                 g.estimate_pps, g.estimate_low_pps, g.estimate_high_pps))
 
     def add_outcome(self, run_id: str, behavior: str, forwarder: str, packet_size: int,
                     status: str, reason: str = "") -> None:

@@ -25,7 +25,9 @@ def summarize(searches: pd.DataFrame, outcomes: pd.DataFrame | None = None) -> p
 
     Columns (rates in kpps): n, mean_kpps, std_kpps, cv_pct, ci95_kpps (half-width,
     Student t), min_kpps, median_kpps, max_kpps, mean_width_kpps (search interval),
-    statuses (e.g. ``ok x5``).  Behaviors that were not measured appear with their
+    median_estimate_kpps (median of the searches' fitted crossing estimates, see
+    :mod:`srperf.search.estimate`; NaN where no search had one), statuses (e.g.
+    ``ok x5``).  Behaviors that were not measured appear with their
     outcome status and reason and no numbers.
     """
     rows = []
@@ -41,6 +43,8 @@ def summarize(searches: pd.DataFrame, outcomes: pd.DataFrame | None = None) -> p
             statuses = ", ".join(f"{s} x{c}" for s, c in grp["status"].value_counts().items())
             notes = [x for x in grp.get("note", pd.Series(dtype=str)).fillna("") if x]
             passing = grp["lower_pps"].dropna()
+            estimates = (grp["estimate_pps"].dropna() / 1000.0 if "estimate_pps" in grp
+                         else pd.Series(dtype=float))
             rows.append({
                 "behavior": beh, "packet_size": size, "threshold_pct": thr, "n": n,
                 "mean_kpps": mean, "std_kpps": std,
@@ -49,7 +53,9 @@ def summarize(searches: pd.DataFrame, outcomes: pd.DataFrame | None = None) -> p
                 "min_kpps": values.min() if n else math.nan,
                 "median_kpps": values.median() if n else math.nan,
                 "max_kpps": values.max() if n else math.nan,
-                "mean_width_kpps": width, "status": statuses,
+                "mean_width_kpps": width,
+                "median_estimate_kpps": (estimates.median() if len(estimates) else math.nan),
+                "status": statuses,
                 "reason": "" if n else (notes[0] if notes else "") + (
                     f" (highest passing rate seen: {passing.max() / 1000:.1f} kpps)"
                     if len(passing) else ""),

@@ -35,7 +35,11 @@ class SearchSettings:
         near_factor: relative closeness to a threshold that triggers repeats.
         warmup_duration_s: optional warm-up trial before the search (discarded).
         exceed_ratio: MLR-style share of failing trial time tolerated at a load.
-        duration_sum_s: MLR-style trial time needed at a load before deciding.
+        duration_sum_s: MLR-style trial time needed at a load before deciding,
+            seconds.  The default, 5 s of 1 s trials ("3 of 5 decide"), was chosen on
+            the virtual testbed, where single trials at a fixed rate lose 0-1 % at
+            random: with 3 s, one unlucky pair of trials made a wrong bound too often
+            (bench/search_b2.py).
         relative_width: MLR-style stop width relative to the upper bound.
         seed: for algorithms that randomise anything.
         mrr_rate_pps: offered rate of max-receive-rate trials, pps (None: max rate).
@@ -60,7 +64,7 @@ class SearchSettings:
     near_factor: float = 4.0
     warmup_duration_s: float = 0.0
     exceed_ratio: float = 0.5
-    duration_sum_s: float = 3.0
+    duration_sum_s: float = 5.0
     relative_width: float = 0.01
     seed: int = 0
     mrr_rate_pps: float | None = None
@@ -134,6 +138,14 @@ class GoalResult:
     status: str = "ok"
     conditional_throughput_pps: float | None = None
     note: str = ""
+    estimate_pps: float | None = None
+    """Rate where the share of bad trial time crosses the exceed ratio, fitted to
+    every usable trial of the search (:mod:`srperf.search.estimate`); None when
+    the trials do not straddle the answer.  A point estimate, not a bound."""
+    estimate_low_pps: float | None = None
+    """Lower end of the estimate's 95 % profile-likelihood interval (None: open)."""
+    estimate_high_pps: float | None = None
+    """Upper end of the estimate's 95 % interval (None: open)."""
 
     @property
     def width_pps(self) -> float | None:

@@ -117,8 +117,23 @@ class TrialLog:
         if bad:
             notes.append(f"{bad} trial(s) excluded from decisions "
                          "(generator-limited or inconsistent counters)")
+        goals = [self._with_estimate(g) for g in goals]
         return SearchResult(algorithm=self.algorithm, goals=goals, trials=list(self.trials),
                             wall_s=time.monotonic() - self.started, note="; ".join(notes))
+
+    def _with_estimate(self, goal: GoalResult) -> GoalResult:
+        """``goal`` with the crossing estimate of all trials, for goals with both bounds."""
+        if goal.status != "ok" or goal.lower_bound_pps is None or goal.upper_bound_pps is None:
+            return goal
+        from srperf.search.estimate import crossing_estimate  # it imports this module
+
+        trials = [t for t in self.trials if not t.extra.get("warmup")]
+        est = crossing_estimate(trials, goal.threshold_pct, self.settings.exceed_ratio)
+        if est is None:
+            return goal
+        return dataclasses.replace(goal, estimate_pps=est.rate_pps,
+                                   estimate_low_pps=est.ci_low_pps,
+                                   estimate_high_pps=est.ci_high_pps)
 
 
 @dataclass

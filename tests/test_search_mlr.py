@@ -73,11 +73,11 @@ def test_validation_margin_and_unusable_runs() -> None:
 
 def test_phases() -> None:
     w = -math.log1p(-0.01)
-    one = build_phases(SearchSettings(relative_width=0.01, preceding_phases=1))
+    one = build_phases(SearchSettings(relative_width=0.01, preceding_phases=1, duration_sum_s=3.0))
     assert [(p.duration_s, p.duration_sum_s, p.final) for p in one] == \
         [(0.5, 0.5, False), (1.0, 3.0, True)]
     assert [p.log_width for p in one] == pytest.approx([2 * w, w])
-    two = build_phases(SearchSettings(relative_width=0.01, preceding_phases=2))
+    two = build_phases(SearchSettings(relative_width=0.01, preceding_phases=2, duration_sum_s=3.0))
     assert [p.duration_s for p in two] == pytest.approx([0.5, 1.0, 1.0])
     assert [p.duration_sum_s for p in two] == pytest.approx([0.5, math.sqrt(0.5 * 3), 3.0])
     assert [p.log_width for p in two] == pytest.approx([4 * w, 2 * w, w])

@@ -35,8 +35,8 @@ Decision rule (one load, one goal with loss threshold t, one phase)
       bad time at all is *provisional*: it steers the search like a lower bound
       but is never reported before validation (below).
 
-    With e = 0.5, a 3 s duration sum and 1 s trials this is "2 of 3 trials
-    decide", with early stopping; with a duration sum of one trial, one trial
+    With e = 0.5, a 5 s duration sum (the default) and 1 s trials this is "3 of
+    5 trials decide", with early stopping; with a duration sum of one trial, one trial
     decides.
 
 Bounds and the next load

@@ -175,3 +175,43 @@ def test_cost_against_mlrsearch_and_srperf(thresholds, noise: float) -> None:
     assert mine <= 0.5 * srperf
     if noise >= 0.02:  # one trial per rate suffers from noise; the exceed-ratio rule less so
         assert my_err < srperf_err
+
+
+def _bad_period_sut(first: int, end: int):
+    """A SUT of 1 Mpps that loses 2 % at any rate in trials ``first`` to ``end - 1``
+    (a stretch of time in which even low rates lose, as seen on the virtual testbed)."""
+    count = [0]
+
+    def measure(rate: float, duration: float) -> TrialResult:
+        index = count[0]
+        count[0] += 1
+        intended = round(rate * duration)
+        if first <= index < end:
+            lost = math.ceil(intended * 0.02)
+        else:
+            lost = max(0, math.ceil(intended * (1 - 1_000_000 / rate) - 1e-9))
+        return TrialResult(rate, duration, intended, intended, 0, intended - lost, duration)
+
+    return measure
+
+
+def test_far_loss_inversion_rechecks_the_upper_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = SearchSettings(thresholds_pct=(0.5,))
+    result = create("mlr", settings).run(_bad_period_sut(6, 30))
+    g = result.goals[0]
+    rechecks = [t for t in result.trials if t.extra.get("recheck")]
+    assert rechecks and all(t.duration_s == settings.trial_duration_s for t in rechecks)
+    assert g.status == "ok" and g.lower_bound_pps > 900_000
+    assert "re-check" in g.note and "loss inversion" in g.note
+    # without the re-check the bad period would have set the answer
+    monkeypatch.setattr("srperf.search.mlr.INVERSION_RATIO", float("inf"))
+    blind = create("mlr", settings).run(_bad_period_sut(6, 30)).goals[0]
+    assert blind.lower_bound_pps < 500_000 and "re-check" not in blind.note
+
+
+def test_no_recheck_without_a_far_inversion() -> None:
+    for noise in (0.0, 0.02):
+        for seed in range(10):
+            gen = SimulatedGenerator(SimulatedModel(1_000_000, capacity_jitter=noise), seed=seed)
+            result = create("mlr", SearchSettings(thresholds_pct=(0.0, 0.5))).run(gen.trial)
+            assert not [t for t in result.trials if t.extra.get("recheck")], (noise, seed)

@@ -78,6 +78,16 @@ Validation
     change the answer is not run: with the defaults, a rate with two good final
     trials already stays a lower bound after one more bad trial.)
 
+Re-check after a far inversion
+    A usable trial that passed a goal at ``INVERSION_RATIO`` x its upper bound or
+    more is not noise around the answer: the SUT changed during the search (on a
+    VM, a stretch of seconds in which even low rates lose).  Before reporting,
+    the upper bound then gets more final-duration trials, marked
+    ``extra["recheck"] = True``, until it holds ``RECHECK_SUMS`` duration sums of
+    final trials or stops being an upper bound; in that case the search goes on
+    above it.  Inversions within the noise (closer than ``INVERSION_RATIO``)
+    are ignored, as before: conservative.
+
 Result
     Per goal: bounds of the final phase; conditional throughput = lower bound x
     (1 - q), q the loss ratio at the (1 - e) quantile of the final-duration
@@ -104,6 +114,10 @@ PROVISIONAL = "provisional"
 """Not decided yet, but good long trials and no bad time so far: steers the
 search like a lower bound, is never reported as one before validation."""
 _EPS = 1e-9
+INVERSION_RATIO = 1.1
+"""A pass at this multiple of the upper bound or above triggers a re-check of the bound."""
+RECHECK_SUMS = 2.0
+"""Final trial time a re-checked upper bound may reach, in duration sums."""
 
 
 @dataclass(frozen=True)
@@ -376,7 +390,12 @@ class MlrSearch(SearchAlgorithm):
                     continue
                 todo = self._to_validate(goals, validated)
                 if not todo:
-                    break
+                    recheck = self._to_recheck(goals)
+                    if not recheck:
+                        break
+                    for r in recheck:
+                        self._trial(r, s.trial_duration_s, recheck=True)
+                    continue
                 for r in todo:
                     validated.setdefault(r, []).append(
                         self._trial(r, s.trial_duration_s, validation=True))
@@ -402,6 +421,23 @@ class MlrSearch(SearchAlgorithm):
                 continue
             if self._needs_validation(lo, g.threshold_pct, len(validated.get(lo, []))):
                 todo.append(lo)
+        return todo
+
+    def _to_recheck(self, goals: list[GoalState]) -> list[float]:
+        """Upper bounds with a far inversion above them that may take more trials."""
+        s = self.settings
+        final = self.phases[-1]
+        todo: list[float] = []
+        for g in goals:
+            _, hi, limited = self._bounds(g.threshold_pct, final)
+            if hi is None or limited or hi in todo:
+                continue
+            far_pass = any(tr.usable and tr.rate_pps >= INVERSION_RATIO * hi
+                           and not exceeds(tr, g.threshold_pct) for tr in self._log.trials)
+            spent = sum(tr.duration_s for tr in self._loads[hi].trials
+                        if tr.duration_s >= final.duration_s * (1.0 - _EPS))
+            if far_pass and spent < RECHECK_SUMS * final.duration_sum_s * (1.0 - _EPS):
+                todo.append(hi)
         return todo
 
     def _needs_validation(self, rate: float, t: float, done: int) -> bool:
@@ -476,11 +512,24 @@ class MlrSearch(SearchAlgorithm):
         rec = self._loads[lo]
         q = rec.quantile_loss(t, final, s.exceed_ratio)
         cond = None if q is None else lo * (1.0 - q)
-        vnote = _validation_note(validated.get(lo), t, s)
+        vnote = "; ".join(x for x in (_validation_note(validated.get(lo), t, s),
+                                      self._recheck_note(t, hi)) if x)
         if hi is None:
             base = edge_goal(t, "at_max", s, conditional=cond)
             return dataclasses.replace(base, note="; ".join(x for x in (base.note, vnote) if x))
         return GoalResult(t, lo, hi, "ok", cond, vnote)
+
+
+    def _recheck_note(self, t: float, hi: float | None) -> str:
+        rechecks = [tr for tr in self._log.trials if tr.extra.get("recheck")]
+        if not rechecks:
+            return ""
+        passes = [tr.rate_pps for tr in self._log.trials if tr.usable
+                  and hi is not None and tr.rate_pps >= INVERSION_RATIO * hi
+                  and not exceeds(tr, t)]
+        seen = f"; a trial passed at {max(passes):.0f} pps" if passes else ""
+        return (f"{len(rechecks)} re-check trial(s) after a loss inversion (the SUT "
+                f"changed during the search){seen}")
 
 
 def _validation_note(trials: list[TrialResult] | None, t: float, settings: SearchSettings

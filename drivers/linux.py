@@ -13,8 +13,9 @@ A trial is checked twice before anyone uses it:
   otherwise the trial is re-run up to ``retries`` times, then flagged
   (it says nothing about the SUT).
 - *counters consistent*: ``sent`` must equal the tx port's ``tx_packets``
-  delta and ``refused`` its ``tx_dropped`` delta; a mismatch is flagged with
-  a note, never hidden.
+  delta and ``refused`` its ``tx_dropped`` delta, and ``received`` may not
+  exceed ``sent`` (a stray frame from the SUT would hide a lost one); a
+  mismatch is flagged with a note, never hidden.
 
 ``received`` is the rx port's ``rx_packets`` delta (the XDP sink there drops
 frames after they are counted).
@@ -288,6 +289,12 @@ class LinuxGenerator(TrafficGenerator):
         if rep.refused != rep.tx_dropped_delta:
             consistent = False
             notes.append(f"refused {rep.refused} != tx_dropped delta {rep.tx_dropped_delta}")
+        if rep.rx_packets_delta > rep.sent:
+            # a frame the SUT sent of its own (neighbour discovery, MLD) reached the
+            # rx port: it would hide a lost test frame
+            consistent = False
+            notes.append(f"received {rep.rx_packets_delta - rep.sent} more frame(s) than sent "
+                         "(stray frames at the rx port)")
         offered_rate = rep.offered / elapsed_s
         error = offered_rate / rate_pps - 1.0
         limited = abs(error) > self.tolerance

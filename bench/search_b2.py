@@ -8,6 +8,7 @@ scaled to --bisect-trial-s).  Prints per algorithm and behavior: mean, CV,
 range of the PDR, the ranking of behaviors in each repeat, and the CV ratio.
 
     .venv/bin/python bench/search_b2.py [--repeats 5] [--behaviors ipv6,end,h_encaps]
+                                        [--trials-json FILE]
 
 Needs root; builds a virtual testbed with prefix `srpb2` and removes it.
 """
@@ -16,9 +17,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import statistics
 import sys
 import time
+from pathlib import Path
 
 from srperf import behaviors as catalogue
 from srperf.cfg_manager import CfgManager
@@ -41,6 +44,8 @@ def main() -> int:
     ap.add_argument("--bisect-trial-s", type=float, default=1.0,
                     help="bisect trial duration (SRPerf: 10 s; scaled for time)")
     ap.add_argument("--ours", default=DEFAULT_ALGORITHM)
+    ap.add_argument("--trials-json", metavar="FILE",
+                    help="also write every search with all its trials to FILE (JSON)")
     args = ap.parse_args()
 
     tb = Testbed(name="b2", prefix="srpb2")
@@ -56,6 +61,7 @@ def main() -> int:
     results: dict[tuple[str, str], list[float]] = {(a, b): [] for a in algs for b in names}
     estimates: dict[tuple[str, str], list[float]] = {(a, b): [] for a in algs for b in names}
     costs: dict[str, list[float]] = {a: [] for a in algs}
+    dump: list[dict[str, object]] = []
     started = time.monotonic()
     transport = for_testbed(tb)
     try:
@@ -78,6 +84,9 @@ def main() -> int:
                     if goal.estimate_pps is not None:
                         estimates[(alg, name)].append(goal.estimate_pps / 1e3)
                     costs[alg].append(res.trial_seconds)
+                    dump.append({"repeat": rep, "behavior": name, "algorithm": alg,
+                                 "goal": dataclasses.asdict(goal),
+                                 "trials": [dataclasses.asdict(t) for t in res.trials]})
                     print(f"rep {rep} {name:<9} {alg:<9} {goal.status:<9} "
                           f"[{(goal.lower_bound_pps or 0) / 1e3:7.1f}, "
                           f"{(goal.upper_bound_pps or 0) / 1e3:7.1f}] kpps "
@@ -86,6 +95,8 @@ def main() -> int:
                 cfg.clean()
         gen.close()
     finally:
+        if args.trials_json:
+            Path(args.trials_json).write_text(json.dumps(dump, indent=1, default=str))
         transport.close()  # removes the pushed CFG script's work directory
         vt.down()
 

@@ -432,8 +432,7 @@ class MlrSearch(SearchAlgorithm):
             _, hi, limited = self._bounds(g.threshold_pct, final)
             if hi is None or limited or hi in todo:
                 continue
-            far_pass = any(tr.usable and tr.rate_pps >= INVERSION_RATIO * hi
-                           and not exceeds(tr, g.threshold_pct) for tr in self._log.trials)
+            far_pass = bool(self._far_passes(g.threshold_pct, hi))
             spent = sum(tr.duration_s for tr in self._loads[hi].trials
                         if tr.duration_s >= final.duration_s * (1.0 - _EPS))
             if far_pass and spent < RECHECK_SUMS * final.duration_sum_s * (1.0 - _EPS):
@@ -520,13 +519,16 @@ class MlrSearch(SearchAlgorithm):
         return GoalResult(t, lo, hi, "ok", cond, vnote)
 
 
+    def _far_passes(self, t: float, hi: float) -> list[float]:
+        """Rates (pps) of usable trials that passed ``t`` at INVERSION_RATIO x ``hi`` or above."""
+        return [tr.rate_pps for tr in self._log.trials
+                if tr.usable and tr.rate_pps >= INVERSION_RATIO * hi and not exceeds(tr, t)]
+
     def _recheck_note(self, t: float, hi: float | None) -> str:
         rechecks = [tr for tr in self._log.trials if tr.extra.get("recheck")]
         if not rechecks:
             return ""
-        passes = [tr.rate_pps for tr in self._log.trials if tr.usable
-                  and hi is not None and tr.rate_pps >= INVERSION_RATIO * hi
-                  and not exceeds(tr, t)]
+        passes = [] if hi is None else self._far_passes(t, hi)
         seen = f"; a trial passed at {max(passes):.0f} pps" if passes else ""
         return (f"{len(rechecks)} re-check trial(s) after a loss inversion (the SUT "
                 f"changed during the search){seen}")

@@ -237,6 +237,24 @@ static __always_inline int advance(struct srp_cache_val *s, __u8 sl)
 	return 0;
 }
 
+/* The outer IPv6 header and SRH (hlen bytes) in the scratch buffer, already
+ * advanced to segment sl; NULL with the counter to drop with in *why. */
+static __always_inline struct srp_cache_val *load_outer(struct __sk_buff *skb,
+							__u32 hlen, __u8 sl,
+							__u32 *why)
+{
+	struct srp_cache_val *s = scratch();
+
+	*why = SRP_err;
+	if (!s || bpf_skb_load_bytes(skb, ETH_HLEN, s->data, hlen))
+		return NULL;
+	if (advance(s, sl)) {
+		*why = SRP_in_bad;
+		return NULL;
+	}
+	return s;
+}
+
 /* Rewrite Ethernet and hand the packet to the VNF. */
 static __always_inline int to_vnf(struct __sk_buff *skb, struct srp_vnf *vnf,
 				  __u16 proto)
@@ -335,7 +353,7 @@ int srp_inbound(struct __sk_buff *skb)
 	struct srp_vnf *vnf;
 	struct in6_addr da;
 	void *data, *end;
-	__u32 vidx, hlen;
+	__u32 vidx, hlen, why;
 	__u32 *pidx;
 	__u8 sl, last, inner;
 	int fam4;
@@ -411,13 +429,9 @@ int srp_inbound(struct __sk_buff *skb)
 		if (!h)
 			return drop(SRP_err);
 		if (h->len == 0 || now - h->updated_ns >= vnf->age_ns) {
-			s = scratch();
+			s = load_outer(skb, hlen, sl, &why);
 			if (!s)
-				return drop(SRP_err);
-			if (bpf_skb_load_bytes(skb, ETH_HLEN, s->data, hlen))
-				return drop(SRP_err);
-			if (advance(s, sl))
-				return drop(SRP_in_bad);
+				return drop(why);
 			bpf_spin_lock(&h->lock);
 			__builtin_memcpy(h->data, s->data, SRP_MAX_HDR);
 			h->len = hlen;
@@ -433,13 +447,9 @@ int srp_inbound(struct __sk_buff *skb)
 		struct srp_cache_val *old;
 		__u32 verify;
 
-		s = scratch();
+		s = load_outer(skb, hlen, sl, &why);
 		if (!s)
-			return drop(SRP_err);
-		if (bpf_skb_load_bytes(skb, ETH_HLEN, s->data, hlen))
-			return drop(SRP_err);
-		if (advance(s, sl))
-			return drop(SRP_in_bad);
+			return drop(why);
 		if (cache_key(skb, ETH_HLEN + hlen, fam4, vidx, vnf->flags, &k, &verify))
 			return drop(SRP_in_bad);
 		old = bpf_map_lookup_elem(&srp_cache, &k);

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 import pytest
 import yaml
@@ -107,15 +108,19 @@ BAD_EXPERIMENTS = [
 ]
 
 
-@pytest.mark.parametrize("what,data,key,value", BAD_EXPERIMENTS, ids=[b[0] for b in BAD_EXPERIMENTS])
-def test_bad_experiment_names_file_key_value(tmp_path: Path, what: str, data: dict, key: str,
-                                             value: str) -> None:
-    path = write(tmp_path, data, "exp.yaml")
+def _assert_names_file_key_value(load: Callable[[Path], object], path: Path, key: str,
+                                 value: str) -> None:
     with pytest.raises(ConfigError) as info:
-        load_experiment(path)
+        load(path)
     msg = str(info.value)
     assert str(path) in msg and key in msg and value in msg, msg
     assert info.value.key == key
+
+
+@pytest.mark.parametrize("what,data,key,value", BAD_EXPERIMENTS, ids=[b[0] for b in BAD_EXPERIMENTS])
+def test_bad_experiment_names_file_key_value(tmp_path: Path, what: str, data: dict, key: str,
+                                             value: str) -> None:
+    _assert_names_file_key_value(load_experiment, write(tmp_path, data, "exp.yaml"), key, value)
 
 
 def _tb(**changes: object) -> dict:
@@ -147,12 +152,7 @@ BAD_TESTBEDS = [
 @pytest.mark.parametrize("what,data,key,value", BAD_TESTBEDS, ids=[b[0] for b in BAD_TESTBEDS])
 def test_bad_testbed_names_file_key_value(tmp_path: Path, what: str, data: dict, key: str,
                                           value: str) -> None:
-    path = write(tmp_path, data, "tb.yaml")
-    with pytest.raises(ConfigError) as info:
-        load_testbed(path)
-    msg = str(info.value)
-    assert str(path) in msg and key in msg and value in msg, msg
-    assert info.value.key == key
+    _assert_names_file_key_value(load_testbed, write(tmp_path, data, "tb.yaml"), key, value)
 
 
 def test_cli_rejects_malformed_rate(capsys: pytest.CaptureFixture[str]) -> None:

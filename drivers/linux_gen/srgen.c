@@ -7,7 +7,14 @@
  * its own counts and the kernel counters of TX and RX read before and after.
  *
  *   - AF_PACKET raw socket bound to TX, PACKET_QDISC_BYPASS (the frame goes
- *     straight to the driver), 8 MB send buffer (SO_SNDBUFFORCE).  Two send
+ *     straight to the driver), 8 MB send buffer (SO_SNDBUFFORCE).
+ *     With -Q PKTS the frames go through TX's queueing discipline instead
+ *     (the caller installs a pfifo of PKTS packets there): over veth, when
+ *     the peer's 256-slot NAPI ring is full the qdisc holds the frames
+ *     until the peer catches up, so a stall of the SUT shorter than the
+ *     queue loses nothing.  Sends are then non-blocking and the send buffer
+ *     is sized to hold the whole queue, so a full queue shows as refusals
+ *     (the qdisc's own drops), never as lag.  Two send
  *     paths (-m): "mmsg" sendmmsg batches whose messages all point at the
  *     frame; "ring" a PACKET_TX_RING (TPACKET_V2) whose slots all hold the
  *     frame, a batch is marked TP_STATUS_SEND_REQUEST and flushed with one
@@ -24,8 +31,9 @@
  *     [(COUNT-1)/RATE + slipped, (COUNT-1)/RATE + slipped + MAX_LAG].
  *   - Every packet is offered exactly once.  A packet the path refuses
  *     (ENOBUFS/EAGAIN, i.e. the message at which sendmmsg stopped short) is
- *     counted as refused and never retried.  The socket blocks when its send
- *     buffer is full: that back-pressure shows as lag, not as loss.
+ *     counted as refused and never retried.  Bypassing the qdisc, the socket
+ *     blocks when its send buffer is full: that back-pressure shows as lag,
+ *     not as loss (with -Q, EAGAIN is a refusal).
  *     Ring: the kernel stops at a refused slot, puts it back to SEND_REQUEST
  *     and send() fails with ENOBUFS; srgen counts one refusal and withdraws
  *     its newest request, so the total stays exact (all slots hold the same
@@ -60,6 +68,7 @@
 #define MAX_BATCH 256
 #define MAX_FRAME 16384
 #define SNDBUF_BYTES (8 * 1024 * 1024)
+#define SNDBUF_MAX (1024 * 1024 * 1024)
 #define RING_FRAMES 4096u             /* slots of the TX ring, at most */
 #define RING_MAX_BYTES (64u * 1024 * 1024)
 #define STUCK_NS 5000000000ull /* no slot completes for that long: give up */
@@ -77,6 +86,7 @@ struct opts {
 	uint64_t quantum_ns;  /* wait until this much traffic is due (0: send each at once) */
 	unsigned int batch;   /* packets per send call, at most */
 	enum mode mode;
+	uint64_t queue_pkts;  /* 0: bypass the qdisc; else send through it (see -Q) */
 };
 
 /* The sender: its socket and, in ring mode, the mapped TX ring.  head and
@@ -92,6 +102,7 @@ struct sender {
 	size_t map_len, frame_size;
 	unsigned int nframes;
 	uint64_t head, tail, calls, refused_short;
+	int send_flags;       /* flags of sendmmsg: MSG_DONTWAIT through a qdisc */
 };
 
 /* Kernel counters of the two ports, one snapshot. */
@@ -115,10 +126,11 @@ static void usage(void)
 {
 	fputs("usage: srgen -f FRAME -r RATE_PPS -n COUNT -t TX_DEV -x RX_DEV\n"
 	      "             [-c CPU] [-P FIFO_PRIO] [-d DRAIN_MS] [-b BATCH] [-l MAX_LAG_US]\n"
-	      "             [-q QUANTUM_US] [-m mmsg|ring]\n"
+	      "             [-q QUANTUM_US] [-m mmsg|ring] [-Q QUEUE_PKTS]\n"
 	      "  RATE_PPS 0 = unpaced; BATCH 1..256 (16); DRAIN_MS (200); MAX_LAG_US (1000);\n"
 	      "  QUANTUM_US (0): send once this much traffic is due (fewer, fuller batches)\n"
-	      "  -m send path (mmsg): sendmmsg batches, or a PACKET_TX_RING\n",
+	      "  -m send path (mmsg): sendmmsg batches, or a PACKET_TX_RING\n"
+	      "  -Q send through TX's qdisc, which queues up to QUEUE_PKTS (0: bypass it)\n",
 	      stderr);
 	exit(2);
 }
@@ -177,7 +189,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	o->max_lag_ns = 1000ull * 1000;
 	o->batch = 16;
 	o->rate_pps = -1;
-	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:m:h")) != -1) {
+	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:m:Q:h")) != -1) {
 		switch (c) {
 		case 'f': o->frame_path = optarg; break;
 		case 'r': {
@@ -196,6 +208,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case 'd': o->drain_ns = parse_u64(optarg, "drain") * 1000000ull; break;
 		case 'b': o->batch = (unsigned int)parse_u64(optarg, "batch"); break;
 		case 'l': o->max_lag_ns = parse_u64(optarg, "max lag") * 1000ull; break;
+		case 'Q': o->queue_pkts = parse_u64(optarg, "queue"); break;
 		case 'q': o->quantum_ns = parse_u64(optarg, "quantum") * 1000ull; break;
 		case 'm':
 			if (!strcmp(optarg, "mmsg"))
@@ -232,10 +245,21 @@ static size_t load_frame(const char *path, unsigned char *buf)
 	return len;
 }
 
-static int open_socket(const char *dev)
+/* Send buffer for a queue of q frames of len bytes: room for the whole queue
+ * twice over (an skb's truesize is the frame plus under 1 KiB of overhead). */
+static int sndbuf_bytes(uint64_t q, size_t len)
+{
+	uint64_t want = 2 * q * ((uint64_t)len + 1024);
+
+	if (want < SNDBUF_BYTES)
+		return SNDBUF_BYTES;
+	return want > SNDBUF_MAX ? SNDBUF_MAX : (int)want;
+}
+
+static int open_socket(const char *dev, uint64_t queue_pkts, size_t len)
 {
 	struct sockaddr_ll sll;
-	int one = 1, sndbuf = SNDBUF_BYTES;
+	int one = 1, sndbuf = sndbuf_bytes(queue_pkts, len);
 	/* Protocol 0: this socket only sends; it registers no receive hook. */
 	int fd = socket(AF_PACKET, SOCK_RAW, 0);
 
@@ -248,7 +272,8 @@ static int open_socket(const char *dev)
 		die("no interface %s: %s", dev, strerror(errno));
 	if (bind(fd, (struct sockaddr *)&sll, sizeof(sll)) < 0)
 		die("bind to %s: %s", dev, strerror(errno));
-	if (setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one)) < 0)
+	if (!queue_pkts &&
+	    setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof(one)) < 0)
 		die("PACKET_QDISC_BYPASS: %s", strerror(errno));
 	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf)) < 0)
 		die("SO_SNDBUFFORCE: %s (needs CAP_NET_ADMIN)", strerror(errno));
@@ -333,7 +358,7 @@ static void setup_ring(struct sender *s, const char *dev, const unsigned char *f
  * how many packets were offered (sent or refused), 0 after EINTR. */
 static uint64_t offer_mmsg(struct sender *s, uint64_t n, uint64_t *sent, uint64_t *refused)
 {
-	int ret = sendmmsg(s->fd, s->msgs, (unsigned int)n, 0);
+	int ret = sendmmsg(s->fd, s->msgs, (unsigned int)n, s->send_flags);
 
 	s->calls++;
 	if (ret < 0) {
@@ -431,7 +456,8 @@ int main(int argc, char **argv)
 	}
 	len = load_frame(o.frame_path, frame);
 	snd.dev = o.tx;
-	snd.fd = open_socket(o.tx);
+	snd.fd = open_socket(o.tx, o.queue_pkts, len);
+	snd.send_flags = o.queue_pkts ? MSG_DONTWAIT : 0;
 	if (o.mode == MODE_RING) {
 		setup_ring(&snd, o.tx, frame, len);
 	} else {
@@ -509,13 +535,14 @@ int main(int argc, char **argv)
 	printf("{\"intended\": %" PRIu64 ", \"sent\": %" PRIu64 ", \"refused\": %" PRIu64
 	       ", \"refused_short\": %" PRIu64 ", \"elapsed_ns\": %" PRIu64
 	       ", \"rate_pps\": %.3f, \"frame_len\": %zu, \"batch\": %u, \"calls\": %" PRIu64
-	       ", \"mode\": \"%s\", \"ring_frames\": %u"
+	       ", \"mode\": \"%s\", \"ring_frames\": %u, \"queue_pkts\": %" PRIu64
 	       ", \"max_lag_ns\": %" PRIu64 ", \"max_lag_bound_ns\": %" PRIu64
 	       ", \"slipped_ns\": %" PRIu64 ", \"drain_ns\": %" PRIu64 ", \"cpu\": %d"
 	       ", \"tx_packets_delta\": %" PRIu64 ", \"tx_dropped_delta\": %" PRIu64
 	       ", \"rx_packets_delta\": %" PRIu64 ", \"rx_dropped_delta\": %" PRIu64 "}\n",
 	       o.count, sent, refused, snd.refused_short, o.count ? last - first : 0, o.rate_pps,
 	       len, o.batch, snd.calls, o.mode == MODE_RING ? "ring" : "mmsg", snd.nframes,
+	       o.queue_pkts,
 	       max_lag, o.max_lag_ns, slipped, o.drain_ns, o.cpu,
 	       after.tx_packets - before.tx_packets, after.tx_dropped - before.tx_dropped,
 	       after.rx_packets - before.rx_packets, after.rx_dropped - before.rx_dropped);

@@ -13,12 +13,19 @@ A trial is checked twice before anyone uses it:
   otherwise the trial is re-run up to ``retries`` times, then flagged
   (it says nothing about the SUT).
 - *counters consistent*: ``sent`` must equal the tx port's ``tx_packets``
-  delta and ``refused`` its ``tx_dropped`` delta, and ``received`` may not
+  delta and ``refused`` its ``tx_dropped`` delta (plus the drops of its
+  queue, with ``queue_pkts``), and ``received`` may not
   exceed ``sent`` (a stray frame from the SUT would hide a lost one); a
   mismatch is flagged with a note, never hidden.
 
 ``received`` is the rx port's ``rx_packets`` delta (the XDP sink there drops
 frames after they are counted).
+
+With ``queue_pkts`` > 0 the tx port gets a pfifo of that many packets and
+srgen sends through it: when the SUT's 256-slot veth ring is full, frames wait
+there (as in a NIC's receive ring) instead of being refused at once, so a
+vCPU stall of the SUT shorter than the queue costs no loss.  The queue is
+part of what is measured: say its size with every result.
 """
 
 from __future__ import annotations
@@ -48,6 +55,12 @@ MAX_FRAME_BYTES = 16384
 """Largest frame srgen accepts (bytes)."""
 SEND_MODES = ("mmsg", "ring")
 """srgen's send paths: sendmmsg batches, or a PACKET_TX_RING."""
+MAX_QUEUE_PKTS = 1_000_000
+"""Largest queue on the tx port (packets)."""
+DEFAULT_QUEUE_PKTS = 4096
+"""Queue on the tx port unless configured (packets): about 8 ms at 0.5 Mpps,
+longer than the vCPU stalls that made the bare 256-slot ring lose 0.1-2 %
+at any rate on the 2-vCPU VM here (bench/search_b2.py --queue-pkts 0 vs 4096)."""
 
 
 def build_srgen() -> Path:
@@ -73,6 +86,8 @@ class SrgenReport:
     rx_packets_delta: int
     rx_dropped_delta: int
     raw: dict[str, Any]
+    qdisc_dropped_delta: int = 0
+    """Drops of the tx port's queue (filled in by the caller, not srgen)."""
 
     @classmethod
     def parse(cls, text: str) -> "SrgenReport":
@@ -110,6 +125,9 @@ class LinuxGenerator(TrafficGenerator):
     runs srgen at SCHED_FIFO (0: normal scheduling), which keeps pacing exact
     when other tasks share its CPU (the kernel's RT throttling still leaves
     them 5 % of each second).
+
+    ``queue_pkts`` > 0 installs a pfifo of that many packets on the tx port
+    and sends through it (see the module docstring); 0 bypasses any qdisc.
     """
 
     name = "linux"
@@ -117,19 +135,23 @@ class LinuxGenerator(TrafficGenerator):
     def __init__(self, ns: str, tx: str, rx: str, cpu: int | None = 0,
                  tolerance: float = 0.01, drain_s: float = 0.2, retries: int = 1,
                  batch: int = 16, max_lag_s: float = 0.001, quantum_s: float = 0.0,
-                 fifo_priority: int = 0, mode: str = "mmsg") -> None:
+                 fifo_priority: int = 0, mode: str = "mmsg",
+                 queue_pkts: int = DEFAULT_QUEUE_PKTS) -> None:
         if mode not in SEND_MODES:
             raise ValueError(f"mode must be one of {SEND_MODES}, not {mode!r}")
         if tolerance <= 0 or drain_s < 0 or retries < 0 or not 1 <= batch <= 256:
             raise ValueError("tolerance > 0, drain_s >= 0, retries >= 0, 1 <= batch <= 256")
         if not 0 <= 2 * quantum_s <= max_lag_s:
             raise ValueError("quantum_s must be in [0, max_lag_s / 2]")
+        if not 0 <= queue_pkts <= MAX_QUEUE_PKTS:
+            raise ValueError(f"queue_pkts must be in [0, {MAX_QUEUE_PKTS}], not {queue_pkts}")
         self.ns, self.tx, self.rx, self.cpu = ns, tx, rx, cpu
         self.tolerance, self.drain_s, self.retries = tolerance, drain_s, retries
         self._best_paced_pps = 0.0  # highest rate paced within tolerance so far
         self.batch, self.max_lag_s, self.quantum_s = batch, max_lag_s, quantum_s
         self.fifo_priority = fifo_priority
         self.mode = mode
+        self.queue_pkts = queue_pkts
         self._binary = build_srgen()
         self._tmp = Path(tempfile.mkdtemp(prefix="srperf-linuxgen-"))
         # Temp files go even if a caller forgets close() (garbage collection, exit).
@@ -261,6 +283,11 @@ class LinuxGenerator(TrafficGenerator):
             argv += ["-c", str(self.cpu)]
         if self.fifo_priority:
             argv += ["-P", str(self.fifo_priority)]
+        if self.queue_pkts:
+            argv += ["-Q", str(self.queue_pkts)]
+        # srgen is the only sender on tx: the queue's drops between these two
+        # reads are its frames'.
+        drops_before = self._queue_drops(install=True)
         expected_s = count / rate_pps if rate_pps > 0 else count / 1e5
         log.debug("run %s", " ".join(argv))
         try:
@@ -270,7 +297,42 @@ class LinuxGenerator(TrafficGenerator):
             raise GeneratorError(f"srgen did not finish: {' '.join(argv)}") from exc
         if proc.returncode != 0:
             raise GeneratorError(f"srgen failed ({proc.returncode}): {proc.stderr.strip()}")
-        return SrgenReport.parse(proc.stdout)
+        report = SrgenReport.parse(proc.stdout)
+        if self.queue_pkts:
+            report = dataclasses.replace(report,
+                                         qdisc_dropped_delta=self._queue_drops() - drops_before)
+        return report
+
+    def _tc(self, *args: str) -> str:
+        proc = subprocess.run(["ip", "netns", "exec", self.ns, "tc", *args],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise GeneratorError(f"tc {' '.join(args)} in {self.ns} failed: "
+                                 f"{proc.stderr.strip()}")
+        return proc.stdout
+
+    def _queue_drops(self, install: bool = False) -> int:
+        """Packets the tx port's queue has dropped so far (0 without a queue).
+
+        With ``install`` a missing queue (or one of another size) is put in
+        place first: a pfifo of ``queue_pkts`` as the tx port's root qdisc.
+        """
+        if not self.queue_pkts:
+            return 0
+        try:
+            for qdisc in json.loads(self._tc("-s", "-j", "qdisc", "show", "dev", self.tx)):
+                if (qdisc.get("root") and qdisc.get("kind") == "pfifo"
+                        and qdisc["options"]["limit"] == self.queue_pkts):
+                    return int(qdisc["drops"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise GeneratorError(f"cannot read the queue's drops on {self.ns}/{self.tx}") from exc
+        if not install:
+            raise GeneratorError(f"the queue on {self.ns}/{self.tx} (pfifo of "
+                                 f"{self.queue_pkts} packets) went away during a trial")
+        self._tc("qdisc", "replace", "dev", self.tx, "root", "pfifo",
+                 "limit", str(self.queue_pkts))
+        log.info("queue of %d packets on %s/%s", self.queue_pkts, self.ns, self.tx)
+        return 0
 
     def _one_trial(self, rate_pps: float, duration_s: float, intended: int) -> TrialResult:
         rep = self.run_srgen(rate_pps, intended)
@@ -286,9 +348,11 @@ class LinuxGenerator(TrafficGenerator):
         if rep.sent != rep.tx_packets_delta:
             consistent = False
             notes.append(f"sent {rep.sent} != tx_packets delta {rep.tx_packets_delta}")
-        if rep.refused != rep.tx_dropped_delta:
+        if rep.refused != rep.tx_dropped_delta + rep.qdisc_dropped_delta:
             consistent = False
-            notes.append(f"refused {rep.refused} != tx_dropped delta {rep.tx_dropped_delta}")
+            notes.append(f"refused {rep.refused} != tx_dropped delta {rep.tx_dropped_delta}"
+                         + (f" + queue drops {rep.qdisc_dropped_delta}"
+                            if self.queue_pkts else ""))
         if rep.rx_packets_delta > rep.sent:
             # a frame the SUT sent of its own (neighbour discovery, MLD) reached the
             # rx port: it would hide a lost test frame
@@ -303,7 +367,8 @@ class LinuxGenerator(TrafficGenerator):
                          f"{rate_pps:.0f} pps ({error:+.2%}, tolerance {self.tolerance:.2%})")
         extra = {"max_lag_ns": rep.max_lag_ns, "slipped_ns": rep.slipped_ns,
                  "refused_short": rep.refused_short, "send_calls": rep.calls,
-                 "mode": self.mode,
+                 "mode": self.mode, "queue_pkts": self.queue_pkts,
+                 "qdisc_dropped_delta": rep.qdisc_dropped_delta,
                  "tx_packets_delta": rep.tx_packets_delta,
                  "tx_dropped_delta": rep.tx_dropped_delta,
                  "rx_dropped_delta": rep.rx_dropped_delta, "pacing_error": error}
@@ -313,4 +378,4 @@ class LinuxGenerator(TrafficGenerator):
                            counters_consistent=consistent, note="; ".join(notes), extra=extra)
 
 
-__all__ = ["LinuxGenerator", "SrgenReport", "build_srgen"]
+__all__ = ["DEFAULT_QUEUE_PKTS", "LinuxGenerator", "SrgenReport", "build_srgen"]

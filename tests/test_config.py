@@ -146,6 +146,8 @@ BAD_TESTBEDS = [
      "tester.options.batchsize", "8"),
     ("bad send mode", _tb(**{"tester.options": {"mode": "dpdk"}}), "tester.options.mode",
      "dpdk"),
+    ("negative queue", _tb(**{"tester.options": {"queue_pkts": -1}}),
+     "tester.options.queue_pkts", "-1"),
 ]
 
 

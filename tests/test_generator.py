@@ -131,6 +131,12 @@ def test_srgen_rejects_bad_input(tmp_path: Path) -> None:
     assert proc.returncode == 1 and "bad mode" in proc.stderr
     with pytest.raises(ValueError):
         LinuxGenerator("tgen-none", "a", "b", mode="zerocopy")
+    proc = subprocess.run([binary, "-f", str(frame), "-r", "10", "-n", "1", "-t", "lo",
+                           "-x", "lo", "-Q", "-5"], capture_output=True, text=True)
+    assert proc.returncode == 1 and "bad queue" in proc.stderr
+    for bad in (-1, 1_000_001):
+        with pytest.raises(ValueError, match="queue_pkts"):
+            LinuxGenerator("tgen-none", "a", "b", queue_pkts=bad)
 
 
 # -- result logic (srgen's report replaced by a fake one) ----------------------------
@@ -183,6 +189,26 @@ def test_trial_good_and_limited_flags() -> None:
         g.trial(1000, 1.0)
         r = g.trial(1000, 1.0)
         assert g.calls == 3 and not r.generator_limited
+
+
+def test_trial_refusals_are_checked_against_queue_drops() -> None:
+    class _QueuedFake(_FakeGen):
+        def run_srgen(self, rate_pps: float, count: int, drain_s: float | None = None
+                      ) -> SrgenReport:
+            import dataclasses
+
+            return dataclasses.replace(super().run_srgen(rate_pps, count, drain_s),
+                                       qdisc_dropped_delta=self.queue_drops)
+
+    with _QueuedFake([_report(990, 10, 1.0, tx_dropped=0)], retries=0, queue_pkts=64) as g:
+        g.queue_drops = 10
+        r = g.trial(1000, 1.0)
+        assert r.counters_consistent and r.extra["qdisc_dropped_delta"] == 10, r.note
+        assert r.extra["queue_pkts"] == 64
+    with _QueuedFake([_report(990, 10, 1.0, tx_dropped=0)], retries=0, queue_pkts=64) as g:
+        g.queue_drops = 7    # 3 refusals no counter saw (a full send buffer)
+        r = g.trial(1000, 1.0)
+        assert not r.counters_consistent and "queue drops 7" in r.note
 
 
 def test_trial_counter_mismatch_is_flagged() -> None:
@@ -361,7 +387,8 @@ def overload() -> Iterator[tuple[str, str]]:
 @pytest.mark.parametrize("mode", SEND_MODES)
 def test_overload_refused_equals_tx_dropped(overload: tuple[str, str], mode: str) -> None:
     tester, peer = overload
-    with LinuxGenerator(tester, "u0", "u0", cpu=0, retries=0, drain_s=1.0, mode=mode) as g:
+    with LinuxGenerator(tester, "u0", "u0", cpu=0, retries=0, drain_s=1.0, mode=mode,
+                        queue_pkts=0) as g:
         g.prepare(_frame())
         # 20000 frames in 0.1 s into a consumer of a few thousand frames/s:
         # the peer's 256-slot ring overflows whatever the scheduling.
@@ -378,6 +405,53 @@ def test_overload_refused_equals_tx_dropped(overload: tuple[str, str], mode: str
         run(["ip", "link", "set", "dev", "v0", "down"], ns=peer)
         rep = g.run_srgen(0, 1000, drain_s=0.01)
         assert (rep.sent, rep.refused, rep.tx_dropped_delta) == (0, 1000, 1000)
+
+
+@needs_root
+@pytest.mark.netns
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", SEND_MODES)
+def test_queue_holds_a_burst_the_ring_refuses(overload: tuple[str, str], mode: str) -> None:
+    """600 frames in 3 ms into the slow peer: its 256-slot ring alone refuses
+    some; a 1000-packet queue on the tx port holds them until the peer is done."""
+    tester, _ = overload
+    with LinuxGenerator(tester, "u0", "u0", cpu=0, retries=0, drain_s=1.0, mode=mode,
+                        queue_pkts=0) as g:
+        g.prepare(_frame())
+        bare = g.trial(200_000, 0.003)
+        assert bare.refused > 0 and bare.counters_consistent, bare
+    with LinuxGenerator(tester, "u0", "u0", cpu=0, retries=0, drain_s=1.0, mode=mode,
+                        queue_pkts=1000) as g:
+        g.prepare(_frame())
+        before = link_stats(tester, "u0")
+        queued = g.trial(200_000, 0.003)
+        after = link_stats(tester, "u0")
+        qdisc = json.loads(run(["tc", "-j", "qdisc", "show", "dev", "u0"], ns=tester).stdout)
+        assert [(q["kind"], q["options"]["limit"]) for q in qdisc if q.get("root")] \
+            == [("pfifo", 1000)]
+        assert (queued.sent, queued.refused) == (600, 0), queued
+        assert _delta(before, after, "tx_packets") == 600
+        assert queued.counters_consistent and queued.extra["qdisc_dropped_delta"] == 0
+
+
+@needs_root
+@pytest.mark.netns
+@pytest.mark.slow
+def test_queue_overflow_is_refused_and_counted(overload: tuple[str, str]) -> None:
+    tester, _ = overload
+    with LinuxGenerator(tester, "u0", "u0", cpu=0, retries=0, drain_s=1.0,
+                        queue_pkts=500) as g:
+        g.prepare(_frame())
+        # 20000 frames in 0.1 s, where ring and queue hold 756 and the peer
+        # consumes a few hundred: most are refused, each one a queue drop.
+        before = link_stats(tester, "u0")
+        r = g.trial(200_000, 0.1)
+        after = link_stats(tester, "u0")
+        assert r.refused > 15_000 and r.sent + r.refused == 20_000, r
+        assert r.extra["qdisc_dropped_delta"] == r.refused
+        assert _delta(before, after, "tx_dropped") == 0
+        assert _delta(before, after, "tx_packets") == r.sent
+        assert r.counters_consistent and not r.generator_limited, r.note
 
 
 def test_close_removes_temp_files() -> None:

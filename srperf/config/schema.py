@@ -123,6 +123,7 @@ TESTBED_SCHEMA: dict[str, Any] = {
                         "quantum_s": {"type": "number", "minimum": 0},
                         "fifo_priority": {"type": "integer", "minimum": 0, "maximum": 99},
                         "mode": {"enum": ["mmsg", "ring"]},
+                        "queue_pkts": {"type": "integer", "minimum": 0, "maximum": 1000000},
                     },
                 },
             },

@@ -39,7 +39,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from srperf.drivers.linux import LinuxGenerator
+from srperf.drivers.linux import DEFAULT_QUEUE_PKTS, LinuxGenerator
 from srperf.drivers.linux_sink import attach_sink
 from srperf.netns import link_stats, run
 
@@ -197,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-lag-us", type=float, default=1000, help="catch-up bound after a stall")
     p.add_argument("--quantum-us", type=float, default=0,
                    help="send once this much traffic is due (0: each packet at once)")
+    p.add_argument("--queue-pkts", type=int, default=DEFAULT_QUEUE_PKTS,
+                   help="queue on the tx port, packets (0: bypass the qdisc)")
     p.add_argument("--gen-cpu", type=int, default=0)
     p.add_argument("--gen-fifo", type=int, default=0,
                    help="SCHED_FIFO priority of srgen (0: normal scheduling)")
@@ -227,9 +229,10 @@ def main(argv: list[str] | None = None) -> int:
         with LinuxGenerator(TX_NS, "t0", "t0", cpu=args.gen_cpu, tolerance=0.01, retries=0,
                             batch=args.batch, max_lag_s=args.max_lag_us / 1e6,
                             quantum_s=args.quantum_us / 1e6,
-                            fifo_priority=args.gen_fifo, mode=modes[0]) as gen:
+                            fifo_priority=args.gen_fifo, mode=modes[0],
+                            queue_pkts=args.queue_pkts) as gen:
             print(f"srgen: modes {', '.join(modes)}, CPU {args.gen_cpu} FIFO {args.gen_fifo}, "
-                  f"batch {args.batch}, max lag {args.max_lag_us:g} us, quantum "
+                  f"queue {args.queue_pkts} pkts, batch {args.batch}, max lag {args.max_lag_us:g} us, quantum "
                   f"{args.quantum_us:g} us; sink NAPI on CPU {args.sink_cpu} FIFO "
                   f"{args.sink_fifo}, deferral {args.sink_defer}")
             gen.prepare(frame_64())

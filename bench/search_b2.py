@@ -8,7 +8,7 @@ scaled to --bisect-trial-s).  Prints per algorithm and behavior: mean, CV,
 range of the PDR, the ranking of behaviors in each repeat, and the CV ratio.
 
     .venv/bin/python bench/search_b2.py [--repeats 5] [--behaviors ipv6,end,h_encaps]
-                                        [--trials-json FILE]
+                                        [--trials-json FILE] [--queue-pkts N]
 
 Needs root; builds a virtual testbed with prefix `srpb2` and removes it.
 """
@@ -46,9 +46,16 @@ def main() -> int:
     ap.add_argument("--ours", default=DEFAULT_ALGORITHM)
     ap.add_argument("--trials-json", metavar="FILE",
                     help="also write every search with all its trials to FILE (JSON)")
+    ap.add_argument("--queue-pkts", type=int, default=None,
+                    help="queue on the tester's tx port, packets (0: none; default: "
+                    "the generator's, 4096)")
     args = ap.parse_args()
 
     tb = Testbed(name="b2", prefix="srpb2")
+    if args.queue_pkts is not None:
+        tb = dataclasses.replace(tb, tester=dataclasses.replace(
+            tb.tester, options={**tb.tester.options, "queue_pkts": args.queue_pkts}))
+    print(f"tester options: {tb.tester.options}")
     vt = VirtualTestbed(tb)
     names = args.behaviors.split(",")
     algs = {

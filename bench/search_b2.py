@@ -55,7 +55,6 @@ def main() -> int:
     if args.queue_pkts is not None:
         tb = dataclasses.replace(tb, tester=dataclasses.replace(
             tb.tester, options={**tb.tester.options, "queue_pkts": args.queue_pkts}))
-    print(f"tester options: {tb.tester.options}")
     vt = VirtualTestbed(tb)
     names = args.behaviors.split(",")
     algs = {
@@ -75,6 +74,7 @@ def main() -> int:
         vt.up()
         cfg = CfgManager(transport, "linux", catalogue.cfg_env(tb))
         gen = create_generator(tb)
+        print(f"generator queue on the tester tx port: {getattr(gen, 'queue_pkts', None)} packets")
         for rep in range(1, args.repeats + 1):
             for name in names:
                 beh = catalogue.get(name)

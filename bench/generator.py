@@ -166,7 +166,7 @@ def measure_max(gen: LinuxGenerator, modes: list[str], runs: int, count: int
             secs = rep.elapsed_ns / 1e9
             offered[mode].append(rep.offered / secs)
             sent_rates[mode].append(rep.sent / secs)
-            exact = rep.sent == rep.tx_packets_delta and rep.refused == rep.tx_dropped_delta
+            exact = rep.sent == rep.tx_packets_delta and rep.refusals_counted
             print(f"  {mode:>4}: offered {offered[mode][-1]:>11,.0f} pps, sent "
                   f"{sent_rates[mode][-1]:>11,.0f} pps, refused {rep.refused:>7,} "
                   f"({rep.refused / rep.offered:.2%}), calls {rep.calls:>7,}, "

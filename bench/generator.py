@@ -232,8 +232,8 @@ def main(argv: list[str] | None = None) -> int:
                             fifo_priority=args.gen_fifo, mode=modes[0],
                             queue_pkts=args.queue_pkts) as gen:
             print(f"srgen: modes {', '.join(modes)}, CPU {args.gen_cpu} FIFO {args.gen_fifo}, "
-                  f"queue {args.queue_pkts} pkts, batch {args.batch}, max lag {args.max_lag_us:g} us, quantum "
-                  f"{args.quantum_us:g} us; sink NAPI on CPU {args.sink_cpu} FIFO "
+                  f"queue {args.queue_pkts} pkts, batch {args.batch}, max lag "
+                  f"{args.max_lag_us:g} us, quantum {args.quantum_us:g} us; sink NAPI on CPU {args.sink_cpu} FIFO "
                   f"{args.sink_fifo}, deferral {args.sink_defer}")
             gen.prepare(frame_64())
             sink_before = link_stats(SINK_NS, "s0")["rx_packets"]

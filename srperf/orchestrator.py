@@ -302,4 +302,5 @@ def describe_estimate(g: GoalResult) -> str:
     return f", estimate {g.estimate_pps / 1e3:.1f} kpps (95 % {low}-{high})"
 
 
-__all__ = ["Orchestrator", "describe_estimate", "RunReport", "search_settings", "check_compatible", "SrperfError"]
+__all__ = ["Orchestrator", "describe_estimate", "RunReport", "search_settings",
+           "check_compatible", "SrperfError"]

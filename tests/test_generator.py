@@ -10,6 +10,7 @@ Namespaces are named ``tgen-<random>-...`` and removed even when a test fails.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -195,8 +196,6 @@ def test_trial_refusals_are_checked_against_queue_drops() -> None:
     class _QueuedFake(_FakeGen):
         def run_srgen(self, rate_pps: float, count: int, drain_s: float | None = None
                       ) -> SrgenReport:
-            import dataclasses
-
             return dataclasses.replace(super().run_srgen(rate_pps, count, drain_s),
                                        qdisc_dropped_delta=self.queue_drops)
 
@@ -381,15 +380,22 @@ def overload() -> Iterator[tuple[str, str]]:
             run(["ip", "netns", "del", ns], check=False)
 
 
+def _slow_peer_gen(tester: str, mode: str, queue_pkts: int = 0) -> LinuxGenerator:
+    """A prepared generator on the ``overload`` fixture's port (u0), one attempt
+    per trial, 1 s drain for the slow peer."""
+    g = LinuxGenerator(tester, "u0", "u0", cpu=0, retries=0, drain_s=1.0, mode=mode,
+                       queue_pkts=queue_pkts)
+    g.prepare(_frame())
+    return g
+
+
 @needs_root
 @pytest.mark.netns
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", SEND_MODES)
 def test_overload_refused_equals_tx_dropped(overload: tuple[str, str], mode: str) -> None:
     tester, peer = overload
-    with LinuxGenerator(tester, "u0", "u0", cpu=0, retries=0, drain_s=1.0, mode=mode,
-                        queue_pkts=0) as g:
-        g.prepare(_frame())
+    with _slow_peer_gen(tester, mode) as g:
         # 20000 frames in 0.1 s into a consumer of a few thousand frames/s:
         # the peer's 256-slot ring overflows whatever the scheduling.
         before = link_stats(tester, "u0")
@@ -415,14 +421,10 @@ def test_queue_holds_a_burst_the_ring_refuses(overload: tuple[str, str], mode: s
     """600 frames in 3 ms into the slow peer: its 256-slot ring alone refuses
     some; a 1000-packet queue on the tx port holds them until the peer is done."""
     tester, _ = overload
-    with LinuxGenerator(tester, "u0", "u0", cpu=0, retries=0, drain_s=1.0, mode=mode,
-                        queue_pkts=0) as g:
-        g.prepare(_frame())
+    with _slow_peer_gen(tester, mode) as g:
         bare = g.trial(200_000, 0.003)
         assert bare.refused > 0 and bare.counters_consistent, bare
-    with LinuxGenerator(tester, "u0", "u0", cpu=0, retries=0, drain_s=1.0, mode=mode,
-                        queue_pkts=1000) as g:
-        g.prepare(_frame())
+    with _slow_peer_gen(tester, mode, queue_pkts=1000) as g:
         before = link_stats(tester, "u0")
         queued = g.trial(200_000, 0.003)
         after = link_stats(tester, "u0")
@@ -439,9 +441,7 @@ def test_queue_holds_a_burst_the_ring_refuses(overload: tuple[str, str], mode: s
 @pytest.mark.slow
 def test_queue_overflow_is_refused_and_counted(overload: tuple[str, str]) -> None:
     tester, _ = overload
-    with LinuxGenerator(tester, "u0", "u0", cpu=0, retries=0, drain_s=1.0,
-                        queue_pkts=500) as g:
-        g.prepare(_frame())
+    with _slow_peer_gen(tester, "mmsg", queue_pkts=500) as g:
         # 20000 frames in 0.1 s, where ring and queue hold 756 and the peer
         # consumes a few hundred: most are refused, each one a queue drop.
         before = link_stats(tester, "u0")

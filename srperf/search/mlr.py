@@ -518,7 +518,6 @@ class MlrSearch(SearchAlgorithm):
             return dataclasses.replace(base, note="; ".join(x for x in (base.note, vnote) if x))
         return GoalResult(t, lo, hi, "ok", cond, vnote)
 
-
     def _far_passes(self, t: float, hi: float) -> list[float]:
         """Rates (pps) of usable trials that passed ``t`` at INVERSION_RATIO x ``hi`` or above."""
         return [tr.rate_pps for tr in self._log.trials

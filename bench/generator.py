@@ -39,7 +39,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from srperf.drivers.linux import DEFAULT_QUEUE_PKTS, LinuxGenerator
+from srperf.drivers.linux import DEFAULT_QUEUE_PKTS, QUEUE_MODES, LinuxGenerator
 from srperf.drivers.linux_sink import attach_sink
 from srperf.netns import link_stats, run
 
@@ -198,7 +198,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quantum-us", type=float, default=0,
                    help="send once this much traffic is due (0: each packet at once)")
     p.add_argument("--queue-pkts", type=int, default=DEFAULT_QUEUE_PKTS,
-                   help="queue on the tx port, packets (0: bypass the qdisc)")
+                   help="the generator's queue, packets (0: none)")
+    p.add_argument("--queue-mode", choices=QUEUE_MODES, default=None,
+                   help="where the queue is: in srgen (hold) or a pfifo on the tx port "
+                   "(qdisc); default hold (qdisc for the ring)")
     p.add_argument("--gen-cpu", type=int, default=0)
     p.add_argument("--gen-fifo", type=int, default=0,
                    help="SCHED_FIFO priority of srgen (0: normal scheduling)")
@@ -230,9 +233,9 @@ def main(argv: list[str] | None = None) -> int:
                             batch=args.batch, max_lag_s=args.max_lag_us / 1e6,
                             quantum_s=args.quantum_us / 1e6,
                             fifo_priority=args.gen_fifo, mode=modes[0],
-                            queue_pkts=args.queue_pkts) as gen:
+                            queue_pkts=args.queue_pkts, queue_mode=args.queue_mode) as gen:
             print(f"srgen: modes {', '.join(modes)}, CPU {args.gen_cpu} FIFO {args.gen_fifo}, "
-                  f"queue {args.queue_pkts} pkts, batch {args.batch}, max lag "
+                  f"queue {args.queue_pkts} pkts ({gen.queue_mode}), batch {args.batch}, max lag "
                   f"{args.max_lag_us:g} us, quantum {args.quantum_us:g} us; sink NAPI on CPU {args.sink_cpu} FIFO "
                   f"{args.sink_fifo}, deferral {args.sink_defer}")
             gen.prepare(frame_64())

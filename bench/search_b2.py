@@ -9,6 +9,7 @@ range of the PDR, the ranking of behaviors in each repeat, and the CV ratio.
 
     .venv/bin/python bench/search_b2.py [--repeats 5] [--behaviors ipv6,end,h_encaps]
                                         [--trials-json FILE] [--queue-pkts N]
+                                        [--queue-mode hold|qdisc]
 
 Needs root; builds a virtual testbed with prefix `srpb2` and removes it.
 """
@@ -26,6 +27,7 @@ from pathlib import Path
 from srperf import behaviors as catalogue
 from srperf.cfg_manager import CfgManager
 from srperf.config.model import Testbed
+from srperf.drivers.linux import QUEUE_MODES
 from srperf.generators import create_generator
 from srperf.orchestrator import describe_estimate
 from srperf.search import DEFAULT_ALGORITHM, create
@@ -47,14 +49,17 @@ def main() -> int:
     ap.add_argument("--trials-json", metavar="FILE",
                     help="also write every search with all its trials to FILE (JSON)")
     ap.add_argument("--queue-pkts", type=int, default=None,
-                    help="queue on the tester's tx port, packets (0: none; default: "
-                    "the generator's, 4096)")
+                    help="the generator's queue, packets (0: none; default: the "
+                    "generator's, 4096)")
+    ap.add_argument("--queue-mode", choices=QUEUE_MODES, default=None,
+                    help="where the queue is (default: the generator's, hold)")
     args = ap.parse_args()
 
     tb = Testbed(name="b2", prefix="srpb2")
-    if args.queue_pkts is not None:
-        tb = dataclasses.replace(tb, tester=dataclasses.replace(
-            tb.tester, options={**tb.tester.options, "queue_pkts": args.queue_pkts}))
+    options = {k: v for k, v in (("queue_pkts", args.queue_pkts),
+                                 ("queue_mode", args.queue_mode)) if v is not None}
+    tb = dataclasses.replace(tb, tester=dataclasses.replace(
+        tb.tester, options={**tb.tester.options, **options}))
     vt = VirtualTestbed(tb)
     names = args.behaviors.split(",")
     algs = {
@@ -74,7 +79,8 @@ def main() -> int:
         vt.up()
         cfg = CfgManager(transport, "linux", catalogue.cfg_env(tb))
         gen = create_generator(tb)
-        print(f"generator queue on the tester tx port: {getattr(gen, 'queue_pkts', None)} packets")
+        print(f"generator queue: {getattr(gen, 'queue_pkts', None)} packets, "
+              f"{getattr(gen, 'queue_mode', None)}")
         for rep in range(1, args.repeats + 1):
             for name in names:
                 beh = catalogue.get(name)

@@ -4,7 +4,8 @@
 through an AF_PACKET socket and reports its own counts together with the
 kernel counters of the tx and rx ports (read before and after, inside the
 namespace).  Every packet is offered exactly once: a packet the path refuses
-is counted as ``refused`` (lost), never retried.
+is counted as ``refused`` (lost), never retried, except while it may wait in
+the generator's queue (below).
 
 A trial is checked twice before anyone uses it:
 
@@ -13,19 +14,29 @@ A trial is checked twice before anyone uses it:
   otherwise the trial is re-run up to ``retries`` times, then flagged
   (it says nothing about the SUT).
 - *counters consistent*: ``sent`` must equal the tx port's ``tx_packets``
-  delta and ``refused`` its ``tx_dropped`` delta (plus the drops of its
-  queue, with ``queue_pkts``), and ``received`` may not
+  delta, every refused send attempt must be one the kernel counted (the
+  port's ``tx_dropped`` delta, plus the qdisc's drops in ``qdisc`` queue
+  mode), and ``received`` may not
   exceed ``sent`` (a stray frame from the SUT would hide a lost one); a
   mismatch is flagged with a note, never hidden.
 
 ``received`` is the rx port's ``rx_packets`` delta (the XDP sink there drops
 frames after they are counted).
 
-With ``queue_pkts`` > 0 the tx port gets a pfifo of that many packets and
-srgen sends through it: when the SUT's 256-slot veth ring is full, frames wait
-there (as in a NIC's receive ring) instead of being refused at once, so a
-vCPU stall of the SUT shorter than the queue costs no loss.  The queue is
-part of what is measured: say its size with every result.
+The generator's queue (``queue_pkts`` > 0) plays the part of a NIC's receive
+ring: when the SUT's 256-slot veth ring is full, up to ``queue_pkts`` frames
+wait instead of being refused at once, so a vCPU stall of the SUT shorter than
+the queue costs no loss.  ``queue_mode`` says where they wait:
+
+- ``"hold"`` (default): in srgen, which retries a refused frame every 2 us
+  until the ring takes it; while the ring still refuses, frames older than
+  the queue are lost.  Only the sender's CPU does that work.
+- ``"qdisc"``: in a pfifo of ``queue_pkts`` on the tx port, which srgen sends
+  through.  The kernel restarts that queue from the SUT's NAPI poll, so the
+  SUT's CPU pulls the frames, which lowered its max receive rate by 13-23 %
+  here (``bench/generator.py --queue-mode``).
+
+The queue is part of what is measured: say its size with every result.
 """
 
 from __future__ import annotations
@@ -55,10 +66,12 @@ MAX_FRAME_BYTES = 16384
 """Largest frame srgen accepts (bytes)."""
 SEND_MODES = ("mmsg", "ring")
 """srgen's send paths: sendmmsg batches, or a PACKET_TX_RING."""
+QUEUE_MODES = ("hold", "qdisc")
+"""Where the generator's queue is: in srgen (retries), or a pfifo on the tx port."""
 MAX_QUEUE_PKTS = 1_000_000
-"""Largest queue on the tx port (packets)."""
+"""Largest generator queue (packets)."""
 DEFAULT_QUEUE_PKTS = 4096
-"""Queue on the tx port unless configured (packets): about 8 ms at 0.5 Mpps,
+"""The generator's queue unless configured (packets): about 8 ms at 0.5 Mpps,
 longer than the vCPU stalls that made the bare 256-slot ring lose 0.1-2 %
 at any rate on the 2-vCPU VM here (bench/search_b2.py --queue-pkts 0 vs 4096)."""
 
@@ -86,6 +99,11 @@ class SrgenReport:
     rx_packets_delta: int
     rx_dropped_delta: int
     raw: dict[str, Any]
+    attempts_refused: int = 0
+    """Send attempts the path refused (with a hold queue, a frame may be refused
+    several times before it is sent or lost)."""
+    held_max: int = 0
+    """Most frames waiting in the hold queue at once."""
     qdisc_dropped_delta: int = 0
     """Drops of the tx port's queue (filled in by the caller, not srgen)."""
 
@@ -96,7 +114,7 @@ class SrgenReport:
             return cls(raw=data, **{k: int(data[k]) for k in (
                 "intended", "sent", "refused", "refused_short", "elapsed_ns", "max_lag_ns",
                 "slipped_ns", "calls", "tx_packets_delta", "tx_dropped_delta",
-                "rx_packets_delta", "rx_dropped_delta")})
+                "rx_packets_delta", "rx_dropped_delta", "attempts_refused", "held_max")})
         except (ValueError, KeyError, TypeError) as exc:
             raise GeneratorError(f"srgen printed an unexpected report: {text!r}") from exc
 
@@ -106,8 +124,11 @@ class SrgenReport:
 
     @property
     def refusals_counted(self) -> bool:
-        """Every refusal is a drop the kernel counted (port or queue)."""
-        return self.refused == self.tx_dropped_delta + self.qdisc_dropped_delta
+        """Every refused attempt is a drop the kernel counted (port or qdisc), and
+        without a hold queue every refused frame is one refused attempt."""
+        counted = self.attempts_refused == self.tx_dropped_delta + self.qdisc_dropped_delta
+        held = int(self.raw.get("hold_pkts", 0)) > 0
+        return counted and (held or self.refused == self.attempts_refused)
 
 
 class LinuxGenerator(TrafficGenerator):
@@ -131,8 +152,10 @@ class LinuxGenerator(TrafficGenerator):
     when other tasks share its CPU (the kernel's RT throttling still leaves
     them 5 % of each second).
 
-    ``queue_pkts`` > 0 installs a pfifo of that many packets on the tx port
-    and sends through it (see the module docstring); 0 bypasses any qdisc.
+    ``queue_pkts`` > 0 gives the path a queue of that many frames, in
+    ``queue_mode`` ``"hold"`` or ``"qdisc"`` (see the module docstring; None:
+    ``"hold"``, or ``"qdisc"`` for the ring, which cannot hold); 0 refuses a
+    frame at once when the SUT's ring is full.
     """
 
     name = "linux"
@@ -141,7 +164,7 @@ class LinuxGenerator(TrafficGenerator):
                  tolerance: float = 0.01, drain_s: float = 0.2, retries: int = 1,
                  batch: int = 16, max_lag_s: float = 0.001, quantum_s: float = 0.0,
                  fifo_priority: int = 0, mode: str = "mmsg",
-                 queue_pkts: int = DEFAULT_QUEUE_PKTS) -> None:
+                 queue_pkts: int = DEFAULT_QUEUE_PKTS, queue_mode: str | None = None) -> None:
         if mode not in SEND_MODES:
             raise ValueError(f"mode must be one of {SEND_MODES}, not {mode!r}")
         if tolerance <= 0 or drain_s < 0 or retries < 0 or not 1 <= batch <= 256:
@@ -150,13 +173,18 @@ class LinuxGenerator(TrafficGenerator):
             raise ValueError("quantum_s must be in [0, max_lag_s / 2]")
         if not 0 <= queue_pkts <= MAX_QUEUE_PKTS:
             raise ValueError(f"queue_pkts must be in [0, {MAX_QUEUE_PKTS}], not {queue_pkts}")
+        if queue_mode is not None and queue_mode not in QUEUE_MODES:
+            raise ValueError(f"queue_mode must be one of {QUEUE_MODES}, not {queue_mode!r}")
+        if queue_pkts and queue_mode == "hold" and mode != "mmsg":
+            raise ValueError("queue_mode 'hold' needs mode 'mmsg'")
         self.ns, self.tx, self.rx, self.cpu = ns, tx, rx, cpu
         self.tolerance, self.drain_s, self.retries = tolerance, drain_s, retries
         self._best_paced_pps = 0.0  # highest rate paced within tolerance so far
         self.batch, self.max_lag_s, self.quantum_s = batch, max_lag_s, quantum_s
         self.fifo_priority = fifo_priority
         self.mode = mode
-        self.queue_pkts = queue_pkts
+        self.queue_pkts, self._queue_mode = queue_pkts, queue_mode
+        self._tx_bare = False  # tx port checked free of any qdisc (no qdisc queue)
         self._binary = build_srgen()
         self._tmp = Path(tempfile.mkdtemp(prefix="srperf-linuxgen-"))
         # Temp files go even if a caller forgets close() (garbage collection, exit).
@@ -289,7 +317,7 @@ class LinuxGenerator(TrafficGenerator):
         if self.fifo_priority:
             argv += ["-P", str(self.fifo_priority)]
         if self.queue_pkts:
-            argv += ["-Q", str(self.queue_pkts)]
+            argv += ["-H" if self.queue_mode == "hold" else "-Q", str(self.queue_pkts)]
         # srgen is the only sender on tx: the queue's drops between these two
         # reads are its frames'.
         drops_before = self._queue_drops(install=True)
@@ -303,7 +331,7 @@ class LinuxGenerator(TrafficGenerator):
         if proc.returncode != 0:
             raise GeneratorError(f"srgen failed ({proc.returncode}): {proc.stderr.strip()}")
         report = SrgenReport.parse(proc.stdout)
-        if self.queue_pkts:
+        if self._qdisc_queue:
             report = dataclasses.replace(report,
                                          qdisc_dropped_delta=self._queue_drops() - drops_before)
         return report
@@ -316,18 +344,40 @@ class LinuxGenerator(TrafficGenerator):
                                  f"{proc.stderr.strip()}")
         return proc.stdout
 
+    @property
+    def queue_mode(self) -> str:
+        """Where the queue is: as configured, else "hold" (or "qdisc" for the ring)."""
+        if self._queue_mode is not None:
+            return self._queue_mode
+        return "hold" if self.mode == "mmsg" else "qdisc"
+
+    @property
+    def _qdisc_queue(self) -> bool:
+        return self.queue_pkts > 0 and self.queue_mode == "qdisc"
+
     def _queue_drops(self, install: bool = False) -> int:
-        """Packets the tx port's queue has dropped so far (0 without a queue).
+        """Packets the tx port's pfifo has dropped so far (0 without one).
 
         With ``install`` a missing queue (or one of another size) is put in
         place first: a pfifo of ``queue_pkts`` as the tx port's root qdisc.
+        Without a qdisc queue, ``install`` removes any root qdisc instead:
+        over veth a qdisc makes a full ring stop the port's queue rather than
+        refuse the frame, which srgen's direct sends must not meet.
         """
-        if not self.queue_pkts:
+        if not self._qdisc_queue and (self._tx_bare or not install):
             return 0
         try:
-            for qdisc in json.loads(self._tc("-s", "-j", "qdisc", "show", "dev", self.tx)):
-                if (qdisc.get("root") and qdisc.get("kind") == "pfifo"
-                        and qdisc["options"]["limit"] == self.queue_pkts):
+            root = [q for q in json.loads(self._tc("-s", "-j", "qdisc", "show", "dev", self.tx))
+                    if q.get("root")]
+            if not self._qdisc_queue:
+                if root and root[0].get("kind") != "noqueue":
+                    self._tc("qdisc", "del", "dev", self.tx, "root")
+                    log.info("removed the %s qdisc of %s/%s", root[0].get("kind"),
+                             self.ns, self.tx)
+                self._tx_bare = True
+                return 0
+            for qdisc in root:
+                if qdisc.get("kind") == "pfifo" and qdisc["options"]["limit"] == self.queue_pkts:
                     return int(qdisc["drops"])
         except (ValueError, KeyError, TypeError) as exc:
             raise GeneratorError(f"cannot read the queue's drops on {self.ns}/{self.tx}") from exc
@@ -336,6 +386,7 @@ class LinuxGenerator(TrafficGenerator):
                                  f"{self.queue_pkts} packets) went away during a trial")
         self._tc("qdisc", "replace", "dev", self.tx, "root", "pfifo",
                  "limit", str(self.queue_pkts))
+        self._tx_bare = False
         log.info("queue of %d packets on %s/%s", self.queue_pkts, self.ns, self.tx)
         return 0
 
@@ -355,9 +406,10 @@ class LinuxGenerator(TrafficGenerator):
             notes.append(f"sent {rep.sent} != tx_packets delta {rep.tx_packets_delta}")
         if not rep.refusals_counted:
             consistent = False
-            notes.append(f"refused {rep.refused} != tx_dropped delta {rep.tx_dropped_delta}"
+            notes.append(f"refused {rep.refused} (attempts {rep.attempts_refused}) do not match "
+                         f"tx_dropped delta {rep.tx_dropped_delta}"
                          + (f" + queue drops {rep.qdisc_dropped_delta}"
-                            if self.queue_pkts else ""))
+                            if self._qdisc_queue else ""))
         if rep.rx_packets_delta > rep.sent:
             # a frame the SUT sent of its own (neighbour discovery, MLD) reached the
             # rx port: it would hide a lost test frame
@@ -373,6 +425,8 @@ class LinuxGenerator(TrafficGenerator):
         extra = {"max_lag_ns": rep.max_lag_ns, "slipped_ns": rep.slipped_ns,
                  "refused_short": rep.refused_short, "send_calls": rep.calls,
                  "mode": self.mode, "queue_pkts": self.queue_pkts,
+                 "queue_mode": self.queue_mode, "held_max": rep.held_max,
+                 "attempts_refused": rep.attempts_refused,
                  "qdisc_dropped_delta": rep.qdisc_dropped_delta,
                  "tx_packets_delta": rep.tx_packets_delta,
                  "tx_dropped_delta": rep.tx_dropped_delta,
@@ -383,4 +437,4 @@ class LinuxGenerator(TrafficGenerator):
                            counters_consistent=consistent, note="; ".join(notes), extra=extra)
 
 
-__all__ = ["DEFAULT_QUEUE_PKTS", "LinuxGenerator", "SrgenReport", "build_srgen"]
+__all__ = ["DEFAULT_QUEUE_PKTS", "QUEUE_MODES", "LinuxGenerator", "SrgenReport", "build_srgen"]

@@ -148,6 +148,8 @@ BAD_TESTBEDS = [
      "dpdk"),
     ("negative queue", _tb(**{"tester.options": {"queue_pkts": -1}}),
      "tester.options.queue_pkts", "-1"),
+    ("bad queue mode", _tb(**{"tester.options": {"queue_mode": "nic"}}),
+     "tester.options.queue_mode", "nic"),
 ]
 
 

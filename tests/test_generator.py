@@ -138,6 +138,16 @@ def test_srgen_rejects_bad_input(tmp_path: Path) -> None:
     for bad in (-1, 1_000_001):
         with pytest.raises(ValueError, match="queue_pkts"):
             LinuxGenerator("tgen-none", "a", "b", queue_pkts=bad)
+    for argv, err in ((["-H", "x"], "bad hold"), (["-H", "9", "-Q", "9"], "-H works only"),
+                      (["-H", "9", "-m", "ring"], "-H works only")):
+        proc = subprocess.run([binary, "-f", str(frame), "-r", "10", "-n", "1", "-t", "lo",
+                               "-x", "lo", *argv], capture_output=True, text=True)
+        assert proc.returncode == 1 and err in proc.stderr, (argv, proc.stderr)
+    with pytest.raises(ValueError, match="queue_mode"):
+        LinuxGenerator("tgen-none", "a", "b", queue_mode="nic")
+    with pytest.raises(ValueError, match="'hold' needs mode 'mmsg'"):
+        LinuxGenerator("tgen-none", "a", "b", mode="ring", queue_mode="hold")
+    assert LinuxGenerator("tgen-none", "a", "b", mode="ring").queue_mode == "qdisc"
 
 
 # -- result logic (srgen's report replaced by a fake one) ----------------------------
@@ -161,7 +171,7 @@ def _report(sent: int, refused: int, elapsed_s: float, tx_packets: int | None = 
             "tx_packets_delta": sent if tx_packets is None else tx_packets,
             "tx_dropped_delta": refused if tx_dropped is None else tx_dropped,
             "rx_packets_delta": sent if received is None else received,
-            "rx_dropped_delta": 0}
+            "rx_dropped_delta": 0, "attempts_refused": refused, "held_max": 0}
 
 
 def test_trial_good_and_limited_flags() -> None:
@@ -199,15 +209,38 @@ def test_trial_refusals_are_checked_against_queue_drops() -> None:
             return dataclasses.replace(super().run_srgen(rate_pps, count, drain_s),
                                        qdisc_dropped_delta=self.queue_drops)
 
-    with _QueuedFake([_report(990, 10, 1.0, tx_dropped=0)], retries=0, queue_pkts=64) as g:
+    with _QueuedFake([_report(990, 10, 1.0, tx_dropped=0)], retries=0, queue_pkts=64,
+                     queue_mode="qdisc") as g:
         g.queue_drops = 10
         r = g.trial(1000, 1.0)
         assert r.counters_consistent and r.extra["qdisc_dropped_delta"] == 10, r.note
         assert r.extra["queue_pkts"] == 64
-    with _QueuedFake([_report(990, 10, 1.0, tx_dropped=0)], retries=0, queue_pkts=64) as g:
+    with _QueuedFake([_report(990, 10, 1.0, tx_dropped=0)], retries=0, queue_pkts=64,
+                     queue_mode="qdisc") as g:
         g.queue_drops = 7    # 3 refusals no counter saw (a full send buffer)
         r = g.trial(1000, 1.0)
         assert not r.counters_consistent and "queue drops 7" in r.note
+
+
+def test_trial_refusals_with_a_hold_queue() -> None:
+    """Holding, a frame may be refused several times: every refused attempt
+    must be a tx_dropped, and the refused (lost) frames may be more or fewer."""
+    def held(attempts: int, tx_dropped: int) -> dict[str, int]:
+        return {**_report(990, 10, 1.0, tx_dropped=tx_dropped), "hold_pkts": 64,
+                "attempts_refused": attempts, "held_max": 64}
+
+    with _FakeGen([held(25, 25)], retries=0, queue_pkts=64) as g:
+        r = g.trial(1000, 1.0)
+        assert r.counters_consistent, r.note
+        assert (r.refused, r.extra["attempts_refused"], r.extra["held_max"]) == (10, 25, 64)
+        assert r.extra["queue_mode"] == "hold"
+    with _FakeGen([held(25, 24)], retries=0, queue_pkts=64) as g:
+        r = g.trial(1000, 1.0)
+        assert not r.counters_consistent and "attempts 25" in r.note
+    # Without a hold, a refused frame is exactly one refused attempt.
+    with _FakeGen([{**_report(990, 10, 1.0, tx_dropped=12), "attempts_refused": 12}],
+                  retries=0, queue_pkts=0) as g:
+        assert not g.trial(1000, 1.0).counters_consistent
 
 
 def test_trial_counter_mismatch_is_flagged() -> None:
@@ -380,11 +413,12 @@ def overload() -> Iterator[tuple[str, str]]:
             run(["ip", "netns", "del", ns], check=False)
 
 
-def _slow_peer_gen(tester: str, mode: str, queue_pkts: int = 0) -> LinuxGenerator:
+def _slow_peer_gen(tester: str, mode: str, queue_pkts: int = 0,
+                   queue_mode: str | None = None) -> LinuxGenerator:
     """A prepared generator on the ``overload`` fixture's port (u0), one attempt
     per trial, 1 s drain for the slow peer."""
     g = LinuxGenerator(tester, "u0", "u0", cpu=0, retries=0, drain_s=1.0, mode=mode,
-                       queue_pkts=queue_pkts)
+                       queue_pkts=queue_pkts, queue_mode=queue_mode)
     g.prepare(_frame())
     return g
 
@@ -416,42 +450,59 @@ def test_overload_refused_equals_tx_dropped(overload: tuple[str, str], mode: str
 @needs_root
 @pytest.mark.netns
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", SEND_MODES)
-def test_queue_holds_a_burst_the_ring_refuses(overload: tuple[str, str], mode: str) -> None:
+@pytest.mark.parametrize("mode,queue_mode", [("mmsg", "hold"), ("mmsg", "qdisc"),
+                                             ("ring", "qdisc")])
+def test_queue_holds_a_burst_the_ring_refuses(overload: tuple[str, str], mode: str,
+                                              queue_mode: str) -> None:
     """600 frames in 3 ms into the slow peer: its 256-slot ring alone refuses
-    some; a 1000-packet queue on the tx port holds them until the peer is done."""
+    some; a 1000-packet queue (in srgen, or on the tx port) holds them until
+    the peer is done."""
     tester, _ = overload
     with _slow_peer_gen(tester, mode) as g:
         bare = g.trial(200_000, 0.003)
         assert bare.refused > 0 and bare.counters_consistent, bare
-    with _slow_peer_gen(tester, mode, queue_pkts=1000) as g:
+    with _slow_peer_gen(tester, mode, queue_pkts=1000, queue_mode=queue_mode) as g:
         before = link_stats(tester, "u0")
         queued = g.trial(200_000, 0.003)
         after = link_stats(tester, "u0")
         qdisc = json.loads(run(["tc", "-j", "qdisc", "show", "dev", "u0"], ns=tester).stdout)
-        assert [(q["kind"], q["options"]["limit"]) for q in qdisc if q.get("root")] \
-            == [("pfifo", 1000)]
+        roots = [(q["kind"], q.get("options", {}).get("limit")) for q in qdisc if q.get("root")]
         assert (queued.sent, queued.refused) == (600, 0), queued
         assert _delta(before, after, "tx_packets") == 600
         assert queued.counters_consistent and queued.extra["qdisc_dropped_delta"] == 0
+        if queue_mode == "qdisc":
+            assert roots == [("pfifo", 1000)]
+        else:
+            # held in srgen: refused attempts (each a tx_dropped), then sent;
+            # a held frame counts as offered on time, so the rate was kept
+            assert roots in ([], [("noqueue", None)]), roots
+            assert queued.extra["attempts_refused"] > 0 and queued.extra["held_max"] > 0
+            assert _delta(before, after, "tx_dropped") == queued.extra["attempts_refused"]
+            assert not queued.generator_limited, queued.note
 
 
 @needs_root
 @pytest.mark.netns
 @pytest.mark.slow
-def test_queue_overflow_is_refused_and_counted(overload: tuple[str, str]) -> None:
+@pytest.mark.parametrize("queue_mode", ["hold", "qdisc"])
+def test_queue_overflow_is_refused_and_counted(overload: tuple[str, str],
+                                               queue_mode: str) -> None:
     tester, _ = overload
-    with _slow_peer_gen(tester, "mmsg", queue_pkts=500) as g:
+    with _slow_peer_gen(tester, "mmsg", queue_pkts=500, queue_mode=queue_mode) as g:
         # 20000 frames in 0.1 s, where ring and queue hold 756 and the peer
-        # consumes a few hundred: most are refused, each one a queue drop.
+        # consumes a few hundred: most are refused (lost).
         before = link_stats(tester, "u0")
         r = g.trial(200_000, 0.1)
         after = link_stats(tester, "u0")
         assert r.refused > 15_000 and r.sent + r.refused == 20_000, r
-        assert r.extra["qdisc_dropped_delta"] == r.refused
-        assert _delta(before, after, "tx_dropped") == 0
         assert _delta(before, after, "tx_packets") == r.sent
         assert r.counters_consistent, r.note
+        if queue_mode == "qdisc":     # each lost frame a queue drop
+            assert r.extra["qdisc_dropped_delta"] == r.refused
+            assert _delta(before, after, "tx_dropped") == 0
+        else:                         # lost in srgen, after refused attempts
+            assert r.extra["held_max"] >= 500
+            assert _delta(before, after, "tx_dropped") == r.extra["attempts_refused"] > 0
 
 
 def test_close_removes_temp_files() -> None:

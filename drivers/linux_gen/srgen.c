@@ -8,13 +8,22 @@
  *
  *   - AF_PACKET raw socket bound to TX, PACKET_QDISC_BYPASS (the frame goes
  *     straight to the driver), 8 MB send buffer (SO_SNDBUFFORCE).
- *     With -Q PKTS the frames go through TX's queueing discipline instead
- *     (the caller installs a pfifo of PKTS packets there): over veth, when
- *     the peer's 256-slot NAPI ring is full the qdisc holds the frames
- *     until the peer catches up, so a stall of the SUT shorter than the
- *     queue loses nothing.  Sends are then non-blocking and the send buffer
- *     is sized to hold the whole queue, so a full queue shows as refusals
- *     (the qdisc's own drops), never as lag.  Two send
+ *     Over veth the peer's NAPI ring has 256 slots; a vCPU stall of the
+ *     SUT longer than that at the offered rate loses packets that a NIC's
+ *     receive ring (thousands of slots) would have held.  Two ways to give
+ *     the path such a ring:
+ *     -H PKTS (hold): a refused packet stays due and is retried (after
+ *     RETRY_NS) until it is taken; at most PKTS packets may wait, while the
+ *     peer still refuses older ones are lost (counted refused).  A held
+ *     packet counts as offered when it was due.  The waiting and retrying is
+ *     done on the sender's CPU only.
+ *     -Q PKTS (qdisc): the frames go through TX's queueing discipline
+ *     (the caller installs a pfifo of PKTS packets there), which holds them
+ *     while the peer's ring is full.  But the kernel then restarts the
+ *     queue from the peer's NAPI poll, on the SUT's CPU, which costs the SUT
+ *     13-23 % of its forwarding rate here.  Sends are non-blocking and the
+ *     send buffer is sized to hold the whole queue, so a full queue shows as
+ *     refusals (the qdisc's own drops), never as lag.  Two send
  *     paths (-m): "mmsg" sendmmsg batches whose messages all point at the
  *     frame; "ring" a PACKET_TX_RING (TPACKET_V2) whose slots all hold the
  *     frame, a batch is marked TP_STATUS_SEND_REQUEST and flushed with one
@@ -29,9 +38,13 @@
  *     is due and sends it in one call.  RATE 0 sends as fast as possible.
  *     elapsed_ns (packet 0 due -> last offer) always lies within
  *     [(COUNT-1)/RATE + slipped, (COUNT-1)/RATE + slipped + MAX_LAG].
+ *     With -H, while packets wait for the peer the sender may fall behind
+ *     by MAX_LAG plus the hold before the schedule slips.
  *   - Every packet is offered exactly once.  A packet the path refuses
  *     (ENOBUFS/EAGAIN, i.e. the message at which sendmmsg stopped short) is
- *     counted as refused and never retried.  Bypassing the qdisc, the socket
+ *     counted as refused and never retried (with -H: retried while it may
+ *     wait; attempts_refused counts every refused attempt, which the kernel
+ *     counts as tx_dropped).  Bypassing the qdisc, the socket
  *     blocks when its send buffer is full: that back-pressure shows as lag,
  *     not as loss (with -Q, EAGAIN is a refusal).
  *     Ring: the kernel stops at a refused slot, puts it back to SEND_REQUEST
@@ -71,6 +84,7 @@
 #define SNDBUF_MAX (1024 * 1024 * 1024)
 #define RING_FRAMES 4096u             /* slots of the TX ring, at most */
 #define RING_MAX_BYTES (64u * 1024 * 1024)
+#define RETRY_NS 2000ull        /* hold: retry a refused packet after this */
 #define STUCK_NS 5000000000ull /* no slot completes for that long: give up */
 
 enum mode { MODE_MMSG, MODE_RING };
@@ -87,6 +101,7 @@ struct opts {
 	unsigned int batch;   /* packets per send call, at most */
 	enum mode mode;
 	uint64_t queue_pkts;  /* 0: bypass the qdisc; else send through it (see -Q) */
+	uint64_t hold_pkts;   /* 0: refuse at once; else hold refused packets (see -H) */
 };
 
 /* The sender: its socket and, in ring mode, the mapped TX ring.  head and
@@ -103,6 +118,10 @@ struct sender {
 	unsigned int nframes;
 	uint64_t head, tail, calls, refused_short;
 	int send_flags;       /* flags of sendmmsg: MSG_DONTWAIT through a qdisc */
+	int hold;             /* a refused packet stays due instead of being offered */
+	int refused_last;     /* the latest send call ended in a refusal */
+	uint64_t attempts_refused; /* send attempts the path refused */
+	uint64_t last_refusal;     /* time of the latest refused attempt */
 };
 
 /* Kernel counters of the two ports, one snapshot. */
@@ -126,11 +145,12 @@ static void usage(void)
 {
 	fputs("usage: srgen -f FRAME -r RATE_PPS -n COUNT -t TX_DEV -x RX_DEV\n"
 	      "             [-c CPU] [-P FIFO_PRIO] [-d DRAIN_MS] [-b BATCH] [-l MAX_LAG_US]\n"
-	      "             [-q QUANTUM_US] [-m mmsg|ring] [-Q QUEUE_PKTS]\n"
+	      "             [-q QUANTUM_US] [-m mmsg|ring] [-Q QUEUE_PKTS | -H HOLD_PKTS]\n"
 	      "  RATE_PPS 0 = unpaced; BATCH 1..256 (16); DRAIN_MS (200); MAX_LAG_US (1000);\n"
 	      "  QUANTUM_US (0): send once this much traffic is due (fewer, fuller batches)\n"
 	      "  -m send path (mmsg): sendmmsg batches, or a PACKET_TX_RING\n"
-	      "  -Q send through TX's qdisc, which queues up to QUEUE_PKTS (0: bypass it)\n",
+	      "  -Q send through TX's qdisc, which queues up to QUEUE_PKTS (0: bypass it)\n"
+	      "  -H retry refused packets, up to HOLD_PKTS waiting at a time (0: never)\n",
 	      stderr);
 	exit(2);
 }
@@ -189,7 +209,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	o->max_lag_ns = 1000ull * 1000;
 	o->batch = 16;
 	o->rate_pps = -1;
-	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:m:Q:h")) != -1) {
+	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:m:Q:H:h")) != -1) {
 		switch (c) {
 		case 'f': o->frame_path = optarg; break;
 		case 'r': {
@@ -209,6 +229,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case 'b': o->batch = (unsigned int)parse_u64(optarg, "batch"); break;
 		case 'l': o->max_lag_ns = parse_u64(optarg, "max lag") * 1000ull; break;
 		case 'Q': o->queue_pkts = parse_u64(optarg, "queue"); break;
+		case 'H': o->hold_pkts = parse_u64(optarg, "hold"); break;
 		case 'q': o->quantum_ns = parse_u64(optarg, "quantum") * 1000ull; break;
 		case 'm':
 			if (!strcmp(optarg, "mmsg"))
@@ -225,6 +246,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		usage();
 	if (o->batch < 1 || o->batch > MAX_BATCH)
 		die("batch must be 1..%d", MAX_BATCH);
+	if (o->hold_pkts && (o->queue_pkts || o->mode == MODE_RING))
+		die("-H works only with -m mmsg and without -Q");
 	if (o->quantum_ns * 2 > o->max_lag_ns)
 		die("quantum must be at most half the max lag");
 }
@@ -278,6 +301,17 @@ static int open_socket(const char *dev, uint64_t queue_pkts, size_t len)
 	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf)) < 0)
 		die("SO_SNDBUFFORCE: %s (needs CAP_NET_ADMIN)", strerror(errno));
 	return fd;
+}
+
+static uint64_t max_u64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+/* When packet i is due, t0 being when packet 0 is. */
+static uint64_t due_time(uint64_t t0, uint64_t i, double ns_per_pkt)
+{
+	return t0 + (uint64_t)((double)i * ns_per_pkt);
 }
 
 /* Error left on the socket by a sendmmsg that stopped short (0 if none).
@@ -367,9 +401,14 @@ static uint64_t offer_mmsg(struct sender *s, uint64_t n, uint64_t *sent, uint64_
 			return 0;
 		if (!is_refusal(errno))
 			die("sendmmsg on %s: %s", s->dev, strerror(errno));
+		s->attempts_refused++;
+		s->refused_last = 1;
+		if (s->hold)
+			return 0;
 		(*refused)++;
 		return 1;
 	}
+	s->refused_last = 0;
 	*sent += (uint64_t)ret;
 	if ((uint64_t)ret < n) {
 		/* The message at index ret failed (the rest were not tried and
@@ -380,6 +419,10 @@ static uint64_t offer_mmsg(struct sender *s, uint64_t n, uint64_t *sent, uint64_
 			die("sendmmsg on %s: %s", s->dev, strerror(err));
 		if (!err)
 			s->refused_short++;
+		s->attempts_refused++;
+		s->refused_last = 1;
+		if (s->hold)
+			return (uint64_t)ret;
 		(*refused)++;
 		return (uint64_t)ret + 1;
 	}
@@ -418,6 +461,7 @@ static uint64_t offer_ring(struct sender *s, uint64_t n, uint64_t *sent, uint64_
 			die("ENOBUFS from the TX ring of %s without a refused slot", s->dev);
 		s->tail--;
 		SET_STATUS(SLOT(s, s->tail), TP_STATUS_AVAILABLE);
+		s->attempts_refused++;
 		(*refused)++;
 		done++;
 	}
@@ -433,7 +477,8 @@ int main(int argc, char **argv)
 	uint64_t offered = 0, sent = 0, refused = 0;
 	uint64_t first, last, max_lag = 0, slipped = 0, t0;
 	double ns_per_pkt;
-	uint64_t min_batch = 1;
+	uint64_t min_batch = 1, held_max = 0;
+	int holding = 0;      /* a backlog of refused packets is not caught up yet */
 	size_t len;
 	unsigned int i;
 
@@ -458,6 +503,7 @@ int main(int argc, char **argv)
 	snd.dev = o.tx;
 	snd.fd = open_socket(o.tx, o.queue_pkts, len);
 	snd.send_flags = o.queue_pkts ? MSG_DONTWAIT : 0;
+	snd.hold = o.hold_pkts > 0;
 	if (o.mode == MODE_RING) {
 		setup_ring(&snd, o.tx, frame, len);
 	} else {
@@ -487,32 +533,66 @@ int main(int argc, char **argv)
 			if (due <= offered)
 				continue;        /* busy-wait for the next due time */
 			/* Lag of the oldest packet not yet offered. */
-			uint64_t lag = now - (t0 + (uint64_t)((double)offered * ns_per_pkt));
+			uint64_t lag = now - due_time(t0, offered, ns_per_pkt);
 
 			if (lag > max_lag)
 				max_lag = lag;
-			if (lag > o.max_lag_ns) {
+			if (due > o.count)
+				due = o.count;
+			if (snd.refused_last)
+				holding = snd.hold;
+			else if (lag <= o.max_lag_ns)
+				holding = 0;
+			if (holding) {
+				/* -H: the due packets wait for the peer, as in its
+				 * receive ring, up to hold_pkts of them; while it
+				 * refuses, older ones are lost.  While it takes them,
+				 * a backlog beyond the hold and MAX_LAG is the
+				 * sender's own: the schedule slips. */
+				uint64_t backlog = due - offered;
+				uint64_t lag_pkts = (uint64_t)((double)o.max_lag_ns / ns_per_pkt);
+
+				if (backlog > held_max)
+					held_max = backlog;
+				if (snd.refused_last && backlog > o.hold_pkts) {
+					refused += backlog - o.hold_pkts;
+					offered += backlog - o.hold_pkts;
+					last = max_u64(last, due_time(t0, offered - 1, ns_per_pkt));
+				} else if (!snd.refused_last && backlog > o.hold_pkts + lag_pkts) {
+					uint64_t over = backlog - o.hold_pkts - lag_pkts;
+
+					t0 += (uint64_t)((double)over * ns_per_pkt);
+					slipped += (uint64_t)((double)over * ns_per_pkt);
+					due -= over;
+				}
+			} else if (lag > o.max_lag_ns) {
 				/* A stall: catch up at most max_lag_ns worth of packets,
 				 * slip the schedule for the rest. */
 				t0 += lag - o.max_lag_ns;
 				slipped += lag - o.max_lag_ns;
 				due = (uint64_t)((double)(now - t0) / ns_per_pkt) + 1;
+				if (due > o.count)
+					due = o.count;
 			}
-			if (due > o.count)
-				due = o.count;
 			/* With a quantum, wait until min_batch packets are due (the
 			 * oldest then waits at most one quantum), except at the end. */
 			if (due - offered < min_batch && due < o.count)
 				continue;
 		}
+		if (snd.hold && snd.refused_last && now - snd.last_refusal < RETRY_NS)
+			continue;        /* the peer's ring was full: let it drain */
 		n = due - offered;
 		if (n > o.batch)
 			n = o.batch;
 		k = o.mode == MODE_RING ? offer_ring(&snd, n, &sent, &refused)
 					: offer_mmsg(&snd, n, &sent, &refused);
+		if (snd.refused_last)
+			snd.last_refusal = now;
 		if (k) {
 			offered += k;
-			last = now;     /* time of the latest offer */
+			/* Time of the latest offer; a held packet counts as offered
+			 * when it was due (the peer's ring made it wait). */
+			last = holding ? max_u64(last, due_time(t0, offered - 1, ns_per_pkt)) : now;
 		} else if (now - last > STUCK_NS) {
 			die("no packet left for %llu s (TX ring slots never completed)",
 			    STUCK_NS / 1000000000ull);
@@ -536,13 +616,15 @@ int main(int argc, char **argv)
 	       ", \"refused_short\": %" PRIu64 ", \"elapsed_ns\": %" PRIu64
 	       ", \"rate_pps\": %.3f, \"frame_len\": %zu, \"batch\": %u, \"calls\": %" PRIu64
 	       ", \"mode\": \"%s\", \"ring_frames\": %u, \"queue_pkts\": %" PRIu64
+	       ", \"hold_pkts\": %" PRIu64 ", \"held_max\": %" PRIu64
+	       ", \"attempts_refused\": %" PRIu64
 	       ", \"max_lag_ns\": %" PRIu64 ", \"max_lag_bound_ns\": %" PRIu64
 	       ", \"slipped_ns\": %" PRIu64 ", \"drain_ns\": %" PRIu64 ", \"cpu\": %d"
 	       ", \"tx_packets_delta\": %" PRIu64 ", \"tx_dropped_delta\": %" PRIu64
 	       ", \"rx_packets_delta\": %" PRIu64 ", \"rx_dropped_delta\": %" PRIu64 "}\n",
 	       o.count, sent, refused, snd.refused_short, o.count ? last - first : 0, o.rate_pps,
 	       len, o.batch, snd.calls, o.mode == MODE_RING ? "ring" : "mmsg", snd.nframes,
-	       o.queue_pkts,
+	       o.queue_pkts, o.hold_pkts, held_max, snd.attempts_refused,
 	       max_lag, o.max_lag_ns, slipped, o.drain_ns, o.cpu,
 	       after.tx_packets - before.tx_packets, after.tx_dropped - before.tx_dropped,
 	       after.rx_packets - before.rx_packets, after.rx_dropped - before.rx_dropped);

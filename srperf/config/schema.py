@@ -124,6 +124,7 @@ TESTBED_SCHEMA: dict[str, Any] = {
                         "fifo_priority": {"type": "integer", "minimum": 0, "maximum": 99},
                         "mode": {"enum": ["mmsg", "ring"]},
                         "queue_pkts": {"type": "integer", "minimum": 0, "maximum": 1000000},
+                        "queue_mode": {"enum": ["hold", "qdisc"]},
                     },
                 },
             },

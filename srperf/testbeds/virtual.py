@@ -6,7 +6,7 @@ Topology (names from the testbed config, defaults shown)::
       t0 (tx) ---------- veth ---------- s0 (in)   GRO on + threaded NAPI,
       t1 (rx) ---------- veth ---------- s1 (out)  napi kthread pinned, FIFO 50
       XDP drop sink on t1
-      pfifo on t0 (the generator's queue, tester.options.queue_pkts)
+      (a pfifo on t0 only with tester.options.queue_mode qdisc)
 
 The tester has no IP stack on its ports (IPv6 disabled, no IPv4 address): the
 generator writes raw frames and counts with kernel counters, so no neighbour

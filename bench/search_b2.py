@@ -37,6 +37,23 @@ from srperf.testbeds.virtual import VirtualTestbed
 from srperf.transports import for_testbed
 
 
+def pair_orders(results: dict[tuple[str, str], list[float]], alg: str,
+                names: list[str]) -> str:
+    """For each pair of behaviors: in how many repeats the first beat the second,
+    and the median of their per-repeat difference (%), so a pair whose order
+    flips can be told from one that is reliably ordered."""
+    parts = []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            pairs = list(zip(results[(alg, a)], results[(alg, b)]))
+            if not pairs:
+                continue
+            wins = sum(x > y for x, y in pairs)
+            diff = statistics.median(100 * (x / y - 1) for x, y in pairs)
+            parts.append(f"{a}>{b} {wins}/{len(pairs)} (median {diff:+.1f} %)")
+    return "; ".join(parts)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5)
@@ -143,6 +160,7 @@ def main() -> int:
         print(f"{alg}: ranking {' > '.join(ref or ())} in {stable} of {args.repeats} repeats; "
               f"median CV {statistics.median(cvs[alg]):.1f} %; "
               f"mean trial-s per search {statistics.mean(costs[alg]):.1f}")
+        print(f"  pairs: {pair_orders(results, alg, names)}")
     ours, theirs = statistics.median(cvs[args.ours]), statistics.median(cvs["bisect"])
     print(f"CV ratio {args.ours}/bisect (median over behaviors): {ours / theirs:.2f} "
           "(target <= 0.5)")

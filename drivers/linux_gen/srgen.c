@@ -38,8 +38,9 @@
  *     is due and sends it in one call.  RATE 0 sends as fast as possible.
  *     elapsed_ns (packet 0 due -> last offer) always lies within
  *     [(COUNT-1)/RATE + slipped, (COUNT-1)/RATE + slipped + MAX_LAG].
- *     With -H, while packets wait for the peer the sender may fall behind
- *     by MAX_LAG plus the hold before the schedule slips.
+ *     With -H, once the peer has refused a packet the sender may fall
+ *     behind by HOLD_PKTS packets plus MAX_LAG before the schedule slips,
+ *     and a held packet's offer counts at its due time.
  *   - Every packet is offered exactly once.  A packet the path refuses
  *     (ENOBUFS/EAGAIN, i.e. the message at which sendmmsg stopped short) is
  *     counted as refused and never retried (with -H: retried while it may

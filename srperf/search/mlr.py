@@ -66,7 +66,10 @@ Start
     One trial at max with the first phase's duration.  A SUT forwarding R pps
     (received / duration) loses exactly t at ``R / (1 - t)``; the first lower
     hint of each goal is half a final width below that knife edge (clipped to
-    [min, max)), or max itself when max already passes.
+    [min, max)), or max itself when max already passes.  When the generator
+    could not offer max (a generator-limited trial at O pps), the hint is half
+    a final width below ``min(R / (1 - t), O)``: the search starts where the
+    generator can still pace instead of stepping down to it.
 
 Validation
     Once every goal is done, the reported rate of each goal (its final lower
@@ -458,10 +461,20 @@ class MlrSearch(SearchAlgorithm):
         """
         s = self.settings
         trial = self._trial(s.max_rate_pps, self.phases[0].duration_s)
+        half_width = 0.5 * self.phases[-1].log_width
         if not trial.usable:
+            if not (trial.counters_consistent and trial.elapsed_s > 0):
+                return
+            # The generator could not offer max: the SUT forwarded R of the
+            # O pps it got.  It loses t at R / (1 - t) at most, and nothing
+            # above O has been measured: hint just below the smaller.
+            received = trial.received / trial.elapsed_s
+            for g in goals:
+                a = min(received / (1.0 - g.threshold_pct / 100.0), trial.offered_rate_pps)
+                g.hint_lo = min(max(a * math.exp(-half_width), s.min_rate_pps),
+                                s.max_rate_pps)
             return
         forwarded = trial.received / trial.duration_s
-        half_width = 0.5 * self.phases[-1].log_width
         for g in goals:
             if not exceeds(trial, g.threshold_pct):
                 g.hint_lo = s.max_rate_pps

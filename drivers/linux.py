@@ -33,8 +33,8 @@ the queue costs no loss.  ``queue_mode`` says where they wait:
   the queue are lost.  Only the sender's CPU does that work.
 - ``"qdisc"``: in a pfifo of ``queue_pkts`` on the tx port, which srgen sends
   through.  The kernel restarts that queue from the SUT's NAPI poll, so the
-  SUT's CPU pulls the frames, which lowered its max receive rate by 13-23 %
-  here (``bench/generator.py --queue-mode``).
+  SUT's CPU pulls the frames, which lowered its max receive rate by 12-21 %
+  here (``bench/queue_modes.py``).
 
 The queue is part of what is measured: say its size with every result.
 """
@@ -184,7 +184,6 @@ class LinuxGenerator(TrafficGenerator):
         self.fifo_priority = fifo_priority
         self.mode = mode
         self.queue_pkts, self._queue_mode = queue_pkts, queue_mode
-        self._tx_bare = False  # tx port checked free of any qdisc (no qdisc queue)
         self._binary = build_srgen()
         self._tmp = Path(tempfile.mkdtemp(prefix="srperf-linuxgen-"))
         # Temp files go even if a caller forgets close() (garbage collection, exit).
@@ -361,10 +360,11 @@ class LinuxGenerator(TrafficGenerator):
         With ``install`` a missing queue (or one of another size) is put in
         place first: a pfifo of ``queue_pkts`` as the tx port's root qdisc.
         Without a qdisc queue, ``install`` removes any root qdisc instead:
-        over veth a qdisc makes a full ring stop the port's queue rather than
-        refuse the frame, which srgen's direct sends must not meet.
+        over veth a qdisc makes a full ring stop the port's queue (rather than
+        refuse the frame), and the SUT's CPU then restarts it, the very cost
+        the hold mode avoids.
         """
-        if not self._qdisc_queue and (self._tx_bare or not install):
+        if not self._qdisc_queue and not install:
             return 0
         try:
             root = [q for q in json.loads(self._tc("-s", "-j", "qdisc", "show", "dev", self.tx))
@@ -374,7 +374,6 @@ class LinuxGenerator(TrafficGenerator):
                     self._tc("qdisc", "del", "dev", self.tx, "root")
                     log.info("removed the %s qdisc of %s/%s", root[0].get("kind"),
                              self.ns, self.tx)
-                self._tx_bare = True
                 return 0
             for qdisc in root:
                 if qdisc.get("kind") == "pfifo" and qdisc["options"]["limit"] == self.queue_pkts:
@@ -386,7 +385,6 @@ class LinuxGenerator(TrafficGenerator):
                                  f"{self.queue_pkts} packets) went away during a trial")
         self._tc("qdisc", "replace", "dev", self.tx, "root", "pfifo",
                  "limit", str(self.queue_pkts))
-        self._tx_bare = False
         log.info("queue of %d packets on %s/%s", self.queue_pkts, self.ns, self.tx)
         return 0
 

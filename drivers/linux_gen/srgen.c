@@ -21,7 +21,7 @@
  *     (the caller installs a pfifo of PKTS packets there), which holds them
  *     while the peer's ring is full.  But the kernel then restarts the
  *     queue from the peer's NAPI poll, on the SUT's CPU, which costs the SUT
- *     13-23 % of its forwarding rate here.  Sends are non-blocking and the
+ *     12-21 % of its forwarding rate here.  Sends are non-blocking and the
  *     send buffer is sized to hold the whole queue, so a full queue shows as
  *     refusals (the qdisc's own drops), never as lag.  Two send
  *     paths (-m): "mmsg" sendmmsg batches whose messages all point at the

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""The generator's queue, side by side: none, hold (in srgen) and qdisc (a pfifo).
+
+On the virtual testbed (real kernel), for each behavior: 1 s trials at fixed
+rates and unpaced runs (max receive rate), the three queue settings taking
+turns so that the VM's drift hits them alike.  Prints, per behavior, rate and
+setting, the loss of every trial (%) and the median; and each setting's
+median max receive rate (kpps), with its ratio to the setting without queue.
+
+    .venv/bin/python bench/queue_modes.py [--behaviors ipv6,end,h_encaps]
+        [--rates 0.5,0.75,0.9] [--repeats 3] [--queue-pkts 4096] [--mrr-pkts 1500000]
+
+``--rates`` are fractions of each behavior's max receive rate without a
+queue, measured first.  Needs root; builds a virtual testbed with prefix
+``srpqm`` and removes it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from srperf import behaviors as catalogue  # noqa: E402
+from srperf.cfg_manager import CfgManager  # noqa: E402
+from srperf.config.model import Testbed  # noqa: E402
+from srperf.drivers.base import TrafficGenerator  # noqa: E402
+from srperf.drivers.linux import LinuxGenerator, SrgenReport  # noqa: E402
+from srperf.generators import create_generator  # noqa: E402
+from srperf.testbeds.virtual import VirtualTestbed  # noqa: E402
+from srperf.transports import for_testbed  # noqa: E402
+
+SETTINGS = ("none", "hold", "qdisc")
+"""The queue settings compared: no queue, srgen's hold, a pfifo on the tx port."""
+
+
+def make_generators(tb: Testbed, queue_pkts: int) -> dict[str, TrafficGenerator]:
+    """One generator per setting, all on the testbed's tester ports, no retries."""
+    def gen(**options: object) -> TrafficGenerator:
+        tester = dataclasses.replace(tb.tester, options={**tb.tester.options, "retries": 0,
+                                                         **options})
+        return create_generator(dataclasses.replace(tb, tester=tester))
+
+    return {"none": gen(queue_pkts=0), "hold": gen(queue_pkts=queue_pkts, queue_mode="hold"),
+            "qdisc": gen(queue_pkts=queue_pkts, queue_mode="qdisc")}
+
+
+def received_rate_kpps(rep: SrgenReport) -> float:
+    """Frames the SUT forwarded per second of an unpaced run, thousands."""
+    return rep.rx_packets_delta / (rep.elapsed_ns / 1e9) / 1e3 if rep.elapsed_ns else 0.0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--behaviors", default="ipv6,end,h_encaps")
+    ap.add_argument("--rates", default="0.5,0.75,0.9",
+                    help="fixed rates as fractions of the max receive rate without queue")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--queue-pkts", type=int, default=4096)
+    ap.add_argument("--mrr-pkts", type=int, default=1_500_000,
+                    help="frames per unpaced run")
+    args = ap.parse_args()
+    fractions = [float(x) for x in args.rates.split(",") if x]
+
+    tb = Testbed(name="qm", prefix="srpqm")
+    vt = VirtualTestbed(tb)
+    transport = for_testbed(tb)
+    started = time.monotonic()
+    gens: dict[str, TrafficGenerator] = {}
+    try:
+        vt.up()
+        cfg = CfgManager(transport, "linux", catalogue.cfg_env(tb))
+        gens = make_generators(tb, args.queue_pkts)
+        print(f"queue {args.queue_pkts} frames; {args.repeats} runs per setting, taking turns; "
+              f"fixed-rate trials 1 s, unpaced runs {args.mrr_pkts} frames")
+        for name in args.behaviors.split(","):
+            beh = catalogue.get(name)
+            cfg.apply(beh.cfg_function, name)
+            frame = bytes(beh.build_frame(tb, 64))
+            for g in gens.values():
+                g.prepare(frame)
+            mrr: dict[str, list[float]] = {s: [] for s in SETTINGS}
+            for _ in range(args.repeats):
+                for s in SETTINGS:
+                    gen = gens[s]
+                    assert isinstance(gen, LinuxGenerator)
+                    mrr[s].append(received_rate_kpps(gen.unpaced(args.mrr_pkts)))
+            base = statistics.median(mrr["none"])
+            for s in SETTINGS:
+                m = statistics.median(mrr[s])
+                print(f"{name:<9} max receive rate {s:<6} {m:7.1f} kpps "
+                      f"({m / base:.2f}x none)  runs {[round(x) for x in mrr[s]]}", flush=True)
+            for f in fractions:
+                rate = f * base * 1e3
+                loss: dict[str, list[float]] = {s: [] for s in SETTINGS}
+                flags: dict[str, list[str]] = {s: [] for s in SETTINGS}
+                for _ in range(args.repeats):
+                    for s in SETTINGS:
+                        t = gens[s].trial(rate, 1.0)
+                        loss[s].append(100.0 * t.loss_ratio)
+                        if not t.usable:
+                            flags[s].append(t.note)
+                for s in SETTINGS:
+                    print(f"{name:<9} {rate / 1e3:6.0f} kpps ({f:.2f}x) {s:<6} loss % "
+                          f"{[round(x, 3) for x in loss[s]]} median "
+                          f"{statistics.median(loss[s]):.3f}"
+                          + (f"  ({len(flags[s])} unusable: {'; '.join(flags[s])})"
+                             if flags[s] else ""), flush=True)
+            cfg.clean()
+    finally:
+        for g in gens.values():
+            g.close()
+        transport.close()
+        vt.down()
+    print(f"(wall time {time.monotonic() - started:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

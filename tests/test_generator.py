@@ -474,11 +474,14 @@ def test_queue_holds_a_burst_the_ring_refuses(overload: tuple[str, str], mode: s
             assert roots == [("pfifo", 1000)]
         else:
             # held in srgen: refused attempts (each a tx_dropped), then sent;
-            # a held frame counts as offered on time, so the rate was kept
+            # a held frame counts as offered when due: the slow peer's tens of
+            # ms of draining do not stretch the 3 ms trial beyond srgen's
+            # bound (schedule + its own slips + max_lag_s, 1 ms)
             assert roots in ([], [("noqueue", None)]), roots
             assert queued.extra["attempts_refused"] > 0 and queued.extra["held_max"] > 0
             assert _delta(before, after, "tx_dropped") == queued.extra["attempts_refused"]
-            assert not queued.generator_limited, queued.note
+            slipped_s = queued.extra["slipped_ns"] / 1e9
+            assert queued.elapsed_s - slipped_s < 0.003 + 0.001 + 0.0005, queued
 
 
 @needs_root

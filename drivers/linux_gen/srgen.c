@@ -315,6 +315,14 @@ static uint64_t due_time(uint64_t t0, uint64_t i, double ns_per_pkt)
 	return t0 + (uint64_t)((double)i * ns_per_pkt);
 }
 
+/* How many packets are due at now (packets 0..n-1), at most count. */
+static uint64_t due_count(uint64_t now, uint64_t t0, double ns_per_pkt, uint64_t count)
+{
+	uint64_t n = (uint64_t)((double)(now - t0) / ns_per_pkt) + 1;
+
+	return n < count ? n : count;
+}
+
 /* Error left on the socket by a sendmmsg that stopped short (0 if none).
  * Reading it also clears it, so it cannot fail the next, unrelated send. */
 static int pending_error(int fd)
@@ -530,7 +538,7 @@ int main(int argc, char **argv)
 
 		if (ns_per_pkt > 0) {
 			/* Packets 0..due-1 are due at or before now. */
-			due = (uint64_t)((double)(now - t0) / ns_per_pkt) + 1;
+			due = due_count(now, t0, ns_per_pkt, o.count);
 			if (due <= offered)
 				continue;        /* busy-wait for the next due time */
 			/* Lag of the oldest packet not yet offered. */
@@ -538,12 +546,18 @@ int main(int argc, char **argv)
 
 			if (lag > max_lag)
 				max_lag = lag;
-			if (due > o.count)
-				due = o.count;
-			if (snd.refused_last)
-				holding = snd.hold;
-			else if (lag <= o.max_lag_ns)
+			if (snd.hold && snd.refused_last && !holding) {
+				/* A hold starts: lateness the sender had already
+				 * beyond MAX_LAG is its own, not the peer's: slip. */
+				holding = 1;
+				if (lag > o.max_lag_ns) {
+					t0 += lag - o.max_lag_ns;
+					slipped += lag - o.max_lag_ns;
+					due = due_count(now, t0, ns_per_pkt, o.count);
+				}
+			} else if (!snd.refused_last && lag <= o.max_lag_ns) {
 				holding = 0;
+			}
 			if (holding) {
 				/* -H: the due packets wait for the peer, as in its
 				 * receive ring, up to hold_pkts of them; while it
@@ -560,20 +574,19 @@ int main(int argc, char **argv)
 					offered += backlog - o.hold_pkts;
 					last = max_u64(last, due_time(t0, offered - 1, ns_per_pkt));
 				} else if (!snd.refused_last && backlog > o.hold_pkts + lag_pkts) {
-					uint64_t over = backlog - o.hold_pkts - lag_pkts;
+					uint64_t over_ns = (uint64_t)((double)(backlog - o.hold_pkts -
+									    lag_pkts) * ns_per_pkt);
 
-					t0 += (uint64_t)((double)over * ns_per_pkt);
-					slipped += (uint64_t)((double)over * ns_per_pkt);
-					due -= over;
+					t0 += over_ns;
+					slipped += over_ns;
+					due = due_count(now, t0, ns_per_pkt, o.count);
 				}
 			} else if (lag > o.max_lag_ns) {
 				/* A stall: catch up at most max_lag_ns worth of packets,
 				 * slip the schedule for the rest. */
 				t0 += lag - o.max_lag_ns;
 				slipped += lag - o.max_lag_ns;
-				due = (uint64_t)((double)(now - t0) / ns_per_pkt) + 1;
-				if (due > o.count)
-					due = o.count;
+				due = due_count(now, t0, ns_per_pkt, o.count);
 			}
 			/* With a quantum, wait until min_batch packets are due (the
 			 * oldest then waits at most one quantum), except at the end. */

@@ -9,7 +9,7 @@ range of the PDR, the ranking of behaviors in each repeat, and the CV ratio.
 
     .venv/bin/python bench/search_b2.py [--repeats 5] [--behaviors ipv6,end,h_encaps]
                                         [--trials-json FILE] [--queue-pkts N]
-                                        [--queue-mode hold|qdisc]
+                                        [--queue-mode hold|qdisc] [--summary-from FILE]
 
 Needs root; builds a virtual testbed with prefix `srpb2` and removes it.
 """
@@ -23,6 +23,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from srperf import behaviors as catalogue
 from srperf.cfg_manager import CfgManager
@@ -37,21 +38,83 @@ from srperf.testbeds.virtual import VirtualTestbed
 from srperf.transports import for_testbed
 
 
-def pair_orders(results: dict[tuple[str, str], list[float]], alg: str,
-                names: list[str]) -> str:
-    """For each pair of behaviors: in how many repeats the first beat the second,
-    and the median of their per-repeat difference (%), so a pair whose order
-    flips can be told from one that is reliably ordered."""
+Values = dict[tuple[str, str], list[float | None]]
+"""Per (algorithm, behavior): the reported PDR of each repeat (kpps), None
+where the search reported none (e.g. generator-limited)."""
+
+
+def present(values: list[float | None]) -> list[float]:
+    return [v for v in values if v is not None]
+
+
+def pair_orders(results: Values, alg: str, names: list[str]) -> str:
+    """For each pair of behaviors: in how many repeats (with both values) the
+    first beat the second, and the median of their per-repeat difference (%),
+    so a pair whose order flips can be told from one that is reliably ordered."""
     parts = []
     for i, a in enumerate(names):
         for b in names[i + 1:]:
-            pairs = list(zip(results[(alg, a)], results[(alg, b)]))
+            pairs = [(x, y) for x, y in zip(results[(alg, a)], results[(alg, b)])
+                     if x is not None and y is not None]
             if not pairs:
                 continue
             wins = sum(x > y for x, y in pairs)
             diff = statistics.median(100 * (x / y - 1) for x, y in pairs)
             parts.append(f"{a}>{b} {wins}/{len(pairs)} (median {diff:+.1f} %)")
     return "; ".join(parts)
+
+
+def summarize(dump: list[dict[str, Any]], names: list[str], algs: list[str], ours: str,
+              threshold: float, repeats: int, wall_s: float | None) -> None:
+    """Print the B2 tables from the searches in ``dump`` (one record per search)."""
+    results: Values = {(a, b): [None] * repeats for a in algs for b in names}
+    estimates: dict[tuple[str, str], list[float]] = {(a, b): [] for a in algs for b in names}
+    costs: dict[str, list[float]] = {a: [] for a in algs}
+    for rec in dump:
+        goal, key = rec["goal"], (rec["algorithm"], rec["behavior"])
+        if key not in results:
+            continue
+        value = goal["lower_bound_pps"] if goal["status"] in ("ok", "at_max") else None
+        results[key][rec["repeat"] - 1] = None if value is None else value / 1e3
+        if goal.get("estimate_pps") is not None:
+            estimates[key].append(goal["estimate_pps"] / 1e3)
+        costs[rec["algorithm"]].append(rec.get("trial_s", sum(
+            t["duration_s"] for t in rec["trials"])))
+    wall = f", {wall_s:.0f} s wall" if wall_s is not None else ""
+    print(f"\nB2 PDR@{threshold}% on the virtual testbed, {repeats} interleaved repeats{wall}")
+    print(f"{'algorithm':<10} {'behavior':<9} {'n':>2} {'mean':>8} {'CV %':>6} {'min':>8} "
+          f"{'max':>8}  (kpps; reported PDR = lower bound) | estimates: n, mean, CV %")
+    cvs: dict[str, list[float]] = {a: [] for a in algs}
+    for alg in algs:
+        for name in names:
+            v = present(results[(alg, name)])
+            mean = statistics.mean(v) if v else float("nan")
+            cv = 100 * statistics.stdev(v) / mean if len(v) > 1 else float("nan")
+            cvs[alg].append(cv)
+            e = estimates[(alg, name)]
+            e_mean = statistics.mean(e) if e else float("nan")
+            e_cv = 100 * statistics.stdev(e) / e_mean if len(e) > 1 else float("nan")
+            print(f"{alg:<10} {name:<9} {len(v):>2} {mean:8.1f} {cv:6.1f} "
+                  f"{min(v, default=float('nan')):8.1f} {max(v, default=float('nan')):8.1f}"
+                  f" | {len(e):>2} {e_mean:8.1f} {e_cv:6.1f}")
+    for alg in algs:
+        ref = tuple(sorted(names, key=lambda b: -statistics.median(
+            present(results[(alg, b)]) or [0.0])))
+        stable = complete = 0
+        for rep in range(repeats):
+            row = [results[(alg, b)][rep] for b in names]
+            if any(x is None for x in row):
+                continue
+            complete += 1
+            stable += tuple(sorted(names, key=lambda b: -(results[(alg, b)][rep] or 0.0))) == ref
+        print(f"{alg}: ranking {' > '.join(ref)} in {stable} of {repeats} repeats "
+              f"({repeats - complete} without a value for every behavior); "
+              f"median CV {statistics.median(cvs[alg]):.1f} %; "
+              f"mean trial-s per search {statistics.mean(costs[alg]):.1f}")
+        print(f"  pairs: {pair_orders(results, alg, names)}")
+    mine, theirs = statistics.median(cvs[ours]), statistics.median(cvs["bisect"])
+    print(f"CV ratio {ours}/bisect (median over behaviors): {mine / theirs:.2f} "
+          "(target <= 0.5)")
 
 
 def main() -> int:
@@ -70,7 +133,16 @@ def main() -> int:
                     "generator's, 4096)")
     ap.add_argument("--queue-mode", choices=QUEUE_MODES, default=None,
                     help="where the queue is (default: the generator's, hold)")
+    ap.add_argument("--summary-from", metavar="FILE",
+                    help="print the summary of a run saved with --trials-json, run nothing")
     args = ap.parse_args()
+    names = args.behaviors.split(",")
+    if args.summary_from:
+        saved = json.loads(Path(args.summary_from).read_text())
+        algs_seen = list(dict.fromkeys(rec["algorithm"] for rec in saved))
+        summarize(saved, names, algs_seen, args.ours, args.threshold,
+                  max(rec["repeat"] for rec in saved), None)
+        return 0
 
     tb = Testbed(name="b2", prefix="srpb2")
     options = {k: v for k, v in (("queue_pkts", args.queue_pkts),
@@ -78,7 +150,6 @@ def main() -> int:
     tb = dataclasses.replace(tb, tester=dataclasses.replace(
         tb.tester, options={**tb.tester.options, **options}))
     vt = VirtualTestbed(tb)
-    names = args.behaviors.split(",")
     algs = {
         args.ours: SearchSettings(thresholds_pct=(args.threshold,), min_rate_pps=50_000,
                                   max_rate_pps=args.max_rate, accuracy_pps=5_000),
@@ -86,10 +157,7 @@ def main() -> int:
                                                thresholds_pct=(args.threshold,),
                                                max_rate_pps=args.max_rate),
     }
-    results: dict[tuple[str, str], list[float]] = {(a, b): [] for a in algs for b in names}
-    estimates: dict[tuple[str, str], list[float]] = {(a, b): [] for a in algs for b in names}
-    costs: dict[str, list[float]] = {a: [] for a in algs}
-    dump: list[dict[str, object]] = []
+    dump: list[dict[str, Any]] = []
     started = time.monotonic()
     transport = for_testbed(tb)
     try:
@@ -108,13 +176,8 @@ def main() -> int:
                     settings = dataclasses.replace(algs[alg], seed=rep)
                     res = create(alg, settings).run(gen.trial)
                     goal = res.goals[0]
-                    value = goal.lower_bound_pps if goal.status in ("ok", "at_max") else None
-                    if value is not None:
-                        results[(alg, name)].append(value / 1e3)
-                    if goal.estimate_pps is not None:
-                        estimates[(alg, name)].append(goal.estimate_pps / 1e3)
-                    costs[alg].append(res.trial_seconds)
                     dump.append({"repeat": rep, "behavior": name, "algorithm": alg,
+                                 "trial_s": res.trial_seconds,
                                  "goal": dataclasses.asdict(goal),
                                  "trials": [dataclasses.asdict(t) for t in res.trials]})
                     print(f"rep {rep} {name:<9} {alg:<9} {goal.status:<9} "
@@ -130,40 +193,8 @@ def main() -> int:
         transport.close()  # removes the pushed CFG script's work directory
         vt.down()
 
-    print(f"\nB2 PDR@{args.threshold}% on the virtual testbed, {args.repeats} interleaved "
-          f"repeats, {time.monotonic() - started:.0f} s wall")
-    print(f"{'algorithm':<10} {'behavior':<9} {'n':>2} {'mean':>8} {'CV %':>6} {'min':>8} "
-          f"{'max':>8}  (kpps; reported PDR = lower bound) | estimates: n, mean, CV %")
-    cvs: dict[str, list[float]] = {a: [] for a in algs}
-    for alg in algs:
-        for name in names:
-            v = results[(alg, name)]
-            mean = statistics.mean(v) if v else float("nan")
-            cv = 100 * statistics.stdev(v) / mean if len(v) > 1 else float("nan")
-            cvs[alg].append(cv)
-            e = estimates[(alg, name)]
-            e_mean = statistics.mean(e) if e else float("nan")
-            e_cv = 100 * statistics.stdev(e) / e_mean if len(e) > 1 else float("nan")
-            print(f"{alg:<10} {name:<9} {len(v):>2} {mean:8.1f} {cv:6.1f} "
-                  f"{min(v, default=float('nan')):8.1f} {max(v, default=float('nan')):8.1f}"
-                  f" | {len(e):>2} {e_mean:8.1f} {e_cv:6.1f}")
-    for alg in algs:
-        stable = 0
-        ref = None
-        for rep in range(args.repeats):
-            try:
-                ranking = tuple(sorted(names, key=lambda b: -results[(alg, b)][rep]))
-            except IndexError:
-                continue
-            ref = ref or tuple(sorted(names, key=lambda b: -statistics.median(results[(alg, b)])))
-            stable += ranking == ref
-        print(f"{alg}: ranking {' > '.join(ref or ())} in {stable} of {args.repeats} repeats; "
-              f"median CV {statistics.median(cvs[alg]):.1f} %; "
-              f"mean trial-s per search {statistics.mean(costs[alg]):.1f}")
-        print(f"  pairs: {pair_orders(results, alg, names)}")
-    ours, theirs = statistics.median(cvs[args.ours]), statistics.median(cvs["bisect"])
-    print(f"CV ratio {args.ours}/bisect (median over behaviors): {ours / theirs:.2f} "
-          "(target <= 0.5)")
+    summarize(dump, names, list(algs), args.ours, args.threshold, args.repeats,
+              time.monotonic() - started)
     return 0
 
 

@@ -415,7 +415,6 @@ class MlrSearch(SearchAlgorithm):
         while fewer than ``validation_trials`` were run there and the missing
         ones, were they all to fail, would change its verdict.
         """
-        s = self.settings
         final = self.phases[-1]
         todo: list[float] = []
         for g in goals:
@@ -428,7 +427,6 @@ class MlrSearch(SearchAlgorithm):
 
     def _to_recheck(self, goals: list[GoalState]) -> list[float]:
         """Upper bounds with a far inversion above them that may take more trials."""
-        s = self.settings
         final = self.phases[-1]
         todo: list[float] = []
         for g in goals:

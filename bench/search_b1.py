@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import statistics
 import sys
 import time
@@ -113,6 +114,22 @@ def run_cell(alg: str, noise: float, seeds: int, thresholds: tuple[float, ...], 
     }
 
 
+def passfail_limit(jitter: float, trials: float) -> float:
+    """Asymptotic least mean relative |error| of a PDR found from ``trials`` pass/fail trials.
+
+    In the model (hard knee, capacity C (1 + jitter z) per trial, z standard
+    normal) a trial at rate r fails threshold t with probability
+    Phi((r / theta - 1) / jitter), theta = C / (1 - t) the true PDR.  One trial
+    carries Fisher information phi(u)^2 / (Phi(u) (1 - Phi(u))) / (theta jitter)^2
+    about theta, largest at r = theta (u = 0): 2 / (pi (theta jitter)^2).  So
+    any unbiased estimate from ``trials`` trials has a relative standard deviation
+    of at least jitter sqrt(pi / (2 trials)) (Cramer-Rao), and a normal error
+    with that deviation has mean |error| jitter / sqrt(trials).  A search that
+    also reads how much a trial lost is not bound by this.
+    """
+    return jitter / math.sqrt(trials)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=300)
@@ -179,6 +196,16 @@ def table(thresholds: tuple[float, ...], algs: list[str], args: argparse.Namespa
         parts = [f"{other} {mine / summary[(noise, other)]['trial_s']:.2f}x"
                  for other in algs if other != "mlr" and (noise, other) in summary]
         print(f"  noise {100 * noise:.0f} %: " + ", ".join(parts))
+    print("pass/fail limit: least mean |error| of a search that decides from pass/fail, "
+          "with as many trials as mlr made, all at the answer (sigma / sqrt(trials)):")
+    for noise in args.noise:
+        if noise <= 0 or (noise, "mlr") not in summary:
+            continue
+        cell = summary[(noise, "mlr")]
+        limit = passfail_limit(noise, cell["trials"])
+        print(f"  noise {100 * noise:.0f} %: {100 * limit:.3f} % at {cell['trials']:.1f} trials; "
+              f"mlr {100 * cell['err_mean']:.3f} % ({cell['err_mean'] / limit:.2f}x the limit); "
+              f"trials needed for the limit to be the width: {(noise / args.width) ** 2:.0f}")
 
 
 if __name__ == "__main__":

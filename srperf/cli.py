@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -77,10 +78,23 @@ def _common_run_args(p: argparse.ArgumentParser) -> None:
                    help="leave a virtual testbed this run brought up")
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a CI timeout, ``kill PID``), raised where the program is so that
+    every cleanup path a Ctrl-C takes runs too: the SUT is cleaned, the testbed
+    a run brought up is removed and the finished trials stay stored."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    # a second SIGTERM must not cut the cleanup short (SIGKILL still can)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise Terminated()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return COMMANDS[args.command](args)
     except ConfigError as exc:
@@ -89,9 +103,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SrperfError as exc:
         print(f"srperf: error: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    except Terminated:
+        print("srperf: terminated (SUT cleaned, finished trials kept)", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         print("srperf: interrupted (SUT cleaned, finished trials kept)", file=sys.stderr)
         return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

@@ -54,12 +54,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from linux_testbed import linux_testbed  # noqa: E402
 from srperf import behaviors as catalogue  # noqa: E402
-from srperf.cfg_manager import CfgManager  # noqa: E402
 from srperf.config.model import Testbed  # noqa: E402
 from srperf.generators import create_generator  # noqa: E402
-from srperf.testbeds.virtual import VirtualTestbed  # noqa: E402
-from srperf.transports import for_testbed  # noqa: E402
 
 Z_99 = 2.3263478740408408
 """One-sided 99 % quantile of the standard normal distribution."""
@@ -86,34 +84,27 @@ class Sample:
 def measure(names: list[str], rounds: int, rate_pps: float, duration_s: float,
             tb: Testbed) -> list[Sample]:
     """Run the interleaved rounds on a fresh virtual testbed; remove it afterwards."""
-    vt = VirtualTestbed(tb)
-    transport = for_testbed(tb)
     samples: list[Sample] = []
-    gen = None
-    try:
-        vt.up()
-        cfg = CfgManager(transport, "linux", catalogue.cfg_env(tb))
+    behaviors = {n: catalogue.get(n) for n in names}
+    frames = {n: bytes(b.build_frame(tb, 64)) for n, b in behaviors.items()}
+    with linux_testbed(tb) as cfg:
         gen = create_generator(tb)
-        frames = {n: bytes(catalogue.get(n).build_frame(tb, 64)) for n in names}
-        for r in range(rounds):
-            for name in names if r % 2 == 0 else list(reversed(names)):
-                t0 = time.monotonic()
-                cfg.apply(catalogue.get(name).cfg_function, name)
-                gen.prepare(frames[name])
-                setup = time.monotonic() - t0
-                t = gen.trial(rate_pps, duration_s)
-                samples.append(Sample(r, name, t.received_rate_pps if t.usable else None,
-                                      t.loss_ratio, setup, t.note))
-                cfg.clean()
-            row = [s for s in samples if s.round == r]
-            print(f"round {r + 1:3d}: " + "  ".join(
-                f"{s.behavior} {s.received_pps / 1e3:6.0f}" if s.received_pps is not None
-                else f"{s.behavior} unusable" for s in row), flush=True)
-    finally:
-        if gen is not None:
+        try:
+            for r in range(rounds):
+                for name in names if r % 2 == 0 else list(reversed(names)):
+                    t0 = time.monotonic()
+                    cfg.apply(behaviors[name].cfg_function, name)
+                    gen.prepare(frames[name])
+                    setup = time.monotonic() - t0
+                    t = gen.trial(rate_pps, duration_s)
+                    samples.append(Sample(r, name, t.received_rate_pps if t.usable else None,
+                                          t.loss_ratio, setup, t.note))
+                    cfg.clean()
+                print(f"round {r + 1:3d}: " + "  ".join(
+                    f"{s.behavior} {s.received_pps / 1e3:6.0f}" if s.received_pps is not None
+                    else f"{s.behavior} unusable" for s in samples[-len(names):]), flush=True)
+        finally:
             gen.close()
-        transport.close()
-        vt.down()
     return samples
 
 

@@ -26,14 +26,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from linux_testbed import linux_testbed  # noqa: E402
 from srperf import behaviors as catalogue  # noqa: E402
 from srperf.cfg_manager import CfgManager  # noqa: E402
 from srperf.config.model import Testbed  # noqa: E402
 from srperf.drivers.base import TrafficGenerator  # noqa: E402
 from srperf.drivers.linux import LinuxGenerator, SrgenReport  # noqa: E402
 from srperf.generators import create_generator  # noqa: E402
-from srperf.testbeds.virtual import VirtualTestbed  # noqa: E402
-from srperf.transports import for_testbed  # noqa: E402
 
 SETTINGS = ("none", "hold", "qdisc")
 """The queue settings compared: no queue, srgen's hold, a pfifo on the tx port."""
@@ -55,6 +54,45 @@ def received_rate_kpps(rep: SrgenReport) -> float:
     return rep.rx_packets_delta / (rep.elapsed_ns / 1e9) / 1e3 if rep.elapsed_ns else 0.0
 
 
+def compare(cfg: CfgManager, gens: dict[str, TrafficGenerator], tb: Testbed, name: str,
+            fractions: list[float], repeats: int, mrr_pkts: int) -> None:
+    """Print one behavior's max receive rate and fixed-rate loss per queue setting,
+    the settings taking turns."""
+    beh = catalogue.get(name)
+    cfg.apply(beh.cfg_function, name)
+    frame = bytes(beh.build_frame(tb, 64))
+    for g in gens.values():
+        g.prepare(frame)
+    mrr: dict[str, list[float]] = {s: [] for s in SETTINGS}
+    for _ in range(repeats):
+        for s in SETTINGS:
+            gen = gens[s]
+            assert isinstance(gen, LinuxGenerator)
+            mrr[s].append(received_rate_kpps(gen.unpaced(mrr_pkts)))
+    base = statistics.median(mrr["none"])
+    for s in SETTINGS:
+        m = statistics.median(mrr[s])
+        print(f"{name:<9} max receive rate {s:<6} {m:7.1f} kpps "
+              f"({m / base:.2f}x none)  runs {[round(x) for x in mrr[s]]}", flush=True)
+    for f in fractions:
+        rate = f * base * 1e3
+        loss: dict[str, list[float]] = {s: [] for s in SETTINGS}
+        flags: dict[str, list[str]] = {s: [] for s in SETTINGS}
+        for _ in range(repeats):
+            for s in SETTINGS:
+                t = gens[s].trial(rate, 1.0)
+                loss[s].append(100.0 * t.loss_ratio)
+                if not t.usable:
+                    flags[s].append(t.note)
+        for s in SETTINGS:
+            print(f"{name:<9} {rate / 1e3:6.0f} kpps ({f:.2f}x) {s:<6} loss % "
+                  f"{[round(x, 3) for x in loss[s]]} median "
+                  f"{statistics.median(loss[s]):.3f}"
+                  + (f"  ({len(flags[s])} unusable: {'; '.join(flags[s])})"
+                     if flags[s] else ""), flush=True)
+    cfg.clean()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--behaviors", default="ipv6,end,h_encaps")
@@ -68,55 +106,17 @@ def main() -> int:
     fractions = [float(x) for x in args.rates.split(",") if x]
 
     tb = Testbed(name="qm", prefix="srpqm")
-    vt = VirtualTestbed(tb)
-    transport = for_testbed(tb)
     started = time.monotonic()
-    gens: dict[str, TrafficGenerator] = {}
-    try:
-        vt.up()
-        cfg = CfgManager(transport, "linux", catalogue.cfg_env(tb))
+    with linux_testbed(tb) as cfg:
         gens = make_generators(tb, args.queue_pkts)
-        print(f"queue {args.queue_pkts} frames; {args.repeats} runs per setting, taking turns; "
-              f"fixed-rate trials 1 s, unpaced runs {args.mrr_pkts} frames")
-        for name in args.behaviors.split(","):
-            beh = catalogue.get(name)
-            cfg.apply(beh.cfg_function, name)
-            frame = bytes(beh.build_frame(tb, 64))
+        try:
+            print(f"queue {args.queue_pkts} frames; {args.repeats} runs per setting, taking "
+                  f"turns; fixed-rate trials 1 s, unpaced runs {args.mrr_pkts} frames")
+            for name in args.behaviors.split(","):
+                compare(cfg, gens, tb, name, fractions, args.repeats, args.mrr_pkts)
+        finally:
             for g in gens.values():
-                g.prepare(frame)
-            mrr: dict[str, list[float]] = {s: [] for s in SETTINGS}
-            for _ in range(args.repeats):
-                for s in SETTINGS:
-                    gen = gens[s]
-                    assert isinstance(gen, LinuxGenerator)
-                    mrr[s].append(received_rate_kpps(gen.unpaced(args.mrr_pkts)))
-            base = statistics.median(mrr["none"])
-            for s in SETTINGS:
-                m = statistics.median(mrr[s])
-                print(f"{name:<9} max receive rate {s:<6} {m:7.1f} kpps "
-                      f"({m / base:.2f}x none)  runs {[round(x) for x in mrr[s]]}", flush=True)
-            for f in fractions:
-                rate = f * base * 1e3
-                loss: dict[str, list[float]] = {s: [] for s in SETTINGS}
-                flags: dict[str, list[str]] = {s: [] for s in SETTINGS}
-                for _ in range(args.repeats):
-                    for s in SETTINGS:
-                        t = gens[s].trial(rate, 1.0)
-                        loss[s].append(100.0 * t.loss_ratio)
-                        if not t.usable:
-                            flags[s].append(t.note)
-                for s in SETTINGS:
-                    print(f"{name:<9} {rate / 1e3:6.0f} kpps ({f:.2f}x) {s:<6} loss % "
-                          f"{[round(x, 3) for x in loss[s]]} median "
-                          f"{statistics.median(loss[s]):.3f}"
-                          + (f"  ({len(flags[s])} unusable: {'; '.join(flags[s])})"
-                             if flags[s] else ""), flush=True)
-            cfg.clean()
-    finally:
-        for g in gens.values():
-            g.close()
-        transport.close()
-        vt.down()
+                g.close()
     print(f"(wall time {time.monotonic() - started:.0f} s)")
     return 0
 

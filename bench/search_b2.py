@@ -25,17 +25,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+from linux_testbed import linux_testbed
 from srperf import behaviors as catalogue
 from srperf.cfg_manager import CfgManager
 from srperf.config.model import Testbed
+from srperf.drivers.base import TrafficGenerator
 from srperf.drivers.linux import QUEUE_MODES
 from srperf.generators import create_generator
 from srperf.orchestrator import describe_estimate
 from srperf.search import DEFAULT_ALGORITHM, create
 from srperf.search.base import SearchSettings
 from srperf.search.bisect import BisectSearch
-from srperf.testbeds.virtual import VirtualTestbed
-from srperf.transports import for_testbed
 
 
 Values = dict[tuple[str, str], list[float | None]]
@@ -117,6 +117,33 @@ def summarize(dump: list[dict[str, Any]], names: list[str], algs: list[str], our
           "(target <= 0.5)")
 
 
+def run_repeats(cfg: CfgManager, gen: TrafficGenerator, tb: Testbed, names: list[str],
+                algs: dict[str, SearchSettings], repeats: int,
+                dump: list[dict[str, Any]]) -> None:
+    """Search every behavior with every algorithm in each repeat, the algorithms'
+    order alternating; append one record per search (with its trials) to ``dump``."""
+    for rep in range(1, repeats + 1):
+        for name in names:
+            beh = catalogue.get(name)
+            cfg.apply(beh.cfg_function, name)
+            gen.prepare(bytes(beh.build_frame(tb, 64)))
+            order = list(algs) if rep % 2 else list(reversed(algs))
+            for alg in order:
+                settings = dataclasses.replace(algs[alg], seed=rep)
+                res = create(alg, settings).run(gen.trial)
+                goal = res.goals[0]
+                dump.append({"repeat": rep, "behavior": name, "algorithm": alg,
+                             "trial_s": res.trial_seconds,
+                             "goal": dataclasses.asdict(goal),
+                             "trials": [dataclasses.asdict(t) for t in res.trials]})
+                print(f"rep {rep} {name:<9} {alg:<9} {goal.status:<9} "
+                      f"[{(goal.lower_bound_pps or 0) / 1e3:7.1f}, "
+                      f"{(goal.upper_bound_pps or 0) / 1e3:7.1f}] kpps "
+                      f"{res.n_trials:3d} trials {res.trial_seconds:6.1f} trial-s"
+                      f"{describe_estimate(goal)}", flush=True)
+            cfg.clean()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5)
@@ -149,7 +176,6 @@ def main() -> int:
                                  ("queue_mode", args.queue_mode)) if v is not None}
     tb = dataclasses.replace(tb, tester=dataclasses.replace(
         tb.tester, options={**tb.tester.options, **options}))
-    vt = VirtualTestbed(tb)
     algs = {
         args.ours: SearchSettings(thresholds_pct=(args.threshold,), min_rate_pps=50_000,
                                   max_rate_pps=args.max_rate, accuracy_pps=5_000),
@@ -159,39 +185,18 @@ def main() -> int:
     }
     dump: list[dict[str, Any]] = []
     started = time.monotonic()
-    transport = for_testbed(tb)
     try:
-        vt.up()
-        cfg = CfgManager(transport, "linux", catalogue.cfg_env(tb))
-        gen = create_generator(tb)
-        print(f"generator queue: {getattr(gen, 'queue_pkts', None)} packets, "
-              f"{getattr(gen, 'queue_mode', None)}")
-        for rep in range(1, args.repeats + 1):
-            for name in names:
-                beh = catalogue.get(name)
-                cfg.apply(beh.cfg_function, name)
-                gen.prepare(bytes(beh.build_frame(tb, 64)))
-                order = list(algs) if rep % 2 else list(reversed(algs))
-                for alg in order:
-                    settings = dataclasses.replace(algs[alg], seed=rep)
-                    res = create(alg, settings).run(gen.trial)
-                    goal = res.goals[0]
-                    dump.append({"repeat": rep, "behavior": name, "algorithm": alg,
-                                 "trial_s": res.trial_seconds,
-                                 "goal": dataclasses.asdict(goal),
-                                 "trials": [dataclasses.asdict(t) for t in res.trials]})
-                    print(f"rep {rep} {name:<9} {alg:<9} {goal.status:<9} "
-                          f"[{(goal.lower_bound_pps or 0) / 1e3:7.1f}, "
-                          f"{(goal.upper_bound_pps or 0) / 1e3:7.1f}] kpps "
-                          f"{res.n_trials:3d} trials {res.trial_seconds:6.1f} trial-s"
-                          f"{describe_estimate(goal)}", flush=True)
-                cfg.clean()
-        gen.close()
+        with linux_testbed(tb) as cfg:
+            gen = create_generator(tb)
+            try:
+                print(f"generator queue: {getattr(gen, 'queue_pkts', None)} packets, "
+                      f"{getattr(gen, 'queue_mode', None)}")
+                run_repeats(cfg, gen, tb, names, algs, args.repeats, dump)
+            finally:
+                gen.close()
     finally:
         if args.trials_json:
             Path(args.trials_json).write_text(json.dumps(dump, indent=1, default=str))
-        transport.close()  # removes the pushed CFG script's work directory
-        vt.down()
 
     summarize(dump, names, list(algs), args.ours, args.threshold, args.repeats,
               time.monotonic() - started)

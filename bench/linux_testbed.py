@@ -1,0 +1,35 @@
+"""Plumbing shared by the benchmarks of the Linux forwarder on the virtual testbed
+(bench/search_b2.py, bench/queue_modes.py, bench/capacity_noise.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+from typing import Iterator
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from srperf import behaviors as catalogue  # noqa: E402
+from srperf.cfg_manager import CfgManager  # noqa: E402
+from srperf.config.model import Testbed  # noqa: E402
+from srperf.testbeds.virtual import VirtualTestbed  # noqa: E402
+from srperf.transports import for_testbed  # noqa: E402
+
+
+@contextlib.contextmanager
+def linux_testbed(tb: Testbed) -> Iterator[CfgManager]:
+    """Bring up ``tb``'s namespaces; yield the Linux forwarder's CFG manager.
+
+    Afterwards, even on an error or Ctrl-C, the pushed CFG scripts' work
+    directory and the namespaces are removed.  Callers close their generators
+    inside the ``with`` block.
+    """
+    vt = VirtualTestbed(tb)
+    transport = for_testbed(tb)
+    try:
+        vt.up()
+        yield CfgManager(transport, "linux", catalogue.cfg_env(tb))
+    finally:
+        transport.close()
+        vt.down()

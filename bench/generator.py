@@ -236,8 +236,8 @@ def main(argv: list[str] | None = None) -> int:
                             queue_pkts=args.queue_pkts, queue_mode=args.queue_mode) as gen:
             print(f"srgen: modes {', '.join(modes)}, CPU {args.gen_cpu} FIFO {args.gen_fifo}, "
                   f"queue {args.queue_pkts} pkts ({gen.queue_mode}), batch {args.batch}, max lag "
-                  f"{args.max_lag_us:g} us, quantum {args.quantum_us:g} us; sink NAPI on CPU {args.sink_cpu} FIFO "
-                  f"{args.sink_fifo}, deferral {args.sink_defer}")
+                  f"{args.max_lag_us:g} us, quantum {args.quantum_us:g} us; sink NAPI on CPU "
+                  f"{args.sink_cpu} FIFO {args.sink_fifo}, deferral {args.sink_defer}")
             gen.prepare(frame_64())
             sink_before = link_stats(SINK_NS, "s0")["rx_packets"]
 

@@ -117,7 +117,8 @@ def _assert_names_file_key_value(load: Callable[[Path], object], path: Path, key
     assert info.value.key == key
 
 
-@pytest.mark.parametrize("what,data,key,value", BAD_EXPERIMENTS, ids=[b[0] for b in BAD_EXPERIMENTS])
+@pytest.mark.parametrize("what,data,key,value", BAD_EXPERIMENTS,
+                         ids=[b[0] for b in BAD_EXPERIMENTS])
 def test_bad_experiment_names_file_key_value(tmp_path: Path, what: str, data: dict, key: str,
                                              value: str) -> None:
     _assert_names_file_key_value(load_experiment, write(tmp_path, data, "exp.yaml"), key, value)

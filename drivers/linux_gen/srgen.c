@@ -315,6 +315,14 @@ static uint64_t due_time(uint64_t t0, uint64_t i, double ns_per_pkt)
 	return t0 + (uint64_t)((double)i * ns_per_pkt);
 }
 
+/* Slip the schedule by ns: every packet not yet offered is due that much
+ * later (the sender's own lateness, reported as slipped_ns). */
+static void slip(uint64_t *t0, uint64_t *slipped, uint64_t ns)
+{
+	*t0 += ns;
+	*slipped += ns;
+}
+
 /* How many packets are due at now (packets 0..n-1), at most count. */
 static uint64_t due_count(uint64_t now, uint64_t t0, double ns_per_pkt, uint64_t count)
 {
@@ -551,8 +559,7 @@ int main(int argc, char **argv)
 				 * beyond MAX_LAG is its own, not the peer's: slip. */
 				holding = 1;
 				if (lag > o.max_lag_ns) {
-					t0 += lag - o.max_lag_ns;
-					slipped += lag - o.max_lag_ns;
+					slip(&t0, &slipped, lag - o.max_lag_ns);
 					due = due_count(now, t0, ns_per_pkt, o.count);
 				}
 			} else if (!snd.refused_last && lag <= o.max_lag_ns) {
@@ -577,15 +584,13 @@ int main(int argc, char **argv)
 					uint64_t over_ns = (uint64_t)((double)(backlog - o.hold_pkts -
 									    lag_pkts) * ns_per_pkt);
 
-					t0 += over_ns;
-					slipped += over_ns;
+					slip(&t0, &slipped, over_ns);
 					due = due_count(now, t0, ns_per_pkt, o.count);
 				}
 			} else if (lag > o.max_lag_ns) {
 				/* A stall: catch up at most max_lag_ns worth of packets,
 				 * slip the schedule for the rest. */
-				t0 += lag - o.max_lag_ns;
-				slipped += lag - o.max_lag_ns;
+				slip(&t0, &slipped, lag - o.max_lag_ns);
 				due = due_count(now, t0, ns_per_pkt, o.count);
 			}
 			/* With a quantum, wait until min_batch packets are due (the

@@ -319,7 +319,7 @@ class LinuxGenerator(TrafficGenerator):
             argv += ["-H" if self.queue_mode == "hold" else "-Q", str(self.queue_pkts)]
         # srgen is the only sender on tx: the queue's drops between these two
         # reads are its frames'.
-        drops_before = self._queue_drops(install=True)
+        drops_before = self._prepare_port()
         expected_s = count / rate_pps if rate_pps > 0 else count / 1e5
         log.debug("run %s", " ".join(argv))
         try:
@@ -354,39 +354,55 @@ class LinuxGenerator(TrafficGenerator):
     def _qdisc_queue(self) -> bool:
         return self.queue_pkts > 0 and self.queue_mode == "qdisc"
 
-    def _queue_drops(self, install: bool = False) -> int:
-        """Packets the tx port's pfifo has dropped so far (0 without one).
-
-        With ``install`` a missing queue (or one of another size) is put in
-        place first: a pfifo of ``queue_pkts`` as the tx port's root qdisc.
-        Without a qdisc queue, ``install`` removes any root qdisc instead:
-        over veth a qdisc makes a full ring stop the port's queue (rather than
-        refuse the frame), and the SUT's CPU then restarts it, the very cost
-        the hold mode avoids.
-        """
-        if not self._qdisc_queue and not install:
-            return 0
+    def _root_qdiscs(self) -> list[dict[str, Any]]:
+        """The tx port's root qdisc(s), as ``tc -s -j`` reports them."""
         try:
-            root = [q for q in json.loads(self._tc("-s", "-j", "qdisc", "show", "dev", self.tx))
+            return [q for q in json.loads(self._tc("-s", "-j", "qdisc", "show", "dev", self.tx))
                     if q.get("root")]
-            if not self._qdisc_queue:
-                if root and root[0].get("kind") != "noqueue":
-                    self._tc("qdisc", "del", "dev", self.tx, "root")
-                    log.info("removed the %s qdisc of %s/%s", root[0].get("kind"),
-                             self.ns, self.tx)
-                return 0
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise GeneratorError(f"cannot read the qdiscs of {self.ns}/{self.tx}") from exc
+
+    def _our_queue_drops(self, root: list[dict[str, Any]]) -> int | None:
+        """Drops of the pfifo of ``queue_pkts`` among ``root`` (None: not there)."""
+        try:
             for qdisc in root:
                 if qdisc.get("kind") == "pfifo" and qdisc["options"]["limit"] == self.queue_pkts:
                     return int(qdisc["drops"])
         except (ValueError, KeyError, TypeError) as exc:
             raise GeneratorError(f"cannot read the queue's drops on {self.ns}/{self.tx}") from exc
-        if not install:
-            raise GeneratorError(f"the queue on {self.ns}/{self.tx} (pfifo of "
-                                 f"{self.queue_pkts} packets) went away during a trial")
+        return None
+
+    def _prepare_port(self) -> int:
+        """Give the tx port the root qdisc the queue mode needs; return the queue's
+        drops so far (0 without a qdisc queue).
+
+        In ``qdisc`` mode a missing queue (or one of another size) is put in
+        place: a pfifo of ``queue_pkts``.  Otherwise any root qdisc is removed:
+        over veth a qdisc makes a full ring stop the port's queue (rather than
+        refuse the frame), and the SUT's CPU then restarts it, the very cost
+        the hold mode avoids.
+        """
+        root = self._root_qdiscs()
+        if not self._qdisc_queue:
+            if root and root[0].get("kind") != "noqueue":
+                self._tc("qdisc", "del", "dev", self.tx, "root")
+                log.info("removed the %s qdisc of %s/%s", root[0].get("kind"), self.ns, self.tx)
+            return 0
+        drops = self._our_queue_drops(root)
+        if drops is not None:
+            return drops
         self._tc("qdisc", "replace", "dev", self.tx, "root", "pfifo",
                  "limit", str(self.queue_pkts))
         log.info("queue of %d packets on %s/%s", self.queue_pkts, self.ns, self.tx)
         return 0
+
+    def _queue_drops(self) -> int:
+        """Packets the tx port's pfifo (``qdisc`` mode) has dropped so far."""
+        drops = self._our_queue_drops(self._root_qdiscs())
+        if drops is None:
+            raise GeneratorError(f"the queue on {self.ns}/{self.tx} (pfifo of "
+                                 f"{self.queue_pkts} packets) went away during a trial")
+        return drops
 
     def _one_trial(self, rate_pps: float, duration_s: float, intended: int) -> TrialResult:
         rep = self.run_srgen(rate_pps, intended)

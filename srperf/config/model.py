@@ -211,7 +211,7 @@ class SearchConfig:
     repeat_near_threshold: int = 3
     warmup_s: float = 0.0
     exceed_ratio: float = 0.5
-    duration_sum_s: float = 5.0
+    duration_sum_s: float = 10.0
     relative_width: float = 0.01
     mrr_rate: RateSpec | None = None
 

@@ -35,9 +35,9 @@ Decision rule (one load, one goal with loss threshold t, one phase)
       bad time at all is *provisional*: it steers the search like a lower bound
       but is never reported before validation (below).
 
-    With e = 0.5, a 5 s duration sum (the default) and 1 s trials this is "3 of
-    5 trials decide", with early stopping; with a duration sum of one trial, one trial
-    decides.
+    With e = 0.5, a 10 s duration sum (the default) and 1 s trials, 5 good
+    trials make a lower bound and 6 bad ones an upper bound, with early
+    stopping; with a duration sum of one trial, one trial decides.
 
 Bounds and the next load
     For a goal, the upper bound is the lowest load classified upper (or a load
@@ -78,8 +78,9 @@ Validation
     final-duration trials marked ``extra["validation"] = True`` are run there;
     they join the evidence, so a rate that fails validation stops being a lower
     bound and the search resumes below it.  (A validation trial that could not
-    change the answer is not run: with the defaults, a rate with two good final
-    trials already stays a lower bound after one more bad trial.)
+    change the answer is not run: with the defaults, a rate with at least 5 good
+    final trials, more good than bad, stays a lower bound after one more bad
+    trial; a 5-5 tie does not.)
 
 Re-check after a far inversion
     A usable trial that passed a goal at ``INVERSION_RATIO`` x its upper bound or

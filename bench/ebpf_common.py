@@ -27,6 +27,7 @@ from srperf.errors import VerificationError  # noqa: E402
 from srperf.proxy_behaviors import DEFAULT_SETTINGS, ProxySettings, configure  # noqa: E402
 from srperf.search import SearchSettings, create  # noqa: E402
 from srperf.search.base import SearchResult  # noqa: E402
+from srperf.terminate import sigterm_as_interrupt  # noqa: E402
 from srperf.testbeds.virtual import VirtualTestbed  # noqa: E402
 from srperf.testbeds.vnf import VnfSet  # noqa: E402
 
@@ -41,20 +42,24 @@ def with_target(tb: Testbed, target: int) -> Testbed:
 
 @contextlib.contextmanager
 def testbed(tb: Testbed = TB, keep: bool = False) -> Iterator[LinuxGenerator]:
-    """The namespace testbed and its generator; everything removed afterwards."""
+    """The namespace testbed and its generator; everything removed afterwards,
+    also on an error, Ctrl-C or SIGTERM (unless ``keep``)."""
     vt = VirtualTestbed(tb)
-    vt.up()
-    gen = LinuxGenerator(tb.tester_ns, tb.tester.tx.name, tb.tester.rx.name,
-                         cpu=tb.tester.cpu)
-    try:
-        yield gen
-    finally:
-        gen.close()
-        with contextlib.suppress(Exception):
-            configure(tb, "clean")
-        if not keep:
-            VnfSet(tb).down()
-            vt.down()
+    with sigterm_as_interrupt():
+        gen: LinuxGenerator | None = None
+        try:
+            vt.up()
+            gen = LinuxGenerator(tb.tester_ns, tb.tester.tx.name, tb.tester.rx.name,
+                                 cpu=tb.tester.cpu)
+            yield gen
+        finally:
+            if gen is not None:
+                gen.close()
+            with contextlib.suppress(Exception):
+                configure(tb, "clean")
+            if not keep:
+                VnfSet(tb).down()
+                vt.down()
 
 
 def setup(tb: Testbed, gen: LinuxGenerator, behavior: str,

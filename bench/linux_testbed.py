@@ -13,6 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from srperf import behaviors as catalogue  # noqa: E402
 from srperf.cfg_manager import CfgManager  # noqa: E402
 from srperf.config.model import Testbed  # noqa: E402
+from srperf.terminate import sigterm_as_interrupt  # noqa: E402
 from srperf.testbeds.virtual import VirtualTestbed  # noqa: E402
 from srperf.transports import for_testbed  # noqa: E402
 
@@ -21,15 +22,16 @@ from srperf.transports import for_testbed  # noqa: E402
 def linux_testbed(tb: Testbed) -> Iterator[CfgManager]:
     """Bring up ``tb``'s namespaces; yield the Linux forwarder's CFG manager.
 
-    Afterwards, even on an error or Ctrl-C, the pushed CFG scripts' work
-    directory and the namespaces are removed.  Callers close their generators
-    inside the ``with`` block.
+    Afterwards, even on an error, Ctrl-C or SIGTERM, the pushed CFG scripts'
+    work directory and the namespaces are removed.  Callers close their
+    generators inside the ``with`` block.
     """
     vt = VirtualTestbed(tb)
-    transport = for_testbed(tb)
-    try:
-        vt.up()
-        yield CfgManager(transport, "linux", catalogue.cfg_env(tb))
-    finally:
-        transport.close()
-        vt.down()
+    with sigterm_as_interrupt():
+        transport = for_testbed(tb)
+        try:
+            vt.up()
+            yield CfgManager(transport, "linux", catalogue.cfg_env(tb))
+        finally:
+            transport.close()
+            vt.down()

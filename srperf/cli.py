@@ -14,6 +14,7 @@ from srperf import resources
 from srperf.config.loader import load_experiment, load_testbed, validate_file
 from srperf.config.model import Experiment, RateSpec, SearchConfig
 from srperf.errors import ConfigError, SrperfError
+from srperf.terminate import Terminated, sigterm_as_interrupt
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
 DEFAULT_TESTBED = "virtual"
@@ -78,25 +79,13 @@ def _common_run_args(p: argparse.ArgumentParser) -> None:
                    help="leave a virtual testbed this run brought up")
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (a CI timeout, ``kill PID``), raised where the program is so that
-    every cleanup path a Ctrl-C takes runs too: the SUT is cleaned, the testbed
-    a run brought up is removed and the finished trials stay stored."""
-
-
-def _on_sigterm(signum: int, frame: object) -> None:
-    # a second SIGTERM must not cut the cleanup short (SIGKILL still can)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    raise Terminated()
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        return COMMANDS[args.command](args)
+        with sigterm_as_interrupt():
+            return COMMANDS[args.command](args)
     except ConfigError as exc:
         print(f"srperf: config error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
@@ -109,8 +98,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("srperf: interrupted (SUT cleaned, finished trials kept)", file=sys.stderr)
         return 130
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

@@ -1,0 +1,85 @@
+"""SIGTERM raises Terminated inside sigterm_as_interrupt(), and the benches'
+testbed context removes its namespaces on SIGTERM like on Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from srperf.config.model import Testbed
+from srperf.terminate import Terminated, sigterm_as_interrupt
+from srperf.testbeds.virtual import VirtualTestbed
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+PREFIX = "srpterm"
+
+
+def test_sigterm_raises_terminated_and_a_second_one_is_ignored() -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    cleaned = False
+    with pytest.raises(Terminated):
+        with sigterm_as_interrupt():
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(5)  # interrupted by the handler long before this ends
+            finally:
+                # cleanup runs, and a second SIGTERM must not end it
+                os.kill(os.getpid(), signal.SIGTERM)
+                cleaned = True
+    assert cleaned
+    assert issubclass(Terminated, KeyboardInterrupt)
+    assert signal.getsignal(signal.SIGTERM) == before
+
+
+def test_previous_handler_is_back_after_a_normal_exit() -> None:
+    seen: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
+    try:
+        with sigterm_as_interrupt():
+            pass
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert seen == [signal.SIGTERM]
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+CHILD = f"""
+import sys, time
+sys.path.insert(0, {str(BENCH)!r})
+from linux_testbed import linux_testbed
+from srperf.config.model import Testbed
+with linux_testbed(Testbed(name="term", prefix={PREFIX!r})):
+    print("up", flush=True)
+    time.sleep(120)
+"""
+
+
+def _namespaces() -> str:
+    return subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
+                          check=True).stdout
+
+
+@pytest.mark.netns
+def test_bench_testbed_is_removed_on_sigterm() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line == "up\n", line + proc.stderr.read()
+        assert f"{PREFIX}-sut" in _namespaces()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        assert "Terminated" in err, err
+        assert f"{PREFIX}-" not in _namespaces()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        VirtualTestbed(Testbed(name="term", prefix=PREFIX)).down()

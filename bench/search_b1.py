@@ -71,7 +71,8 @@ def settings_for(alg: str, thresholds: tuple[float, ...], width: float, true_pps
 
 
 def run_cell(alg: str, noise: float, seeds: int, thresholds: tuple[float, ...], width: float,
-             scale: float, base: SearchSettings) -> dict[str, float]:
+             scale: float, base: SearchSettings) -> tuple[dict[str, float], list[float]]:
+    """Figures of one (algorithm, noise) cell, and the trial-seconds of each seed."""
     model = SimulatedModel(CAPACITY_PPS, capacity_jitter=noise)
     ts, ns, errs, inside, bracket, statuses = [], [], [], 0, 0, 0
     est_errs, covered, closed = [], 0, 0
@@ -101,7 +102,7 @@ def run_cell(alg: str, noise: float, seeds: int, thresholds: tuple[float, ...], 
                     covered += g.estimate_low_pps <= true <= g.estimate_high_pps
     n_goals = seeds * len(thresholds)
     finite = [abs(e) for e in errs if e != float("inf")]
-    return {
+    cell = {
         "trial_s": statistics.mean(ts), "trial_s_max": max(ts), "trials": statistics.mean(ns),
         "err_mean": statistics.mean(finite) if finite else float("nan"),
         "err_max": max(finite) if finite else float("nan"),
@@ -112,6 +113,18 @@ def run_cell(alg: str, noise: float, seeds: int, thresholds: tuple[float, ...], 
         "est_closed": closed / n_goals,
         "est_covered": covered / closed if closed else float("nan"),
     }
+    return cell, ts
+
+
+def cost_ratio(mine: list[float], other: list[float]) -> str:
+    """Ratio of mean trial-seconds, same seeds, with a 95 % interval (normal
+    approximation of the paired per-seed differences, divided by other's mean)."""
+    base = statistics.mean(other)
+    diffs = [a - b for a, b in zip(mine, other)]
+    half = 1.96 * statistics.stdev(diffs) / math.sqrt(len(diffs)) if len(diffs) > 1 else 0.0
+    mid = statistics.mean(diffs)
+    return (f"{1 + mid / base:.2f}x [{1 + (mid - half) / base:.2f}-"
+            f"{1 + (mid + half) / base:.2f}]")
 
 
 def passfail_limit(jitter: float, trials: float) -> float:
@@ -176,9 +189,11 @@ def table(thresholds: tuple[float, ...], algs: list[str], args: argparse.Namespa
     print(header)
     print("-" * len(header))
     summary: dict[tuple[float, str], dict[str, float]] = {}
+    costs: dict[tuple[float, str], list[float]] = {}
     for noise in args.noise:
         for alg in algs:
-            cell = run_cell(alg, noise, args.seeds, thresholds, args.width, args.scale, base)
+            cell, costs[(noise, alg)] = run_cell(alg, noise, args.seeds, thresholds,
+                                                 args.width, args.scale, base)
             summary[(noise, alg)] = cell
             print(f"{100 * noise:>4.0f}% {alg:<14} {cell['trial_s']:>8.2f} "
                   f"{cell['trial_s_max']:>7.1f} "
@@ -188,12 +203,12 @@ def table(thresholds: tuple[float, ...], algs: list[str], args: argparse.Namespa
                   f"{cell['no_value']:>8.0f} | {100 * cell['est_err_mean']:>8.3f}% "
                   f"{100 * cell['est_in_width']:>7.0f}% {100 * cell['est_closed']:>5.0f}% "
                   f"{100 * cell['est_covered']:>5.0f}%")
-    print("mlr trial-seconds / other's (mean over the same seeds):")
+    print("mlr trial-seconds / other's (mean over the same seeds; in brackets the 95 % "
+          "interval of that ratio from the seeds' paired differences):")
     for noise in args.noise:
         if (noise, "mlr") not in summary:
             continue
-        mine = summary[(noise, "mlr")]["trial_s"]
-        parts = [f"{other} {mine / summary[(noise, other)]['trial_s']:.2f}x"
+        parts = [f"{other} {cost_ratio(costs[(noise, 'mlr')], costs[(noise, other)])}"
                  for other in algs if other != "mlr" and (noise, other) in summary]
         print(f"  noise {100 * noise:.0f} %: " + ", ".join(parts))
     print("pass/fail limit: least mean |error| of a search that decides from pass/fail, "

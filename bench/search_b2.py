@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import statistics
 import sys
 import time
@@ -47,10 +48,30 @@ def present(values: list[float | None]) -> list[float]:
     return [v for v in values if v is not None]
 
 
+def cv_pct(values: list[float]) -> float:
+    """Coefficient of variation, % (nan below two values)."""
+    return 100 * statistics.stdev(values) / statistics.mean(values) if len(values) > 1 \
+        else float("nan")
+
+
+def gap_for_order(cv_a: float, cv_b: float, repeats: int, confidence: float = 0.95) -> float:
+    """Smallest gap between two behaviors (%) that searches with these CVs (%)
+    put in the same order in all ``repeats`` repeats with ``confidence``.
+
+    Normal, independent errors: one repeat orders the pair right with
+    probability Phi(gap / sqrt(cv_a^2 + cv_b^2)), all of them with that to the
+    power ``repeats``.
+    """
+    z = statistics.NormalDist().inv_cdf(confidence ** (1.0 / repeats))
+    return z * math.hypot(cv_a, cv_b)
+
+
 def pair_orders(results: Values, alg: str, names: list[str]) -> str:
     """For each pair of behaviors: in how many repeats (with both values) the
-    first beat the second, and the median of their per-repeat difference (%),
-    so a pair whose order flips can be told from one that is reliably ordered."""
+    first beat the second, the median of their per-repeat difference (%), and
+    the gap this algorithm's CVs on this run would need for the same order in
+    every repeat (95 %), so a pair whose order flips because the search is
+    noisy can be told from one whose gap is below what the testbed resolves."""
     parts = []
     for i, a in enumerate(names):
         for b in names[i + 1:]:
@@ -60,7 +81,10 @@ def pair_orders(results: Values, alg: str, names: list[str]) -> str:
                 continue
             wins = sum(x > y for x, y in pairs)
             diff = statistics.median(100 * (x / y - 1) for x, y in pairs)
-            parts.append(f"{a}>{b} {wins}/{len(pairs)} (median {diff:+.1f} %)")
+            need = gap_for_order(cv_pct(present(results[(alg, a)])),
+                                 cv_pct(present(results[(alg, b)])), len(pairs))
+            parts.append(f"{a}>{b} {wins}/{len(pairs)} (median {diff:+.1f} %, "
+                         f"{len(pairs)}/{len(pairs)} needs >= {need:.1f} %)")
     return "; ".join(parts)
 
 
@@ -89,11 +113,11 @@ def summarize(dump: list[dict[str, Any]], names: list[str], algs: list[str], our
         for name in names:
             v = present(results[(alg, name)])
             mean = statistics.mean(v) if v else float("nan")
-            cv = 100 * statistics.stdev(v) / mean if len(v) > 1 else float("nan")
+            cv = cv_pct(v)
             cvs[alg].append(cv)
             e = estimates[(alg, name)]
             e_mean = statistics.mean(e) if e else float("nan")
-            e_cv = 100 * statistics.stdev(e) / e_mean if len(e) > 1 else float("nan")
+            e_cv = cv_pct(e)
             print(f"{alg:<10} {name:<9} {len(v):>2} {mean:8.1f} {cv:6.1f} "
                   f"{min(v, default=float('nan')):8.1f} {max(v, default=float('nan')):8.1f}"
                   f" | {len(e):>2} {e_mean:8.1f} {e_cv:6.1f}")

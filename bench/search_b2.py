@@ -88,6 +88,18 @@ def pair_orders(results: Values, alg: str, names: list[str]) -> str:
     return "; ".join(parts)
 
 
+def same_repeat_correlation(results: Values, algs: list[str], behavior: str) -> str:
+    """Pearson correlation over repeats of two algorithms' values for one behavior."""
+    pairs = [(x, y) for x, y in zip(results[(algs[0], behavior)], results[(algs[1], behavior)])
+             if x is not None and y is not None]
+    if len(pairs) < 3:
+        return "n/a"
+    try:
+        return f"{statistics.correlation(*zip(*pairs)):+.2f}"
+    except statistics.StatisticsError:  # one of them constant
+        return "n/a"
+
+
 def summarize(dump: list[dict[str, Any]], names: list[str], algs: list[str], ours: str,
               threshold: float, repeats: int, wall_s: float | None) -> None:
     """Print the B2 tables from the searches in ``dump`` (one record per search)."""
@@ -136,6 +148,10 @@ def summarize(dump: list[dict[str, Any]], names: list[str], algs: list[str], our
               f"median CV {statistics.median(cvs[alg]):.1f} %; "
               f"mean trial-s per search {statistics.mean(costs[alg]):.1f}")
         print(f"  pairs: {pair_orders(results, alg, names)}")
+    if len(algs) == 2:
+        print(f"same-repeat correlation of {algs[0]} and {algs[1]} (> 0: the SUT's "
+              "capacity moved between repeats, for both searches alike): "
+              + ", ".join(f"{b} {same_repeat_correlation(results, algs, b)}" for b in names))
     mine, theirs = statistics.median(cvs[ours]), statistics.median(cvs["bisect"])
     print(f"CV ratio {ours}/bisect (median over behaviors): {mine / theirs:.2f} "
           "(target <= 0.5)")

@@ -54,7 +54,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from linux_testbed import linux_testbed  # noqa: E402
+from linux_testbed import cv_pct, linux_testbed  # noqa: E402
 from srperf import behaviors as catalogue  # noqa: E402
 from srperf.config.model import Testbed  # noqa: E402
 from srperf.generators import create_generator  # noqa: E402
@@ -112,10 +112,6 @@ def series(samples: list[Sample], name: str) -> dict[int, float]:
     """Round -> received rate (kpps) of one behavior's usable samples."""
     return {s.round: s.received_pps / 1e3 for s in samples
             if s.behavior == name and s.received_pps is not None}
-
-
-def cv_pct(x: np.ndarray) -> float:
-    return float(100.0 * x.std(ddof=1) / x.mean()) if len(x) > 1 else float("nan")
 
 
 def lag1_autocorrelation(values: dict[int, float]) -> float:

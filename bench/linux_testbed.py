@@ -1,12 +1,14 @@
 """Plumbing shared by the benchmarks of the Linux forwarder on the virtual testbed
-(bench/search_b2.py, bench/queue_modes.py, bench/capacity_noise.py)."""
+(bench/search_b2.py, bench/queue_modes.py, bench/capacity_noise.py), and the
+spread figure they print."""
 
 from __future__ import annotations
 
 import contextlib
+import statistics
 import sys
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -35,3 +37,10 @@ def linux_testbed(tb: Testbed) -> Iterator[CfgManager]:
         finally:
             transport.close()
             vt.down()
+
+
+def cv_pct(values: Iterable[float]) -> float:
+    """Coefficient of variation (sample standard deviation / mean), %; nan below
+    two values."""
+    x = [float(v) for v in values]
+    return 100.0 * statistics.stdev(x) / statistics.mean(x) if len(x) > 1 else float("nan")

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from linux_testbed import linux_testbed
+from linux_testbed import cv_pct, linux_testbed
 from srperf import behaviors as catalogue
 from srperf.cfg_manager import CfgManager
 from srperf.config.model import Testbed
@@ -48,10 +48,9 @@ def present(values: list[float | None]) -> list[float]:
     return [v for v in values if v is not None]
 
 
-def cv_pct(values: list[float]) -> float:
-    """Coefficient of variation, % (nan below two values)."""
-    return 100 * statistics.stdev(values) / statistics.mean(values) if len(values) > 1 \
-        else float("nan")
+def paired(xs: list[float | None], ys: list[float | None]) -> list[tuple[float, float]]:
+    """The repeats where both have a value, as (x, y)."""
+    return [(x, y) for x, y in zip(xs, ys) if x is not None and y is not None]
 
 
 def gap_for_order(cv_a: float, cv_b: float, repeats: int, confidence: float = 0.95) -> float:
@@ -66,23 +65,23 @@ def gap_for_order(cv_a: float, cv_b: float, repeats: int, confidence: float = 0.
     return z * math.hypot(cv_a, cv_b)
 
 
-def pair_orders(results: Values, alg: str, names: list[str]) -> str:
+def pair_orders(results: Values, cvs: dict[tuple[str, str], float], alg: str,
+                names: list[str]) -> str:
     """For each pair of behaviors: in how many repeats (with both values) the
     first beat the second, the median of their per-repeat difference (%), and
     the gap this algorithm's CVs on this run would need for the same order in
     every repeat (95 %), so a pair whose order flips because the search is
-    noisy can be told from one whose gap is below what the testbed resolves."""
+    noisy can be told from one whose gap is below what the testbed resolves.
+    ``cvs``: CV (%) per (algorithm, behavior)."""
     parts = []
     for i, a in enumerate(names):
         for b in names[i + 1:]:
-            pairs = [(x, y) for x, y in zip(results[(alg, a)], results[(alg, b)])
-                     if x is not None and y is not None]
+            pairs = paired(results[(alg, a)], results[(alg, b)])
             if not pairs:
                 continue
             wins = sum(x > y for x, y in pairs)
             diff = statistics.median(100 * (x / y - 1) for x, y in pairs)
-            need = gap_for_order(cv_pct(present(results[(alg, a)])),
-                                 cv_pct(present(results[(alg, b)])), len(pairs))
+            need = gap_for_order(cvs[(alg, a)], cvs[(alg, b)], len(pairs))
             parts.append(f"{a}>{b} {wins}/{len(pairs)} (median {diff:+.1f} %, "
                          f"{len(pairs)}/{len(pairs)} needs >= {need:.1f} %)")
     return "; ".join(parts)
@@ -90,14 +89,18 @@ def pair_orders(results: Values, alg: str, names: list[str]) -> str:
 
 def same_repeat_correlation(results: Values, algs: list[str], behavior: str) -> str:
     """Pearson correlation over repeats of two algorithms' values for one behavior."""
-    pairs = [(x, y) for x, y in zip(results[(algs[0], behavior)], results[(algs[1], behavior)])
-             if x is not None and y is not None]
+    pairs = paired(results[(algs[0], behavior)], results[(algs[1], behavior)])
     if len(pairs) < 3:
         return "n/a"
     try:
         return f"{statistics.correlation(*zip(*pairs)):+.2f}"
     except statistics.StatisticsError:  # one of them constant
         return "n/a"
+
+
+def median_cv(cvs: dict[tuple[str, str], float], alg: str, names: list[str]) -> float:
+    """Median over behaviors of one algorithm's CV, %."""
+    return statistics.median(cvs[(alg, name)] for name in names)
 
 
 def summarize(dump: list[dict[str, Any]], names: list[str], algs: list[str], ours: str,
@@ -120,13 +123,12 @@ def summarize(dump: list[dict[str, Any]], names: list[str], algs: list[str], our
     print(f"\nB2 PDR@{threshold}% on the virtual testbed, {repeats} interleaved repeats{wall}")
     print(f"{'algorithm':<10} {'behavior':<9} {'n':>2} {'mean':>8} {'CV %':>6} {'min':>8} "
           f"{'max':>8}  (kpps; reported PDR = lower bound) | estimates: n, mean, CV %")
-    cvs: dict[str, list[float]] = {a: [] for a in algs}
+    cvs: dict[tuple[str, str], float] = {}
     for alg in algs:
         for name in names:
             v = present(results[(alg, name)])
             mean = statistics.mean(v) if v else float("nan")
-            cv = cv_pct(v)
-            cvs[alg].append(cv)
+            cv = cvs[(alg, name)] = cv_pct(v)
             e = estimates[(alg, name)]
             e_mean = statistics.mean(e) if e else float("nan")
             e_cv = cv_pct(e)
@@ -145,14 +147,14 @@ def summarize(dump: list[dict[str, Any]], names: list[str], algs: list[str], our
             stable += tuple(sorted(names, key=lambda b: -(results[(alg, b)][rep] or 0.0))) == ref
         print(f"{alg}: ranking {' > '.join(ref)} in {stable} of {repeats} repeats "
               f"({repeats - complete} without a value for every behavior); "
-              f"median CV {statistics.median(cvs[alg]):.1f} %; "
+              f"median CV {median_cv(cvs, alg, names):.1f} %; "
               f"mean trial-s per search {statistics.mean(costs[alg]):.1f}")
-        print(f"  pairs: {pair_orders(results, alg, names)}")
+        print(f"  pairs: {pair_orders(results, cvs, alg, names)}")
     if len(algs) == 2:
         print(f"same-repeat correlation of {algs[0]} and {algs[1]} (> 0: the SUT's "
               "capacity moved between repeats, for both searches alike): "
               + ", ".join(f"{b} {same_repeat_correlation(results, algs, b)}" for b in names))
-    mine, theirs = statistics.median(cvs[ours]), statistics.median(cvs["bisect"])
+    mine, theirs = median_cv(cvs, ours, names), median_cv(cvs, "bisect", names)
     print(f"CV ratio {ours}/bisect (median over behaviors): {mine / theirs:.2f} "
           "(target <= 0.5)")
 

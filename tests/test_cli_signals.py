@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from srperf.config.model import Testbed
+from srperf.netns import netns_exists, netns_names
 from srperf.testbeds.virtual import VirtualTestbed
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
@@ -37,11 +38,6 @@ def _files(tmp_path: Path) -> tuple[Path, Path]:
     (tmp_path / "exp.yaml").write_text(yaml.safe_dump(exp))
     (tmp_path / "tb.yaml").write_text(yaml.safe_dump(tb))
     return tmp_path / "exp.yaml", tmp_path / "tb.yaml"
-
-
-def _namespaces() -> str:
-    return subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
-                          check=True).stdout
 
 
 @pytest.mark.parametrize(("signum", "code", "word"), [(signal.SIGTERM, 143, "terminated"),
@@ -64,12 +60,12 @@ def test_signal_mid_run_cleans_the_sut_and_keeps_finished_trials(
             if line.startswith("ipv6 size") or time.monotonic() > deadline:
                 break
         assert seen and seen[-1].startswith("ipv6 size"), "".join(seen)
-        assert f"{PREFIX}-sut" in _namespaces()
+        assert netns_exists(f"{PREFIX}-sut")
         proc.send_signal(signum)
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == code, err
         assert word in err, err
-        assert f"{PREFIX}-" not in _namespaces()
+        assert not [n for n in netns_names() if f"{PREFIX}-" in n]
         db = sqlite3.connect(results / "srperf.sqlite")
         try:
             assert db.execute("SELECT status FROM runs").fetchone()[0] == "failed"

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from srperf.config.model import Testbed
+from srperf.netns import netns_exists, netns_names
 from srperf.terminate import Terminated, sigterm_as_interrupt
 from srperf.testbeds.virtual import VirtualTestbed
 
@@ -54,15 +55,11 @@ import sys, time
 sys.path.insert(0, {str(BENCH)!r})
 from linux_testbed import linux_testbed
 from srperf.config.model import Testbed
+from srperf.netns import netns_exists, netns_names
 with linux_testbed(Testbed(name="term", prefix={PREFIX!r})):
     print("up", flush=True)
     time.sleep(120)
 """
-
-
-def _namespaces() -> str:
-    return subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
-                          check=True).stdout
 
 
 @pytest.mark.netns
@@ -73,11 +70,11 @@ def test_bench_testbed_is_removed_on_sigterm() -> None:
         assert proc.stdout is not None
         line = proc.stdout.readline()
         assert line == "up\n", line + proc.stderr.read()
-        assert f"{PREFIX}-sut" in _namespaces()
+        assert netns_exists(f"{PREFIX}-sut")
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
         assert "Terminated" in err, err
-        assert f"{PREFIX}-" not in _namespaces()
+        assert not [n for n in netns_names() if f"{PREFIX}-" in n]
     finally:
         if proc.poll() is None:
             proc.kill()

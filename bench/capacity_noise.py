@@ -56,7 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from linux_testbed import cv_pct, linux_testbed  # noqa: E402
 from srperf import behaviors as catalogue  # noqa: E402
-from srperf.config.model import Testbed  # noqa: E402
+from srperf.config.model import TestbedConfig  # noqa: E402
 from srperf.generators import create_generator  # noqa: E402
 
 Z_99 = 2.3263478740408408
@@ -82,7 +82,7 @@ class Sample:
 
 
 def measure(names: list[str], rounds: int, rate_pps: float, duration_s: float,
-            tb: Testbed) -> list[Sample]:
+            tb: TestbedConfig) -> list[Sample]:
     """Run the interleaved rounds on a fresh virtual testbed; remove it afterwards."""
     samples: list[Sample] = []
     behaviors = {n: catalogue.get(n) for n in names}
@@ -194,7 +194,7 @@ def main() -> int:
     print(f"{args.rounds} rounds of {args.duration:g} s trials at {args.rate / 1e3:.0f} kpps "
           f"offered; behaviors {', '.join(names)} taking turns")
     samples = measure(names, args.rounds, args.rate, args.duration,
-                      Testbed(name="cn", prefix="srpcn"))
+                      TestbedConfig(name="cn", prefix="srpcn"))
     if args.samples_json:
         Path(args.samples_json).write_text(json.dumps([asdict(s) for s in samples], indent=1))
     summarize(samples, names, args.block, args.duration)

@@ -32,7 +32,7 @@ from scapy.packet import Raw
 
 from srperf import packets as P
 from srperf.drivers import linux_sink
-from srperf.ebpf_counters import delta, read_counters
+from srperf.forwarders.ebpf.counters import delta, read_counters
 from srperf.proxy_behaviors import ProxySettings, configure, target_sid
 from srperf.testbeds.vnf import VnfSet, ns_packet_socket, receive_frames
 

@@ -19,10 +19,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from scapy.layers.l2 import Ether  # noqa: E402
 
 from srperf import behaviors  # noqa: E402
-from srperf.config.model import Testbed  # noqa: E402
+from srperf.config.model import TestbedConfig  # noqa: E402
 from srperf.drivers.base import TrialResult  # noqa: E402
 from srperf.drivers.linux import LinuxGenerator  # noqa: E402
-from srperf.ebpf_counters import delta, read_counters  # noqa: E402
+from srperf.forwarders.ebpf.counters import delta, read_counters  # noqa: E402
 from srperf.errors import VerificationError  # noqa: E402
 from srperf.proxy_behaviors import DEFAULT_SETTINGS, ProxySettings, configure  # noqa: E402
 from srperf.search import SearchSettings, create  # noqa: E402
@@ -31,17 +31,17 @@ from srperf.terminate import sigterm_as_interrupt  # noqa: E402
 from srperf.testbeds.virtual import VirtualTestbed  # noqa: E402
 from srperf.testbeds.vnf import VnfSet  # noqa: E402
 
-TB = Testbed(name="ebp", prefix="ebp")
+TB = TestbedConfig(name="ebp", prefix="ebp")
 
 
-def with_target(tb: Testbed, target: int) -> Testbed:
+def with_target(tb: TestbedConfig, target: int) -> TestbedConfig:
     """``tb`` whose proxy test frames go to VNF ``target``."""
     return dataclasses.replace(tb, addressing=dataclasses.replace(tb.addressing,
                                                                   vnf_target=target))
 
 
 @contextlib.contextmanager
-def testbed(tb: Testbed = TB, keep: bool = False) -> Iterator[LinuxGenerator]:
+def testbed(tb: TestbedConfig = TB, keep: bool = False) -> Iterator[LinuxGenerator]:
     """The namespace testbed and its generator; everything removed afterwards,
     also on an error, Ctrl-C or SIGTERM (unless ``keep``)."""
     vt = VirtualTestbed(tb)
@@ -62,7 +62,7 @@ def testbed(tb: Testbed = TB, keep: bool = False) -> Iterator[LinuxGenerator]:
                 vt.down()
 
 
-def setup(tb: Testbed, gen: LinuxGenerator, behavior: str,
+def setup(tb: TestbedConfig, gen: LinuxGenerator, behavior: str,
           settings: ProxySettings = DEFAULT_SETTINGS, size: int = 64) -> bytes:
     """Configure ``behavior``, verify a few frames, return the frame to send."""
     beh = behaviors.get(behavior)
@@ -76,7 +76,7 @@ def setup(tb: Testbed, gen: LinuxGenerator, behavior: str,
     return bytes(frame)
 
 
-def measure_fn(tb: Testbed, gen: LinuxGenerator, log: list[dict] | None = None):
+def measure_fn(tb: TestbedConfig, gen: LinuxGenerator, log: list[dict] | None = None):
     """gen.trial with the proxy's counter deltas in ``extra['dataplane']``."""
     def measure(rate_pps: float, duration_s: float) -> TrialResult:
         before = read_counters(tb.sut_ns)
@@ -90,7 +90,7 @@ def measure_fn(tb: Testbed, gen: LinuxGenerator, log: list[dict] | None = None):
     return measure
 
 
-def pdr(tb: Testbed, gen: LinuxGenerator, settings: SearchSettings,
+def pdr(tb: TestbedConfig, gen: LinuxGenerator, settings: SearchSettings,
         algorithm: str = "bisect") -> SearchResult:
     """One PDR search (srperf.search) on whatever is configured now."""
     return create(algorithm, settings).run(measure_fn(tb, gen))

@@ -14,14 +14,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from srperf import behaviors as catalogue  # noqa: E402
 from srperf.cfg_manager import CfgManager  # noqa: E402
-from srperf.config.model import Testbed  # noqa: E402
+from srperf.config.model import TestbedConfig  # noqa: E402
 from srperf.terminate import sigterm_as_interrupt  # noqa: E402
 from srperf.testbeds.virtual import VirtualTestbed  # noqa: E402
 from srperf.transports import for_testbed  # noqa: E402
 
 
 @contextlib.contextmanager
-def linux_testbed(tb: Testbed) -> Iterator[CfgManager]:
+def linux_testbed(tb: TestbedConfig) -> Iterator[CfgManager]:
     """Bring up ``tb``'s namespaces; yield the Linux forwarder's CFG manager.
 
     Afterwards, even on an error, Ctrl-C or SIGTERM, the pushed CFG scripts'

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from linux_testbed import linux_testbed  # noqa: E402
 from srperf import behaviors as catalogue  # noqa: E402
 from srperf.cfg_manager import CfgManager  # noqa: E402
-from srperf.config.model import Testbed  # noqa: E402
+from srperf.config.model import TestbedConfig  # noqa: E402
 from srperf.drivers.base import TrafficGenerator  # noqa: E402
 from srperf.drivers.linux import LinuxGenerator, SrgenReport  # noqa: E402
 from srperf.generators import create_generator  # noqa: E402
@@ -38,7 +38,7 @@ SETTINGS = ("none", "hold", "qdisc")
 """The queue settings compared: no queue, srgen's hold, a pfifo on the tx port."""
 
 
-def make_generators(tb: Testbed, queue_pkts: int) -> dict[str, TrafficGenerator]:
+def make_generators(tb: TestbedConfig, queue_pkts: int) -> dict[str, TrafficGenerator]:
     """One generator per setting, all on the testbed's tester ports, no retries."""
     def gen(**options: object) -> TrafficGenerator:
         tester = dataclasses.replace(tb.tester, options={**tb.tester.options, "retries": 0,
@@ -54,7 +54,7 @@ def received_rate_kpps(rep: SrgenReport) -> float:
     return rep.rx_packets_delta / (rep.elapsed_ns / 1e9) / 1e3 if rep.elapsed_ns else 0.0
 
 
-def compare(cfg: CfgManager, gens: dict[str, TrafficGenerator], tb: Testbed, name: str,
+def compare(cfg: CfgManager, gens: dict[str, TrafficGenerator], tb: TestbedConfig, name: str,
             fractions: list[float], repeats: int, mrr_pkts: int) -> None:
     """Print one behavior's max receive rate and fixed-rate loss per queue setting,
     the settings taking turns."""
@@ -105,7 +105,7 @@ def main() -> int:
     args = ap.parse_args()
     fractions = [float(x) for x in args.rates.split(",") if x]
 
-    tb = Testbed(name="qm", prefix="srpqm")
+    tb = TestbedConfig(name="qm", prefix="srpqm")
     started = time.monotonic()
     with linux_testbed(tb) as cfg:
         gens = make_generators(tb, args.queue_pkts)

@@ -29,7 +29,7 @@ from typing import Any
 from linux_testbed import cv_pct, linux_testbed
 from srperf import behaviors as catalogue
 from srperf.cfg_manager import CfgManager
-from srperf.config.model import Testbed
+from srperf.config.model import TestbedConfig
 from srperf.drivers.base import TrafficGenerator
 from srperf.drivers.linux import QUEUE_MODES
 from srperf.generators import create_generator
@@ -159,7 +159,7 @@ def summarize(dump: list[dict[str, Any]], names: list[str], algs: list[str], our
           "(target <= 0.5)")
 
 
-def run_repeats(cfg: CfgManager, gen: TrafficGenerator, tb: Testbed, names: list[str],
+def run_repeats(cfg: CfgManager, gen: TrafficGenerator, tb: TestbedConfig, names: list[str],
                 algs: dict[str, SearchSettings], repeats: int,
                 dump: list[dict[str, Any]]) -> None:
     """Search every behavior with every algorithm in each repeat, the algorithms'
@@ -213,7 +213,7 @@ def main() -> int:
                   max(rec["repeat"] for rec in saved), None)
         return 0
 
-    tb = Testbed(name="b2", prefix="srpb2")
+    tb = TestbedConfig(name="b2", prefix="srpb2")
     options = {k: v for k, v in (("queue_pkts", args.queue_pkts),
                                  ("queue_mode", args.queue_mode)) if v is not None}
     tb = dataclasses.replace(tb, tester=dataclasses.replace(

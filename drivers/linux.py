@@ -160,7 +160,7 @@ class LinuxGenerator(TrafficGenerator):
 
     name = "linux"
 
-    def __init__(self, ns: str, tx: str, rx: str, cpu: int | None = 0,
+    def __init__(self, ns: str | None, tx: str, rx: str, cpu: int | None = 0,
                  tolerance: float = 0.01, drain_s: float = 0.2, retries: int = 1,
                  batch: int = 16, max_lag_s: float = 0.001, quantum_s: float = 0.0,
                  fifo_priority: int = 0, mode: str = "mmsg",
@@ -178,6 +178,8 @@ class LinuxGenerator(TrafficGenerator):
         if queue_pkts and queue_mode == "hold" and mode != "mmsg":
             raise ValueError("queue_mode 'hold' needs mode 'mmsg'")
         self.ns, self.tx, self.rx, self.cpu = ns, tx, rx, cpu
+        self._in_ns = ["ip", "netns", "exec", ns] if ns else []
+        """Prefix that runs a command where the tester's ports are (None: this host)."""
         self.tolerance, self.drain_s, self.retries = tolerance, drain_s, retries
         self._best_paced_pps = 0.0  # highest rate paced within tolerance so far
         self.batch, self.max_lag_s, self.quantum_s = batch, max_lag_s, quantum_s
@@ -255,7 +257,7 @@ class LinuxGenerator(TrafficGenerator):
         if had_sink:
             linux_sink.detach_sink(self.ns, self.rx)
         try:
-            argv = ["ip", "netns", "exec", self.ns, sys.executable, "-m",
+            argv = [*self._in_ns, sys.executable, "-m",
                     "srperf.drivers.linux_capture", "--tx", self.tx, "--rx", self.rx,
                     "--frames", str(in_pcap), "--out", str(out_pcap),
                     "--timeout", str(timeout_s)]
@@ -306,7 +308,7 @@ class LinuxGenerator(TrafficGenerator):
         if self._frame_file is None:
             raise GeneratorError("prepare(frame) must be called before a trial")
         drain = self.drain_s if drain_s is None else drain_s
-        argv = ["ip", "netns", "exec", self.ns, str(self._binary), "-f", str(self._frame_file),
+        argv = [*self._in_ns, str(self._binary), "-f", str(self._frame_file),
                 "-r", f"{rate_pps:.6f}", "-n", str(count), "-t", self.tx, "-x", self.rx,
                 "-b", str(self.batch), "-d", str(round(drain * 1000)),
                 "-l", str(round(self.max_lag_s * 1e6)), "-q", str(round(self.quantum_s * 1e6)),
@@ -336,7 +338,7 @@ class LinuxGenerator(TrafficGenerator):
         return report
 
     def _tc(self, *args: str) -> str:
-        proc = subprocess.run(["ip", "netns", "exec", self.ns, "tc", *args],
+        proc = subprocess.run([*self._in_ns, "tc", *args],
                               capture_output=True, text=True)
         if proc.returncode != 0:
             raise GeneratorError(f"tc {' '.join(args)} in {self.ns} failed: "

@@ -118,21 +118,22 @@ def _load_testbed(name: str | None, exp: Experiment | None = None):
 
 
 def cmd_testbed(args: argparse.Namespace) -> int:
-    from srperf.testbeds.virtual import VirtualTestbed, ensure_root
+    from srperf import testbeds
 
     tb = _load_testbed(args.testbed)
-    vt = VirtualTestbed(tb)
-    if args.action == "status":
-        print(f"{tb.name} ({tb.prefix}): {'up' if vt.is_up() else 'down'}; "
-              f"namespaces: {', '.join(vt.namespaces()) or 'none'}")
-        return EXIT_OK
-    ensure_root()
-    if args.action == "up":
-        vt.up()
-        print(f"testbed {tb.name} up: namespaces {', '.join(vt.namespaces())}")
-    else:
-        vt.down()
-        print(f"testbed {tb.name} down")
+    testbed = testbeds.create(tb)
+    try:
+        if args.action == "status":
+            print(f"{tb.name} ({tb.kind}): {'up' if testbed.is_up() else 'down'}")
+        elif args.action == "up":
+            made = testbed.up()
+            print(f"testbed {tb.name} ({tb.kind}) "
+                  f"{'up' if made else 'was already up (nothing made)'}")
+        else:
+            testbed.down()
+            print(f"testbed {tb.name} ({tb.kind}) down")
+    finally:
+        testbed.close()
     return EXIT_OK
 
 
@@ -144,13 +145,14 @@ def _run(exp: Experiment, args: argparse.Namespace) -> int:
     orch = Orchestrator(exp, tb, Path(args.results), algorithm=args.algorithm,
                         progress=lambda msg: print(msg, flush=True),
                         keep_testbed=args.keep_testbed)
+
     report = orch.run()
     print()
     print(f"summary of run {report.run_id} ({exp.forwarder}, algorithm "
           f"{orch.exp.search.algorithm}; rates in kpps; n = repetitions):")
     print(format_table(report.summary))
     print(f"\ntrials: {report.store_path}  summary: {report.summary_csv}")
-    if tb.kind == "simulated":
+    if orch.testbed.is_model:
         print("NOTE: the testbed is a simulated SUT model; these are not measurements.")
     failed = [k for k, (st, _) in report.outcomes.items() if st in ("verify_failed", "error")]
     return EXIT_FAILED if failed else EXIT_OK
@@ -175,9 +177,15 @@ def cmd_pdr(args: argparse.Namespace) -> int:
     except KeyError as exc:
         raise ConfigError("--behavior", "behavior", args.behavior, str(exc).strip("'\"")) \
             from None
-    if args.forwarder not in beh.forwarders:
+    from srperf import forwarders
+
+    if args.forwarder not in forwarders.names():
         raise ConfigError("--forwarder", "forwarder", args.forwarder,
-                          f"{beh.name} is offered by {', '.join(sorted(beh.forwarders))}")
+                          f"unknown forwarder (known: {', '.join(forwarders.names())})")
+    if not forwarders.get(args.forwarder).offers(beh.name):
+        raise ConfigError("--forwarder", "forwarder", args.forwarder,
+                          f"{beh.name} is offered by "
+                          f"{', '.join(forwarders.offering(beh.name)) or 'no forwarder'}")
     thresholds = tuple(args.threshold) if args.threshold else (0.5,)
     for t in thresholds:
         if not 0 <= t < 100:
@@ -203,10 +211,11 @@ def cmd_pdr(args: argparse.Namespace) -> int:
 
 def cmd_behaviors(args: argparse.Namespace) -> int:
     from srperf import behaviors as catalogue
+    from srperf import forwarders
 
-    for name in catalogue.names():
-        b = catalogue.get(name)
-        print(f"{name:<16} {b.display:<16} {b.kind:<9} {', '.join(sorted(b.forwarders))}")
+    for b in catalogue.all_behaviors():
+        offered = ", ".join(forwarders.offering(b.name)) or "-"
+        print(f"{b.name:<16} {b.display:<16} {b.kind:<9} {offered}")
     return EXIT_OK
 
 
@@ -214,13 +223,10 @@ def cmd_build(args: argparse.Namespace) -> int:
     from srperf.drivers.linux import build_srgen
     from srperf.drivers.linux_sink import sink_object
 
-    built = [str(build_srgen()), str(sink_object())]
-    try:
-        from srperf import ebpf_build
+    from srperf.forwarders.ebpf.build import build_all
 
-        built += [str(p) for p in ebpf_build.build_all()]
-    except ImportError:
-        pass
+    built = [str(build_srgen()), str(sink_object())]
+    built += [str(p) for p in build_all()]
     for path in built:
         print(f"built {path}")
     return EXIT_OK

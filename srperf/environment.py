@@ -1,13 +1,20 @@
-"""Environment metadata stored with every run (so results stay comparable)."""
+"""Environment metadata stored with every run (so results stay comparable).
+
+:func:`collect` describes the controlling host (srperf's version and commit,
+Python); :func:`node` describes one testbed node (kernel, CPU model and count,
+the driver and firmware of each test port, iproute2) through that node's own
+transport, so a remote SUT is described as the SUT sees itself.
+"""
 
 from __future__ import annotations
 
 import os
 import platform
 import subprocess
-from typing import Any
+from typing import Any, Sequence
 
 import srperf
+from srperf.transports.base import Transport
 
 
 def _cmd(argv: list[str]) -> str:
@@ -18,23 +25,44 @@ def _cmd(argv: list[str]) -> str:
 
 
 def collect() -> dict[str, Any]:
-    """Host, kernel, CPU, tool versions and the srperf commit (when in a git tree)."""
-    cpu = ""
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    """The controlling host: srperf version and commit, Python, host name."""
     src = os.path.dirname(os.path.dirname(os.path.abspath(srperf.__file__)))
     return {
         "srperf_version": srperf.__version__,
         "srperf_commit": _cmd(["git", "-C", src, "rev-parse", "--short", "HEAD"]),
-        "hostname": platform.node(),
-        "kernel": platform.release(),
+        "controller": platform.node(),
         "python": platform.python_version(),
-        "cpu_model": cpu,
-        "cpu_count": os.cpu_count(),
-        "iproute2": _cmd(["ip", "-V"]),
     }
+
+
+_NODE_SCRIPT = r"""
+echo "hostname=$(uname -n)"
+echo "kernel=$(uname -r)"
+echo "machine=$(uname -m)"
+echo "cpu_model=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+echo "cpu_count=$(nproc 2>/dev/null || echo '')"
+echo "iproute2=$(ip -V 2>&1 | head -n1)"
+"""
+
+
+def node(transport: Transport, ports: Sequence[str] = ()) -> dict[str, Any]:
+    """One node's kernel, CPU, tools and test ports (driver, version, firmware), read
+    through ``transport``; raises TransportError when the node cannot be reached."""
+    res = transport.run(["sh", "-c", _NODE_SCRIPT], timeout=15.0)
+    info: dict[str, Any] = {"reached_through": transport.where}
+    for line in res.stdout.splitlines():
+        key, _, value = line.partition("=")
+        if key:
+            info[key] = value.strip()
+    if info.get("cpu_count", "").isdigit():
+        info["cpu_count"] = int(info["cpu_count"])
+    nics: dict[str, dict[str, str]] = {}
+    for port in ports:
+        out = transport.run(["ethtool", "-i", port], timeout=10.0)
+        fields = dict(line.split(": ", 1) for line in out.stdout.splitlines() if ": " in line)
+        nics[port] = {k: fields.get(k, "") for k in ("driver", "version", "firmware-version",
+                                                     "bus-info")} if out.ok \
+            else {"error": (out.stderr or out.stdout).strip() or f"exit {out.returncode}"}
+    if nics:
+        info["ports"] = nics
+    return info

@@ -1,8 +1,8 @@
-"""Run an experiment on a testbed: configure, verify, search, store.
+"""Run an experiment on a testbed: the plan; the measuring is the session's.
 
 Data flows one way::
 
-    Experiment + Testbed -> SUT configured (CFG script through a transport)
+    Experiment + Testbed -> MeasurementSession (SUT configured through its transport)
       -> behavior verified (a few packets captured and checked)
       -> search(measure) -> TrafficGenerator.trial -> ResultStore (every trial)
 
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -23,22 +22,21 @@ from typing import Callable
 import pandas as pd
 
 from srperf import behaviors as catalogue
-from srperf import environment
-from srperf.cfg_manager import CfgManager
-from srperf.config.model import Experiment, Testbed
-from srperf.drivers.base import TrafficGenerator, TrialResult
+from srperf import environment, forwarders, testbeds
+from srperf.config.model import Experiment, TestbedConfig
 from srperf.errors import (CfgError, ConfigError, SrperfError, UnsupportedBehavior,
                            VerificationError)
-from srperf.generators import create_generator
 from srperf.results.store import ResultStore, TrialKey
 from srperf.results.summary import summarize
-from srperf.search import create as create_search
 from srperf.search.base import GoalResult, SearchResult, SearchSettings
-from srperf.transports import for_testbed
+from srperf.session import MeasurementSession
+from srperf.testbeds.base import Testbed
 
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str], None]
+SKIP_AFTER = ("unsupported", "verify_failed", "error")
+"""Outcomes after which a behavior is not tried again in later repetitions."""
 
 
 @dataclass
@@ -54,7 +52,7 @@ class RunReport:
     status: str = "running"
 
 
-def search_settings(exp: Experiment, tb: Testbed, seed: int = 0) -> SearchSettings:
+def search_settings(exp: Experiment, tb: TestbedConfig, seed: int = 0) -> SearchSettings:
     """Resolve the experiment's search (rates in % of line rate) to pps."""
     s, lr = exp.search, tb.tester.line_rate_pps
     settings = SearchSettings(
@@ -73,34 +71,30 @@ def search_settings(exp: Experiment, tb: Testbed, seed: int = 0) -> SearchSettin
     return settings
 
 
-def check_compatible(exp: Experiment, tb: Testbed) -> None:
+def check_compatible(exp: Experiment, tb: TestbedConfig) -> None:
     """Refuse before touching anything when the testbed cannot run the experiment."""
-    if tb.kind == "virtual" and exp.forwarder not in ("linux", "ebpf"):
-        raise ConfigError(exp.source, "forwarder", exp.forwarder,
-                          f"the virtual testbed {tb.source} runs the Linux kernel: forwarders "
-                          "linux and ebpf only (vpp/srnk need an ssh testbed)")
-    if tb.kind == "ssh" and exp.forwarder != tb.sut.forwarder:
-        raise ConfigError(exp.source, "forwarder", exp.forwarder,
-                          f"the SUT of {tb.source} runs {tb.sut.forwarder!r}")
+    testbeds.create(tb).check_forwarder(forwarders.get(exp.forwarder), exp.source)
 
 
 class Orchestrator:
     """Runs one experiment on one testbed, storing everything in ``results_dir``."""
 
-    def __init__(self, exp: Experiment, tb: Testbed, results_dir: Path,
+    def __init__(self, exp: Experiment, tb: TestbedConfig, results_dir: Path,
                  algorithm: str | None = None, progress: Progress | None = None,
-                 keep_testbed: bool = False) -> None:
-        check_compatible(exp, tb)
+                 keep_testbed: bool = False, testbed: Testbed | None = None) -> None:
         if algorithm:
             exp = dataclasses.replace(exp, search=dataclasses.replace(exp.search,
                                                                       algorithm=algorithm))
         self.exp, self.tb = exp, tb
+        self.testbed = testbed or testbeds.create(tb)
+        self.forwarder = forwarders.get(exp.forwarder)
+        self.testbed.check_forwarder(self.forwarder, exp.source)
+        self.options = self.forwarder.parse_options(exp.options)
         self.results_dir = Path(results_dir)
         self.progress = progress or (lambda msg: log.info("%s", msg))
         self.keep_testbed = keep_testbed
         self.settings = search_settings(exp, tb)
         self.behaviors = [catalogue.get(name) for name in exp.behaviors]
-        self._measured_at_least_once: set[tuple[str, int]] = set()
 
     # -- top level ---------------------------------------------------------------
     def run(self) -> RunReport:
@@ -112,26 +106,21 @@ class Orchestrator:
         report = RunReport(run_id, store.path)
         self.progress(f"run {run_id}: {self.exp.name} on {self.tb.name} "
                       f"({self.exp.forwarder}), results in {store.path}")
-        testbed_made = False
-        cfg: CfgManager | None = None
-        generator: TrafficGenerator | None = None
+        session = MeasurementSession(self.testbed, self.forwarder, self.options, store, run_id,
+                                     keep_testbed=self.keep_testbed, verify=self.exp.verify)
         try:
-            if self.tb.kind == "virtual":
-                testbed_made = self._testbed_up()
-            if self.tb.kind != "simulated":
-                env_vars = catalogue.cfg_env(self.tb)
-                cfg = CfgManager(for_testbed(self.tb), self.exp.forwarder, env_vars)
-                cfg.install()
-                cfg.clean()
-                generator = create_generator(self.tb)
-            self._loop(store, report, cfg, generator)
+            if not self.testbed.is_up():
+                self.progress(f"bringing up {self.testbed.kind} testbed {self.tb.name}")
+            with session:
+                env.update(session.environment())
+                store.update_environment(run_id, env)
+                self._loop(session, store, report)
             report.status = "finished"
         except BaseException as exc:
             report.status = "failed"
             log.error("run %s failed: %s", run_id, exc)
             raise
         finally:
-            self._cleanup(cfg, generator, testbed_made)
             store.end_run(run_id, report.status)
             report.summary = summarize(store.frame("searches", run_id),
                                        store.frame("outcomes", run_id))
@@ -141,103 +130,36 @@ class Orchestrator:
             store.close()
         return report
 
-    def _testbed_up(self) -> bool:
-        from srperf.testbeds.virtual import VirtualTestbed
-
-        vt = VirtualTestbed(self.tb)
-        if vt.is_up():
-            return False
-        self.progress(f"bringing up virtual testbed {self.tb.prefix}")
-        vt.up()
-        return not self.keep_testbed
-
-    def _cleanup(self, cfg: CfgManager | None, generator: TrafficGenerator | None,
-                 testbed_made: bool) -> None:
-        for what, action in (("SUT clean", cfg.clean if cfg else None),
-                             ("generator close", generator.close if generator else None),
-                             ("transport close", cfg.transport.close if cfg else None)):
-            if action is None:
-                continue
-            try:
-                action()
-            except Exception as exc:  # cleanup must go on
-                log.error("%s failed: %s", what, exc)
-        if testbed_made:
-            from srperf.testbeds.virtual import VirtualTestbed
-
-            VirtualTestbed(self.tb).down()
-
-    # -- the loop ------------------------------------------------------------------
-    def _loop(self, store: ResultStore, report: RunReport, cfg: CfgManager | None,
-              generator: TrafficGenerator | None) -> None:
+    # -- the plan -------------------------------------------------------------------
+    def _loop(self, session: MeasurementSession, store: ResultStore, report: RunReport) -> None:
         seq = 0
         for size in self.exp.packet_sizes:
             for rep in range(1, self.exp.repetitions + 1):
                 for beh in self.behaviors:
-                    if report.outcomes.get((beh.name, size), ("",))[0] in (
-                            "unsupported", "verify_failed", "error"):
+                    if report.outcomes.get((beh.name, size), ("",))[0] in SKIP_AFTER:
                         continue
                     seq += 1
                     key = TrialKey(beh.name, self.exp.forwarder, size, rep, seq)
-                    self._one(store, report, cfg, generator, beh, key)
+                    self._one(session, store, report, beh, key)
 
-    def _one(self, store: ResultStore, report: RunReport, cfg: CfgManager | None,
-             generator: TrafficGenerator | None, beh: object, key: TrialKey) -> None:
-        name, size, run_id = key.behavior, key.packet_size, report.run_id
-        vnfs = None
+    def _one(self, session: MeasurementSession, store: ResultStore, report: RunReport,
+             beh: catalogue.Behavior, key: TrialKey) -> None:
         try:
-            if cfg is not None:
-                vnfs = self._vnfs_up(beh)
-                cfg.env = self._cfg_env(beh)
-                cfg.apply(beh.cfg_function, name)  # type: ignore[attr-defined]
-            gen = generator
-            if gen is None:  # simulated: one model per behavior, seeded by repetition
-                gen = create_generator(self.tb, behavior=name, seed=key.search_seq)
-            if cfg is not None and self.exp.verify and (name, size) not in \
-                    self._measured_at_least_once:
-                from srperf.verify import verify_behavior
-
-                what = verify_behavior(beh, self.tb, gen, size)
-                self.progress(f"{name}: verified ({what})")
-            frame = beh.build_frame(self.tb, size)  # type: ignore[attr-defined]
-            gen.prepare(bytes(frame))
-            self._measured_at_least_once.add((name, size))
-            result = self._search(store, run_id, key, gen)
-            report.searches.append((key, result))
-            report.outcomes[(name, size)] = ("measured", "")
-            store.add_outcome(run_id, name, key.forwarder, size, "measured")
-            self.progress(self._describe(key, result))
+            result = session.measure(
+                beh, key, self.settings, self.exp.search.algorithm,
+                on_verified=lambda what: self.progress(f"{beh.name}: verified ({what})"))
         except UnsupportedBehavior as exc:
             self._outcome(store, report, key, "unsupported", exc.reason)
         except VerificationError as exc:
             self._outcome(store, report, key, "verify_failed", str(exc))
         except CfgError as exc:
             self._outcome(store, report, key, "error", str(exc))
-        finally:
-            if cfg is not None:
-                cfg.clean()
-            if vnfs is not None:
-                vnfs.down()
-
-    def _cfg_env(self, beh: object) -> dict[str, str]:
-        """SRPERF_* variables for the CFG script: testbed, behavior, proxy knobs."""
-        env = catalogue.cfg_env(self.tb, beh)  # type: ignore[arg-type]
-        if self.exp.forwarder == "ebpf":
-            from srperf.proxy_behaviors import ProxySettings, proxy_env
-
-            env.update(proxy_env(self.tb, ProxySettings(**self.exp.options.get("proxy", {}))))
-        return env
-
-    def _vnfs_up(self, beh: object) -> object | None:
-        if not getattr(beh, "needs_vnf", False):
-            return None
-        from srperf.testbeds.vnf import VnfSet  # the legacy VNFs of proxy behaviors
-
-        opts = self.exp.options
-        vnfs = VnfSet(self.tb, count=int(opts.get("vnf_count", 1)),
-                      mode=str(opts.get("vnf_mode", "forward")))
-        vnfs.up()
-        return vnfs
+        else:
+            report.searches.append((key, result))
+            report.outcomes[(key.behavior, key.packet_size)] = ("measured", "")
+            store.add_outcome(report.run_id, key.behavior, key.forwarder, key.packet_size,
+                              "measured")
+            self.progress(self._describe(key, result))
 
     def _outcome(self, store: ResultStore, report: RunReport, key: TrialKey, status: str,
                  reason: str) -> None:
@@ -245,37 +167,6 @@ class Orchestrator:
         store.add_outcome(report.run_id, key.behavior, key.forwarder, key.packet_size,
                           status, reason)
         self.progress(f"{key.behavior}: {status}: {reason}")
-
-    def _search(self, store: ResultStore, run_id: str, key: TrialKey,
-                gen: TrafficGenerator) -> SearchResult:
-        counters = self._counter_reader()
-
-        def measure(rate_pps: float, duration_s: float) -> TrialResult:
-            before = counters() if counters else None
-            trial = gen.trial(rate_pps, duration_s)
-            if counters and before is not None:
-                after = counters()
-                delta = {k: after[k] - before.get(k, 0) for k in after}
-                trial = dataclasses.replace(trial, extra={**trial.extra, "dataplane": delta})
-            store.add_trial(run_id, key, trial)
-            log.debug("%s %.0f pps %.2f s -> loss %.4f%%", key.behavior, rate_pps,
-                      duration_s, 100 * trial.loss_ratio)
-            return trial
-
-        algorithm = create_search(self.exp.search.algorithm,
-                                  dataclasses.replace(self.settings, seed=key.search_seq))
-        started = time.monotonic()
-        result = algorithm.run(measure)
-        result.wall_s = result.wall_s or time.monotonic() - started
-        store.add_search(run_id, key, result)
-        return result
-
-    def _counter_reader(self) -> Callable[[], dict[str, int]] | None:
-        if self.exp.forwarder != "ebpf" or self.tb.kind != "virtual":
-            return None
-        from srperf.ebpf_counters import read_counters
-
-        return lambda: read_counters(self.tb.sut_ns)
 
     def _describe(self, key: TrialKey, result: SearchResult) -> str:
         parts = []

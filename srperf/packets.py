@@ -21,7 +21,7 @@ from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw, bind_layers
 
-from srperf.config.model import Testbed
+from srperf.config.model import TestbedConfig
 
 MARKER = b"srperf-test\x00"
 """First bytes of the UDP payload (truncated when the payload is shorter)."""
@@ -68,7 +68,7 @@ def _check_size(inner: str, size: int) -> None:
                          f"{inner} test packet needs (headers + UDP)")
 
 
-def udp6(tb: Testbed, size: int) -> Packet:
+def udp6(tb: TestbedConfig, size: int) -> Packet:
     """Inner IPv6/UDP test packet (src6 -> dst6) of exactly ``size`` bytes."""
     _check_size("ipv6", size)
     a = tb.addressing
@@ -77,7 +77,7 @@ def udp6(tb: Testbed, size: int) -> Packet:
             / _payload(size - IPV6_HDR - UDP_HDR))
 
 
-def udp4(tb: Testbed, size: int) -> Packet:
+def udp4(tb: TestbedConfig, size: int) -> Packet:
     """Inner IPv4/UDP test packet (src4 -> dst4) of exactly ``size`` bytes."""
     _check_size("ipv4", size)
     a = tb.addressing
@@ -86,7 +86,7 @@ def udp4(tb: Testbed, size: int) -> Packet:
             / _payload(size - IPV4_HDR - UDP_HDR))
 
 
-def l2_frame(tb: Testbed, size: int) -> Packet:
+def l2_frame(tb: TestbedConfig, size: int) -> Packet:
     """Inner Ethernet frame of ``size`` bytes (no FCS) carrying IPv6/UDP.
 
     Its destination is the tester's rx MAC, so that the frame is accepted
@@ -97,12 +97,12 @@ def l2_frame(tb: Testbed, size: int) -> Packet:
             / udp6(tb, size - ETH_HDR))
 
 
-def to_sut(tb: Testbed, pkt: Packet) -> Packet:
+def to_sut(tb: TestbedConfig, pkt: Packet) -> Packet:
     """``pkt`` in the Ethernet header of the tester's tx port towards the SUT."""
     return Ether(src=tb.tester.tx.mac, dst=tb.sut.in_port.mac) / pkt
 
 
-def from_sut(tb: Testbed, pkt: Packet) -> Packet:
+def from_sut(tb: TestbedConfig, pkt: Packet) -> Packet:
     """``pkt`` in the Ethernet header the SUT's out port puts towards the tester."""
     return Ether(src=tb.sut.out_port.mac, dst=tb.tester.rx.mac) / pkt
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import logging
 
-from srperf.config.model import Testbed
+from srperf.config.model import TestbedConfig
 from srperf.drivers.base import TrafficGenerator
 from srperf.errors import VerificationError
 
 log = logging.getLogger(__name__)
 
 
-def verify_behavior(behavior: object, tb: Testbed, generator: TrafficGenerator,
+def verify_behavior(behavior: object, tb: TestbedConfig, generator: TrafficGenerator,
                     packet_size: int, count: int = 3, timeout_s: float = 2.0) -> str:
     """Send ``count`` test frames, capture what the SUT forwards, check it.
 

@@ -18,11 +18,13 @@ from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Raw
 
 from srperf import behaviors as B
+from srperf import forwarders
+from srperf.forwarders.common_env import addressing_env
 from srperf import packets as P
 from srperf.checks import Expectation, compare
-from srperf.config.model import Testbed
+from srperf.config.model import TestbedConfig
 
-TB = Testbed(name="unit", prefix="lxc")
+TB = TestbedConfig(name="unit", prefix="lxc")
 A = TB.addressing
 T_TX, T_RX = TB.tester.tx.mac, TB.tester.rx.mac
 S_IN, S_OUT = TB.sut.in_port.mac, TB.sut.out_port.mac
@@ -113,11 +115,11 @@ def flip_last_byte(frame) -> bytes:
 # --- registry -------------------------------------------------------------------
 
 def test_linux_catalogue_names_exactly():
-    assert sorted(B.names("linux")) == sorted(LINUX)
+    assert sorted(forwarders.get("linux").behaviors) == sorted(LINUX)
     for name in LINUX:
         b = B.get(name)
         assert b.name == name and b.cfg_function == name
-        assert "linux" in b.forwarders
+        assert forwarders.offering(name) == ["linux"]
         assert b.kind in B.KINDS
         assert not b.needs_vnf
 
@@ -139,68 +141,22 @@ def test_unknown_behavior_lists_known_names():
     assert "end_dx7" in msg and "end_dx6" in msg and "h_encaps" in msg
 
 
-def test_names_per_forwarder():
-    vpp = B.names("vpp")
-    assert "end_dx6" in vpp and "h_encaps" in vpp
-    assert "end_next_csid" not in vpp and "h_encaps_red" not in vpp
-    assert B.names("no-such-forwarder") == []
-
-
-def test_register_conflict_and_idempotence():
-    b = B.get("end")
-    assert B.register(b) is b           # same definition: no-op
-    clash = B.Behavior(name="end", display_name="End", cfg_function="end",
-                       forwarders=frozenset({"linux"}), kind="endpoint",
-                       frame_builder=b.frame_builder, expect=B.get("ipv6").expect)
-    with pytest.raises(ValueError, match="already registered"):
-        B.register(clash)
-    assert B.get("end") is b
+def test_every_forwarder_offers_only_catalogue_behaviors():
+    known = set(B.names())
+    offered = set()
+    for fwd in forwarders.REGISTRY.values():
+        assert set(fwd.behaviors) <= known, fwd.name
+        offered |= set(fwd.behaviors)
+    assert offered == known, f"behaviors no forwarder offers: {sorted(known - offered)}"
+    with pytest.raises(KeyError, match="known forwarders: linux, ebpf"):
+        forwarders.get("cisco")
 
 
 def test_behavior_validation():
     with pytest.raises(ValueError, match="kind"):
-        B.Behavior("x", "X", "x", frozenset({"linux"}), "weird", P.udp6, expect=lambda t, s: 0)
-    with pytest.raises(ValueError, match="forwarders"):
-        B.Behavior("x", "X", "x", frozenset({"cisco"}), "plain", P.udp6, expect=lambda t, s: 0)
+        B.Behavior("x", "X", "x", "weird", P.udp6, expect=lambda t, s: 0)
     with pytest.raises(ValueError, match="exactly one"):
-        B.Behavior("x", "X", "x", frozenset({"linux"}), "plain", P.udp6)
-
-
-def test_extension_absent_is_ignored(monkeypatch):
-    monkeypatch.setattr(B, "_EXTENSIONS", ("srperf.lxc_no_such_extension",))
-    monkeypatch.setattr(B, "_extensions_state", "new")
-    assert "end" in B.names()
-    assert B._extensions_state == "loaded"
-
-
-def test_extension_with_broken_import_is_reported(monkeypatch, tmp_path):
-    (tmp_path / "lxc_broken_ext.py").write_text("import lxc_module_that_does_not_exist\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(B, "_EXTENSIONS", ("lxc_broken_ext",))
-    monkeypatch.setattr(B, "_extensions_state", "new")
-    with pytest.raises(ModuleNotFoundError, match="lxc_module_that_does_not_exist"):
-        B.get("end")
-    sys.modules.pop("lxc_broken_ext", None)
-
-
-def test_extension_registers_behaviors(monkeypatch, tmp_path):
-    (tmp_path / "lxc_good_ext.py").write_text(
-        "from srperf import behaviors as B, packets as P\n"
-        "from srperf.checks import Expectation\n"
-        "B.register(B.Behavior('lxc_demo', 'Demo', 'lxc_demo', frozenset({'ebpf'}), 'proxy',\n"
-        "    lambda tb, n: P.to_sut(tb, P.udp6(tb, n)),\n"
-        "    expect=lambda tb, s: Expectation(P.from_sut(tb, s[1]), 'same'), needs_vnf=True))\n"
-        "assert 'end' in B.names()  # re-entrant use while loading\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(B, "_EXTENSIONS", ("lxc_good_ext",))
-    monkeypatch.setattr(B, "_extensions_state", "new")
-    monkeypatch.setattr(B, "_REGISTRY", dict(B._REGISTRY))
-    try:
-        assert "lxc_demo" in B.names("ebpf")  # beside the eBPF proxies
-        assert "lxc_demo" not in B.names("linux")
-        assert B.get("lxc_demo").needs_vnf
-    finally:
-        sys.modules.pop("lxc_good_ext", None)
+        B.Behavior("x", "X", "x", "plain", P.udp6)
 
 
 # --- test frames ----------------------------------------------------------------
@@ -387,7 +343,7 @@ def test_compare_reports_each_differing_field():
 # --- CFG environment ---------------------------------------------------------------
 
 def test_cfg_env_has_every_variable_linux_sh_reads():
-    env = B.cfg_env(TB)
+    env = addressing_env(TB)
     assert all(k.startswith("SRPERF_") and isinstance(v, str) and v for k, v in env.items())
     used = set(re.findall(r"\bSRPERF_[A-Z0-9_]+", SCRIPT.read_text()))
     assert used, "linux.sh reads no SRPERF_* variable?"
@@ -395,8 +351,8 @@ def test_cfg_env_has_every_variable_linux_sh_reads():
 
 
 def test_cfg_env_values_follow_the_testbed():
-    tb = Testbed(name="x", prefix="lxc")
-    env = B.cfg_env(tb)
+    tb = TestbedConfig(name="x", prefix="lxc")
+    env = addressing_env(tb)
     assert env["SRPERF_IN_IF"] == tb.sut.in_port.name == "s0"
     assert env["SRPERF_OUT_IF"] == "s1"
     assert env["SRPERF_SID_SUT"] == A.sid_sut
@@ -418,6 +374,6 @@ def test_linux_sh_documents_every_variable_it_reads():
 def test_linux_sh_has_a_function_per_linux_behavior():
     text = SCRIPT.read_text()
     defined = set(re.findall(r"^([a-z0-9_]+)\(\) \{", text, re.M))
-    for name in B.names("linux"):
+    for name in forwarders.get("linux").behaviors:
         assert B.get(name).cfg_function in defined, name
     assert "clean" in defined

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from srperf.config.model import Testbed
+from srperf.config.model import TestbedConfig
 from srperf.netns import netns_exists, netns_names
 from srperf.testbeds.virtual import VirtualTestbed
 
@@ -80,4 +80,4 @@ def test_signal_mid_run_cleans_the_sut_and_keeps_finished_trials(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        VirtualTestbed(Testbed(name="sig", prefix=PREFIX)).down()
+        VirtualTestbed(TestbedConfig(name="sig", prefix=PREFIX)).down()

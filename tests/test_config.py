@@ -50,7 +50,7 @@ def test_good_testbed_loads(tmp_path: Path) -> None:
 
 def test_ssh_testbed_loads(tmp_path: Path) -> None:
     data = {"name": "hw", "kind": "ssh",
-            "sut": {"forwarder": "vpp", "in": {"name": "eth1", "mac": "02:00:00:00:00:01"},
+            "sut": {"forwarder": "ebpf", "in": {"name": "eth1", "mac": "02:00:00:00:00:01"},
                     "transport": {"ssh": {"host": "sut.example", "user": "bench",
                                           "key_file": "/k", "known_hosts": "/kh"}}}}
     tb = load_testbed(write(tmp_path, data))
@@ -102,8 +102,11 @@ BAD_EXPERIMENTS = [
     ("duplicate behavior", _exp(behaviors=["end", "end"]), "behaviors[0]", "end"),
     ("string repetitions", _exp(repetitions="three"), "repetitions", "three"),
     ("bad vnf mode", _exp(options={"vnf_mode": "teleport"}), "options.vnf_mode", "teleport"),
-    ("bad proxy knob", _exp(options={"proxy": {"cache_miss": "maybe"}}),
+    ("bad proxy knob", _exp(forwarder="ebpf", behaviors=["end_ad"],
+                            options={"proxy": {"cache_miss": "maybe"}}),
      "options.proxy.cache_miss", "maybe"),
+    ("options of another forwarder", _exp(options={"proxy": {"age_s": 1}}),
+     "options.proxy", "takes no options"),
     ("unknown option", _exp(options={"vnfcount": 3}), "options.vnfcount", "3"),
 ]
 

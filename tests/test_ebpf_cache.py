@@ -20,18 +20,20 @@ from scapy.packet import Raw
 
 from srperf import behaviors
 from srperf import packets as P
-from srperf.config.model import Testbed
+from srperf.config.model import TestbedConfig
 from srperf.drivers import linux_sink
 from srperf.drivers.linux import LinuxGenerator
-from srperf.ebpf_counters import delta, read_counters
+from srperf.forwarders.ebpf.counters import delta, read_counters
 from srperf.errors import UnsupportedBehavior
-from srperf.proxy_behaviors import ProxySettings, configure, target_sid
+from ebpf_helpers import configure
+from srperf.behaviors.proxies import target_sid
+from srperf.forwarders.ebpf import ProxySettings
 from srperf.testbeds.virtual import VirtualTestbed
 from srperf.testbeds.vnf import VnfSet, ns_packet_socket, receive_frames
 
 pytestmark = pytest.mark.netns
 
-TB = Testbed(name="ebp", prefix="ebp")
+TB = TestbedConfig(name="ebp", prefix="ebp")
 A = TB.addressing
 SUT, TESTER, RX = TB.sut_ns, TB.tester_ns, TB.tester.rx.name
 

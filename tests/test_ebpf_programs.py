@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from srperf.config.model import Addressing, Testbed
-from srperf.ebpf_counters import counter_names, parse_dump
+from srperf.config.model import Addressing, TestbedConfig
+from srperf.forwarders.ebpf.counters import counter_names, parse_dump
 from srperf.netns import run
 from srperf.resources import cfg_script, ebpf_dir
 
@@ -205,13 +205,18 @@ def test_end_ad_experiment_loads() -> None:
 
 
 def test_proxy_behaviors_are_registered() -> None:
-    from srperf import behaviors
+    from srperf import behaviors, forwarders
+    from srperf.forwarders.base import Prepared
 
-    names = set(behaviors.names("ebpf"))
+    names = set(forwarders.get("ebpf").behaviors)
     assert {"end_ad", "end_ad_v4", "end_as", "end_am", "end_cache", "end_cache_v4",
             "end_baseline"} <= names
     for name in names:
         beh = behaviors.get(name)
-        assert beh.needs_vnf and beh.kind == "proxy" and beh.forwarders == {"ebpf"}
-        env = behaviors.cfg_env(Testbed(name="t"), beh)
-        assert env["SRPERF_EBPF_DIR"] == str(ebpf_dir())
+        assert beh.needs_vnf and beh.kind == "proxy" and forwarders.offering(name) == ["ebpf"]
+    fwd = forwarders.get("ebpf")
+    prepared = Prepared(env={"SRPERF_EBPF_DIR": "/sut/dir", "SRPERF_BUILD_DIR": "/sut/dir"})
+    env = fwd.env(TestbedConfig(name="t"), fwd.parse_options({"proxy": {"age_s": 0.5}}),
+                  prepared)
+    assert env["SRPERF_EBPF_DIR"] == "/sut/dir" and env["SRPERF_AD_AGE"] == "0.5"
+    assert env["SRPERF_IN_IF"] == "s0"

@@ -17,18 +17,20 @@ from scapy.layers.l2 import Ether
 
 from srperf import behaviors
 from srperf import packets as P
-from srperf.config.model import Testbed
+from srperf.config.model import TestbedConfig
 from srperf.drivers.linux import LinuxGenerator
-from srperf.ebpf_counters import delta, read_counters
+from srperf.forwarders.ebpf.counters import delta, read_counters
 from srperf.netns import run
-from srperf.proxy_behaviors import ProxySettings, configure, proxy_env, target_sid
+from ebpf_helpers import configure
+from srperf.behaviors.proxies import target_sid
+from srperf.forwarders.ebpf import ProxySettings, proxy_env
 from srperf.resources import cfg_script
 from srperf.testbeds.virtual import VirtualTestbed
 from srperf.testbeds.vnf import VnfSet
 
 pytestmark = pytest.mark.netns
 
-TB = Testbed(name="ebp", prefix="ebp")
+TB = TestbedConfig(name="ebp", prefix="ebp")
 A = TB.addressing
 SUT = TB.sut_ns
 IN, OUT = TB.sut.in_port.name, TB.sut.out_port.name

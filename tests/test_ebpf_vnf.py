@@ -12,16 +12,16 @@ import pytest
 from scapy.layers.l2 import Ether
 
 from srperf import behaviors
-from srperf.config.model import Testbed
+from srperf.config.model import TestbedConfig
 from srperf.drivers.linux import LinuxGenerator
-from srperf.ebpf_counters import read_counters
+from srperf.forwarders.ebpf.counters import read_counters
 from srperf.errors import UnsupportedBehavior
 from srperf.netns import run
-from srperf.proxy_behaviors import configure
+from ebpf_helpers import configure
 from srperf.testbeds.virtual import VirtualTestbed
 from srperf.testbeds.vnf import MODES, VnfSet, sut_vnf_mac, vnf_mac, vnf_sid
 
-TB = Testbed(name="ebp", prefix="ebp")
+TB = TestbedConfig(name="ebp", prefix="ebp")
 A = TB.addressing
 
 
@@ -88,7 +88,7 @@ def test_delay_mode_needs_netem(testbed: VirtualTestbed) -> None:
         vnfs.down()
 
 
-def vnf_forwarded(tb: Testbed, index: int) -> int:
+def vnf_forwarded(tb: TestbedConfig, index: int) -> int:
     """Packets VNF ``index`` forwarded (IPv6 plus IPv4, its namespace's SNMP counters).
 
     Not the eth0 rx counter: a fresh link also receives MLD reports and neighbour

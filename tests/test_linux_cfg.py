@@ -20,11 +20,13 @@ from pathlib import Path
 import pytest
 
 from srperf import behaviors as B
-from srperf.config.model import Testbed
+from srperf import forwarders
+from srperf.forwarders.common_env import addressing_env
+from srperf.config.model import TestbedConfig
 from srperf.netns import run
 
 SCRIPT = Path(__file__).resolve().parents[1] / "cfg_scripts" / "linux.sh"
-TB = Testbed(name="lxc", prefix="lxc")
+TB = TestbedConfig(name="lxc", prefix="lxc")
 A = TB.addressing
 SUT, TESTER = TB.sut_ns, TB.tester_ns
 OUT = TB.sut.out_port.name
@@ -93,7 +95,7 @@ netns = pytest.mark.netns
 def script(function: str, env: dict[str, str] | None = None, *args: str
            ) -> subprocess.CompletedProcess:
     """Run ``bash linux.sh FUNCTION`` in the SUT namespace with the catalogue's env."""
-    full_env = dict(os.environ, **(B.cfg_env(TB) if env is None else env))
+    full_env = dict(os.environ, **(addressing_env(TB) if env is None else env))
     return subprocess.run(["ip", "netns", "exec", SUT, "bash", str(SCRIPT), function, *args],
                           capture_output=True, text=True, env=full_env, timeout=60)
 
@@ -240,7 +242,7 @@ def assert_routes(name: str) -> None:
 
 
 @netns
-@pytest.mark.parametrize("name", B.names("linux"))
+@pytest.mark.parametrize("name", forwarders.get("linux").behaviors)
 def test_behavior_on_real_sut(name, baseline, capturer, vrf_refusal):
     behavior = B.get(name)
     res = script(behavior.cfg_function)
@@ -312,7 +314,7 @@ def test_usage_errors_exit_2(baseline):
     assert "end_dx6" in res.stderr
     res = script("end", None, "extra-argument")
     assert res.returncode == 2 and "usage" in res.stderr
-    env = B.cfg_env(TB)
+    env = addressing_env(TB)
     del env["SRPERF_SID_SUT"]
     res = script("end", env)
     assert res.returncode == 2 and "SRPERF_SID_SUT" in res.stderr
@@ -321,7 +323,7 @@ def test_usage_errors_exit_2(baseline):
 
 @netns
 def test_failing_command_exits_1_with_the_reason(baseline):
-    env = dict(B.cfg_env(TB), SRPERF_OUT_IF="lxc-nodev")
+    env = dict(addressing_env(TB), SRPERF_OUT_IF="lxc-nodev")
     res = script("end_dx6", env)
     assert res.returncode == 1
     assert "lxc-nodev" in res.stderr and "failed" in res.stderr

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from srperf.config.model import Experiment, SearchConfig, Testbed
+from srperf.config.model import Experiment, SearchConfig, TestbedConfig
 from srperf.drivers.simulated import SimulatedGenerator
 from srperf.errors import ConfigError
 from srperf.orchestrator import Orchestrator
 
-SIM = Testbed(name="sim", kind="simulated",
+SIM = TestbedConfig(name="sim", kind="simulated",
               simulated={"capacity_pps": {"default": 1_000_000, "end": 800_000}})
 
 
@@ -75,6 +75,23 @@ def test_impossible_search_is_a_config_error(tmp_path: Path) -> None:
         Orchestrator(exp, SIM, tmp_path)
 
 
-def test_virtual_testbed_refuses_vpp(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="forwarders linux and ebpf"):
-        Orchestrator(_exp(forwarder="vpp"), Testbed(name="v"), tmp_path)
+def test_virtual_testbed_refuses_a_forwarder_that_needs_a_host(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from srperf import forwarders
+    from srperf.forwarders.base import Forwarder
+
+    class HostOnly(Forwarder):
+        name, script, behaviors, runs_in_netns = "hostonly", "hostonly.sh", ("ipv6",), False
+
+    monkeypatch.setitem(forwarders.REGISTRY, "hostonly", HostOnly())
+    with pytest.raises(ConfigError, match="needs an ssh testbed"):
+        Orchestrator(_exp(forwarder="hostonly"), TestbedConfig(name="v"), tmp_path)
+
+
+def test_ssh_testbed_refuses_another_forwarder(tmp_path: Path) -> None:
+    from srperf.config.model import SshConfig, SutConfig, TransportConfig
+
+    tb = TestbedConfig(name="s", kind="ssh", sut=SutConfig(
+        forwarder="ebpf", transport=TransportConfig("ssh", SshConfig(host="192.0.2.9"))))
+    with pytest.raises(ConfigError, match="runs 'ebpf'"):
+        Orchestrator(_exp(forwarder="linux"), tb, tmp_path)

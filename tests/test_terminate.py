@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from srperf.config.model import Testbed
+from srperf.config.model import TestbedConfig
 from srperf.netns import netns_exists, netns_names
 from srperf.terminate import Terminated, sigterm_as_interrupt
 from srperf.testbeds.virtual import VirtualTestbed
@@ -54,9 +54,9 @@ CHILD = f"""
 import sys, time
 sys.path.insert(0, {str(BENCH)!r})
 from linux_testbed import linux_testbed
-from srperf.config.model import Testbed
+from srperf.config.model import TestbedConfig
 from srperf.netns import netns_exists, netns_names
-with linux_testbed(Testbed(name="term", prefix={PREFIX!r})):
+with linux_testbed(TestbedConfig(name="term", prefix={PREFIX!r})):
     print("up", flush=True)
     time.sleep(120)
 """
@@ -79,4 +79,4 @@ def test_bench_testbed_is_removed_on_sigterm() -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        VirtualTestbed(Testbed(name="term", prefix=PREFIX)).down()
+        VirtualTestbed(TestbedConfig(name="term", prefix=PREFIX)).down()

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from srperf.cfg_manager import CfgManager
+from srperf.forwarders.base import Forwarder
+from srperf.sut_control import SutControl
+from srperf.config.model import TestbedConfig
 from srperf.config.model import SshConfig
 from srperf.errors import CfgError, TransportError, UnsupportedBehavior
 from srperf.transports.netns import NetnsTransport
@@ -42,7 +44,12 @@ def _fake_script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def _exercise_cfg(transport, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _fake_script(tmp_path, monkeypatch)
     out = tmp_path / "out.txt"
-    cfg = CfgManager(transport, "fake", {"SRPERF_GREETING": "hello world", "SRPERF_OUT": str(out)})
+    class FakeForwarder(Forwarder):
+        name, script = "fake", "fake.sh"
+
+    cfg = SutControl(FakeForwarder(), transport, TestbedConfig(name="t"))
+    cfg.install()
+    cfg.env = {"SRPERF_GREETING": "hello world", "SRPERF_OUT": str(out)}
     cfg.apply("ok", "behavior_ok")
     assert out.read_text().strip() == "hello world"
     with pytest.raises(UnsupportedBehavior) as info:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from srperf.config.model import Testbed
+from srperf.config.model import TestbedConfig
 from srperf.netns import run
 from srperf.testbeds.virtual import VirtualTestbed, napi_threads
 
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.netns
 
 @pytest.fixture
 def testbed():
-    vt = VirtualTestbed(Testbed(name="t", prefix="srpt"))
+    vt = VirtualTestbed(TestbedConfig(name="t", prefix="srpt"))
     try:
         vt.up()
         yield vt
@@ -74,7 +74,7 @@ def test_up_is_idempotent_and_repairs(testbed: VirtualTestbed) -> None:
 
 
 def test_down_leaves_nothing() -> None:
-    vt = VirtualTestbed(Testbed(name="t", prefix="srpt"))
+    vt = VirtualTestbed(TestbedConfig(name="t", prefix="srpt"))
     vt.up()
     vt.down()
     vt.down()  # twice is fine
@@ -84,8 +84,8 @@ def test_down_leaves_nothing() -> None:
 
 
 def test_two_prefixes_coexist() -> None:
-    a = VirtualTestbed(Testbed(name="a", prefix="srpt"))
-    b = VirtualTestbed(Testbed(name="b", prefix="srpta"))
+    a = VirtualTestbed(TestbedConfig(name="a", prefix="srpt"))
+    b = VirtualTestbed(TestbedConfig(name="b", prefix="srpta"))
     try:
         a.up()
         b.up()
@@ -117,7 +117,7 @@ def test_optional_napi_deferral() -> None:
 
     from srperf.config.model import SutConfig
 
-    tb = Testbed(name="d", prefix="srpt", sut=dataclasses.replace(
+    tb = TestbedConfig(name="d", prefix="srpt", sut=dataclasses.replace(
         SutConfig(), napi_defer_hard_irqs=2, gro_flush_timeout_us=20))
     vt = VirtualTestbed(tb)
     try:

@@ -17,7 +17,7 @@ import jsonschema
 import yaml
 
 from srperf.config.model import (Addressing, Experiment, PortConfig, RateSpec, SearchConfig,
-                                 SshConfig, SutConfig, TesterConfig, Testbed,
+                                 SshConfig, SutConfig, TesterConfig, TestbedConfig,
                                  TransportConfig)
 from srperf.config.schema import EXPERIMENT_SCHEMA, MAC_PATTERN, RATE_PATTERN, TESTBED_SCHEMA
 from srperf.errors import ConfigError
@@ -131,6 +131,7 @@ def load_experiment(path: str | Path) -> Experiment:
     forwarder = data.get("forwarder", "linux")
     behaviors = tuple(data["behaviors"])
     _check_behaviors(file, forwarder, behaviors)
+    check_options(file, forwarder, dict(data.get("options", {})))
     if len(set(behaviors)) != len(behaviors):
         dup = next(b for b in behaviors if behaviors.count(b) > 1)
         raise ConfigError(file, f"behaviors[{behaviors.index(dup)}]", dup, "listed twice")
@@ -144,21 +145,38 @@ def load_experiment(path: str | Path) -> Experiment:
 
 def _check_behaviors(file: str, forwarder: str, behaviors: tuple[str, ...]) -> None:
     from srperf import behaviors as catalogue
+    from srperf import forwarders
 
     known = set(catalogue.names())
     for i, name in enumerate(behaviors):
         if name not in known:
             raise ConfigError(file, f"behaviors[{i}]", name,
                               f"unknown behavior (known: {', '.join(sorted(known))})")
-        beh = catalogue.get(name)
-        if forwarder not in beh.forwarders:
+        if not forwarders.get(forwarder).offers(name):
             raise ConfigError(file, f"behaviors[{i}]", name,
                               f"not offered by forwarder {forwarder!r} "
-                              f"(offered by: {', '.join(sorted(beh.forwarders))})")
+                              f"(offered by: {', '.join(forwarders.offering(name)) or 'none'})")
+
+
+def check_options(file: str, forwarder: str, options: dict[str, Any]) -> None:
+    """Validate an experiment's ``options`` against the forwarder's options schema."""
+    from srperf import forwarders
+
+    fwd = forwarders.get(forwarder)
+    if options and not fwd.options.json_schema()["properties"]:
+        key = next(iter(options))
+        raise ConfigError(file, f"options.{key}", options[key],
+                          f"forwarder {forwarder!r} takes no options")
+    schema = {"type": "object", "properties": {"options": fwd.options.json_schema()}}
+    _validate(file, {"options": options}, schema)
+    try:
+        fwd.parse_options(options)
+    except ValueError as exc:
+        raise ConfigError(file, "options", options, str(exc)) from None
 
 
 # -- testbed ---------------------------------------------------------------------
-def load_testbed(path: str | Path) -> Testbed:
+def load_testbed(path: str | Path) -> TestbedConfig:
     """Load, validate and return a testbed."""
     path = Path(path)
     file = str(path)
@@ -171,7 +189,8 @@ def load_testbed(path: str | Path) -> Testbed:
         tx=_port(t.get("tx"), TesterConfig.tx, addressing.tester_tx_mac),
         rx=_port(t.get("rx"), TesterConfig.rx, addressing.tester_rx_mac),
         line_rate_pps=float(t.get("line_rate_pps", TesterConfig.line_rate_pps)),
-        cpu=t.get("cpu", TesterConfig.cpu), options=dict(t.get("options", {})))
+        cpu=t.get("cpu", TesterConfig.cpu), options=dict(t.get("options", {})),
+        netns=t.get("netns"))
     s = data.get("sut", {})
     tr = s.get("transport", {})
     ssh = None
@@ -189,22 +208,14 @@ def load_testbed(path: str | Path) -> Testbed:
         napi_fifo_priority=int(s.get("napi_fifo_priority", SutConfig.napi_fifo_priority)),
         napi_defer_hard_irqs=int(s.get("napi_defer_hard_irqs", 0)),
         gro_flush_timeout_us=float(s.get("gro_flush_timeout_us", 0.0)))
-    tb_kind = data.get("kind", "virtual")
-    if tb_kind == "virtual" and kind != "netns":
-        raise ConfigError(file, "sut.transport.kind", kind,
-                          "a virtual testbed reaches its SUT through 'netns'")
-    if tb_kind == "simulated" and tester.driver != "simulated":
-        tester = dataclasses.replace(tester, driver="simulated")
-    for key, cpu in (("tester.cpu", tester.cpu), ("sut.cpu", sut.cpu)):
-        if tb_kind == "virtual" and cpu is not None:
-            import os
+    from srperf import testbeds
 
-            if cpu >= (os.cpu_count() or 1):
-                raise ConfigError(file, key, cpu,
-                                  f"this host has CPUs 0-{(os.cpu_count() or 1) - 1}")
-    return Testbed(name=data["name"], kind=tb_kind, prefix=data.get("prefix", "srp"),
-                   tester=tester, sut=sut, addressing=addressing,
-                   simulated=dict(data.get("simulated", {})), source=file)
+    config = TestbedConfig(name=data["name"], kind=data.get("kind", "virtual"),
+                           prefix=data.get("prefix", "srp"), tester=tester, sut=sut,
+                           addressing=addressing, simulated=dict(data.get("simulated", {})),
+                           source=file)
+    testbeds.KINDS[config.kind].check_config(config)
+    return config
 
 
 def _port(data: dict[str, Any] | None, default: PortConfig, mac: str) -> PortConfig:

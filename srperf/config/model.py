@@ -112,6 +112,31 @@ class Addressing:
         return f"{self.csid_block}/{self.csid_lblen}"
 
 
+def vnf_sid(a: Addressing, index: int) -> str:
+    """SID of VNF ``index``: ``vnf_sid_base`` followed by index + 1 in hex."""
+    return str(ipaddress.IPv6Address(f"{a.vnf_sid_base}{index + 1:x}"))
+
+
+def _mac(prefix: str, index: int) -> str:
+    return f"{prefix}:{(index >> 8) & 0xff:02x}:{index & 0xff:02x}"
+
+
+def vnf_mac(a: Addressing, index: int) -> str:
+    """MAC address of VNF ``index``'s interface."""
+    return _mac(a.vnf_mac_prefix, index)
+
+
+def sut_vnf_mac(a: Addressing, index: int) -> str:
+    """MAC address of the SUT-side interface towards VNF ``index``."""
+    return _mac(a.sut_vnf_mac_prefix, index)
+
+
+def sut_vnf_if(a: Addressing, index: int) -> str:
+    """Name of the SUT-side interface towards VNF ``index``."""
+    return f"{a.vnf_if_prefix}{index}"
+
+
+
 @dataclass(frozen=True)
 class PortConfig:
     """A network port: its interface name on its host and its MAC address."""
@@ -151,6 +176,9 @@ class TesterConfig:
     line_rate_pps: float = 1_500_000.0
     cpu: int | None = 0
     options: dict[str, Any] = field(default_factory=dict)
+    netns: str | None = None
+    """ssh testbeds: the local network namespace holding the tester's ports (None:
+    this host's own); a virtual testbed's tester is always ``<prefix>-tester``."""
 
 
 @dataclass(frozen=True)
@@ -171,7 +199,7 @@ class SutConfig:
 
 
 @dataclass(frozen=True)
-class Testbed:
+class TestbedConfig:
     """A tester and a SUT with the addresses between them."""
 
     __test__ = False  # not a pytest test class despite its name

@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any
 
 from srperf.config.model import Addressing
+from srperf.forwarders import names as forwarder_names
 
 RATE_PATTERN = r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(%|pps|kpps|Mpps)\s*$"
 """A rate written as text: a number and a unit (group 1, group 2)."""
@@ -20,7 +21,6 @@ RATE = {
 POSITIVE = {"type": "number", "exclusiveMinimum": 0}
 IFNAME = {"type": "string", "pattern": r"^[A-Za-z0-9_.:-]{1,15}$"}
 MAC = {"type": "string", "pattern": MAC_PATTERN}
-FORWARDERS = ["linux", "vpp", "srnk", "ebpf"]
 ALGORITHMS = ["bisect", "multi", "mlr", "mlrsearch", "mrr"]
 
 
@@ -43,7 +43,7 @@ EXPERIMENT_SCHEMA: dict[str, Any] = {
     "required": ["name", "behaviors"],
     "properties": {
         "name": {"type": "string", "minLength": 1},
-        "forwarder": {"enum": FORWARDERS},
+        "forwarder": {"enum": forwarder_names()},
         "behaviors": {"type": "array", "minItems": 1,
                       "items": {"type": "string", "pattern": r"^[a-z0-9_]+$"}},
         "packet_sizes": {"type": "array", "minItems": 1,
@@ -51,25 +51,9 @@ EXPERIMENT_SCHEMA: dict[str, Any] = {
         "repetitions": {"type": "integer", "minimum": 1, "maximum": 1000},
         "testbed": {"type": "string", "minLength": 1},
         "verify": {"type": "boolean"},
-        "options": {
-            "type": "object", "additionalProperties": False,
-            "description": "forwarder-specific knobs (eBPF proxies and their legacy VNFs)",
-            "properties": {
-                "vnf_count": {"type": "integer", "minimum": 1, "maximum": 256},
-                "vnf_mode": {"enum": ["forward", "drop", "sink", "delay", "snat"]},
-                "proxy": {
-                    "type": "object", "additionalProperties": False,
-                    "properties": {
-                        "age_s": {"type": "number", "minimum": 0},
-                        "cache_entries": {"type": "integer", "minimum": 1,
-                                          "maximum": 16777216},
-                        "cache_miss": {"enum": ["drop", "pass"]},
-                        "cache_nat_key": {"type": "boolean"},
-                        "fib": {"type": "boolean"},
-                    },
-                },
-            },
-        },
+        "options": {"type": "object",
+                    "description": "the forwarder's own knobs (schema: its options dataclass "
+                                   "in srperf.forwarders)"},
         "search": {
             "type": "object",
             "additionalProperties": False,
@@ -107,6 +91,9 @@ TESTBED_SCHEMA: dict[str, Any] = {
             "type": "object", "additionalProperties": False,
             "properties": {
                 "driver": {"enum": ["linux", "trex", "simulated"]},
+                "netns": {"type": "string", "pattern": r"^[A-Za-z0-9_.-]{1,64}$",
+                          "description": "ssh testbeds: local network namespace of the "
+                                         "tester's ports (default: this host's)"},
                 "tx": _port(), "rx": _port(),
                 "line_rate_pps": POSITIVE,
                 "cpu": {"type": ["integer", "null"], "minimum": 0},
@@ -132,7 +119,7 @@ TESTBED_SCHEMA: dict[str, Any] = {
         "sut": {
             "type": "object", "additionalProperties": False,
             "properties": {
-                "forwarder": {"enum": FORWARDERS},
+                "forwarder": {"enum": forwarder_names()},
                 "in": _port(), "out": _port(),
                 "cpu": {"type": ["integer", "null"], "minimum": 0},
                 "napi_fifo_priority": {"type": "integer", "minimum": 0, "maximum": 99},

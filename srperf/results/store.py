@@ -95,6 +95,11 @@ class ResultStore:
                          json.dumps(environment, sort_keys=True, default=str)))
         return run_id
 
+    def update_environment(self, run_id: str, environment: dict[str, Any]) -> None:
+        """Replace a run's environment (once the testbed's nodes could be read)."""
+        self.db.execute("UPDATE runs SET environment=? WHERE run_id=?",
+                        (json.dumps(environment, sort_keys=True, default=str), run_id))
+
     def end_run(self, run_id: str, status: str) -> None:
         self.db.execute("UPDATE runs SET finished=?, status=? WHERE run_id=?",
                         (_now(), status, run_id))

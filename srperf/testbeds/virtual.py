@@ -19,23 +19,24 @@ measured best here, see machine-facts.md).
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from srperf.config.model import Testbed
-from srperf.errors import SrperfError
+from srperf.config.model import TestbedConfig
+from srperf.errors import ConfigError
+from srperf.forwarders.base import Forwarder
 from srperf.netns import CommandFailed, netns_names, run
+from srperf.testbeds.base import Testbed, TestbedError
+from srperf.transports.base import Transport
+from srperf.transports.netns import NetnsTransport
 
 log = logging.getLogger(__name__)
 
 BPFFS_ROOT = Path("/sys/fs/bpf/srperf")
 OFFLOADS = ("rx", "tx", "sg", "tso", "gso", "gro", "lro", "rxvlan", "txvlan")
-
-
-class TestbedError(SrperfError):
-    """The virtual testbed could not be built or removed."""
 
 
 @dataclass(frozen=True)
@@ -46,14 +47,42 @@ class NapiThread:
     name: str
 
 
-class VirtualTestbed:
-    """Build and remove the namespace testbed described by a :class:`Testbed`."""
+class VirtualTestbed(Testbed):
+    """The namespace testbed described by a :class:`TestbedConfig`: built, used, removed."""
 
-    def __init__(self, tb: Testbed) -> None:
+    kind = "virtual"
+
+    def __init__(self, tb: TestbedConfig) -> None:
         if tb.kind not in ("virtual",):
             raise TestbedError(f"{tb.source}: kind = {tb.kind!r}: only a virtual testbed "
                                "can be brought up on this host")
+        super().__init__(tb)
         self.tb = tb
+
+    @classmethod
+    def check_config(cls, config: TestbedConfig) -> None:
+        if config.sut.transport.kind != "netns":
+            raise ConfigError(config.source, "sut.transport.kind", config.sut.transport.kind,
+                              "a virtual testbed reaches its SUT through 'netns'")
+        if config.tester.netns is not None:
+            raise ConfigError(config.source, "tester.netns", config.tester.netns,
+                              f"a virtual testbed's tester is {config.tester_ns} (from prefix)")
+        for key, cpu in (("tester.cpu", config.tester.cpu), ("sut.cpu", config.sut.cpu)):
+            if cpu is not None and cpu >= (os.cpu_count() or 1):
+                raise ConfigError(config.source, key, cpu,
+                                  f"this host has CPUs 0-{(os.cpu_count() or 1) - 1}")
+
+    def check_forwarder(self, forwarder: Forwarder, source: str) -> None:
+        if not forwarder.runs_in_netns:
+            raise ConfigError(source, "forwarder", forwarder.name,
+                              f"the virtual testbed {self.tb.source} runs the Linux kernel in "
+                              "network namespaces; this forwarder needs an ssh testbed")
+
+    def _make_node(self, role: str) -> Transport:
+        return NetnsTransport(self.tb.tester_ns if role == "tester" else self.tb.sut_ns)
+
+    def tester_netns(self) -> str | None:
+        return self.tb.tester_ns
 
     # -- queries ---------------------------------------------------------------
     def namespaces(self) -> list[str]:
@@ -73,14 +102,14 @@ class VirtualTestbed:
         return True
 
     # -- up / down -------------------------------------------------------------
-    def up(self) -> None:
-        """Create the testbed; does nothing when it is already complete.
+    def up(self) -> bool:
+        """Create the testbed; does nothing (returns False) when it is already complete.
 
         A partial testbed (left by a crash) is removed first, then rebuilt.
         """
         if self.is_up():
             log.info("virtual testbed %s already up", self.tb.prefix)
-            return
+            return False
         self.down()
         try:
             self._create()
@@ -88,6 +117,7 @@ class VirtualTestbed:
             log.error("testbed creation failed; removing what was made")
             self.down()
             raise
+        return True
 
     def down(self) -> None:
         """Remove every namespace, link and pinned BPF object of this testbed."""

@@ -32,17 +32,20 @@ import json
 import logging
 import os
 import re
-import shutil
 import socket
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 from srperf.build import ensure_built
-from srperf.config.model import Addressing, Testbed
+from srperf.config.model import (Addressing, TestbedConfig, sut_vnf_if, sut_vnf_mac,  # noqa: F401
+                                 vnf_mac, vnf_sid)
 from srperf.errors import SrperfError, UnsupportedBehavior
-from srperf.netns import netns_exists, netns_names, run
+from srperf.netns import CommandFailed, CommandResult
+from srperf.transports.base import Transport
+from srperf.transports.netns import NetnsTransport
 from srperf.resources import ebpf_dir
 
 log = logging.getLogger(__name__)
@@ -63,30 +66,7 @@ class VnfError(SrperfError):
     """The VNF namespaces could not be built or configured."""
 
 
-# --- addressing of VNF i ----------------------------------------------------------
-
-def vnf_sid(a: Addressing, index: int) -> str:
-    """SID of VNF ``index``: ``vnf_sid_base`` followed by index + 1 in hex."""
-    return str(ipaddress.IPv6Address(f"{a.vnf_sid_base}{index + 1:x}"))
-
-
-def _mac(prefix: str, index: int) -> str:
-    return f"{prefix}:{(index >> 8) & 0xff:02x}:{index & 0xff:02x}"
-
-
-def vnf_mac(a: Addressing, index: int) -> str:
-    """MAC address of VNF ``index``'s interface."""
-    return _mac(a.vnf_mac_prefix, index)
-
-
-def sut_vnf_mac(a: Addressing, index: int) -> str:
-    """MAC address of the SUT-side interface towards VNF ``index``."""
-    return _mac(a.sut_vnf_mac_prefix, index)
-
-
-def sut_vnf_if(a: Addressing, index: int) -> str:
-    """Name of the SUT-side interface towards VNF ``index``."""
-    return f"{a.vnf_if_prefix}{index}"
+# VNF i's addressing lives with the rest of the addressing (srperf.config.model).
 
 
 # --- raw sockets inside a namespace ----------------------------------------------
@@ -168,8 +148,9 @@ class VnfSet:
     exist already); ``down()`` removes every VNF namespace of the testbed.
     """
 
-    def __init__(self, tb: Testbed, count: int = 1, mode: str = "forward",
-                 drop_share: float = 0.01, delay_ms: float = 5.0) -> None:
+    def __init__(self, tb: TestbedConfig, count: int = 1, mode: str = "forward",
+                 drop_share: float = 0.01, delay_ms: float = 5.0,
+                 host: Transport | None = None) -> None:
         if not 1 <= count <= MAX_VNFS:
             raise ValueError(f"count {count}: must be 1..{MAX_VNFS}")
         if mode not in MODES:
@@ -179,22 +160,46 @@ class VnfSet:
         if delay_ms < 0:
             raise ValueError(f"delay_ms {delay_ms}: must be >= 0")
         self.tb, self.count, self.mode = tb, count, mode
+        self._own_host = host is None
+        self.host = host or NetnsTransport(tb.sut_ns)
+        """The SUT node the VNFs hang off (commands without a VNF namespace run there)."""
+        self.machine = self.host.machine()
+        """The machine the SUT lives on: VNF namespaces are made and entered there."""
         self.drop_share, self.delay_ms = drop_share, delay_ms
         a = tb.addressing
         self.links = [VnfLink(i, tb.vnf_ns(i), sut_vnf_if(a, i), sut_vnf_mac(a, i),
                               vnf_mac(a, i), vnf_sid(a, i)) for i in range(count)]
 
+    def _run(self, argv: Sequence[str], ns: str | None = None, check: bool = True,
+             input_text: str | None = None) -> CommandResult:
+        """Run ``argv`` on the SUT node, inside VNF namespace ``ns`` when given."""
+        if ns:
+            result = self.machine.run(["ip", "netns", "exec", ns, *argv], input_text=input_text)
+        else:
+            result = self.host.run(list(argv), input_text=input_text)
+        if check and not result.ok:
+            raise CommandFailed(result)
+        return result
+
+    def _netns_names(self) -> list[str]:
+        out = self.machine.check(["ip", "netns", "list"]).stdout
+        return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+    def _has_tool(self, tool: str) -> bool:
+        return self._run(["sh", "-c", f"command -v {tool}"], check=False).ok
+
     # -- queries ---------------------------------------------------------------
     def existing(self) -> list[str]:
         """Namespaces of this testbed's VNFs that exist now (any count)."""
         pattern = re.compile(re.escape(f"{self.tb.prefix}-vnf") + r"\d+")
-        return sorted(n for n in netns_names() if pattern.fullmatch(n))
+        return sorted(n for n in self._netns_names() if pattern.fullmatch(n))
 
     def _sut_vnf_links(self) -> list[str]:
-        if not netns_exists(self.tb.sut_ns):
+        res = self._run(["ip", "-j", "link", "show"], check=False)
+        if not res.ok:
             return []
         pattern = re.compile(re.escape(self.tb.addressing.vnf_if_prefix) + r"\d+")
-        out = run(["ip", "-j", "link", "show"], ns=self.tb.sut_ns).stdout
+        out = res.stdout
         return [d["ifname"] for d in json.loads(out) if pattern.fullmatch(d["ifname"])]
 
     def is_up(self) -> bool:
@@ -207,8 +212,8 @@ class VnfSet:
     # -- up / down -------------------------------------------------------------
     def up(self) -> "VnfSet":
         """Build the VNFs (idempotent) and apply the mode."""
-        if not netns_exists(self.tb.sut_ns):
-            raise VnfError(f"SUT namespace {self.tb.sut_ns} does not exist: "
+        if not self._run(["true"], check=False).ok:
+            raise VnfError(f"the SUT ({self.host.where}) cannot be reached: "
                            "bring the testbed up first")
         try:
             if not self.is_up():
@@ -224,14 +229,16 @@ class VnfSet:
     def down(self) -> None:
         """Remove every VNF namespace of the testbed (their veths go with them)."""
         for ns in self.existing():
-            run(["ip", "netns", "del", ns], check=False)
+            self.machine.run(["ip", "netns", "del", ns])
         deadline = time.monotonic() + 5.0
         while self._sut_vnf_links():
             if time.monotonic() > deadline:
                 for dev in self._sut_vnf_links():
-                    run(["ip", "link", "del", "dev", dev], ns=self.tb.sut_ns, check=False)
+                    self._run(["ip", "link", "del", "dev", dev], check=False)
                 break
             time.sleep(0.02)
+        if self._own_host:
+            self.host.close()
 
     def __enter__(self) -> "VnfSet":
         return self.up()
@@ -241,11 +248,11 @@ class VnfSet:
 
     # -- construction ----------------------------------------------------------
     def _create(self) -> None:
-        a, sut = self.tb.addressing, self.tb.sut_ns
+        a = self.tb.addressing
         for link in self.links:
-            run(["ip", "netns", "add", link.ns])
+            self.machine.check(["ip", "netns", "add", link.ns])
             # defaults first: eth0 is born in the namespace with them
-            run(["sysctl", "-q", "-w",
+            self._run(["sysctl", "-q", "-w",
                  "net.ipv6.conf.default.accept_dad=0",
                  "net.ipv6.conf.default.addr_gen_mode=1",
                  "net.ipv6.conf.default.accept_ra=0",
@@ -258,10 +265,10 @@ class VnfSet:
                  "net.ipv4.conf.default.rp_filter=0",
                  "net.ipv4.conf.all.send_redirects=0",
                  "net.ipv4.conf.default.send_redirects=0"], ns=link.ns)
-            run(["ip", "link", "add", "name", link.sut_if, "netns", sut, "address",
-                 link.sut_mac, "type", "veth", "peer", "name", VNF_IF, "netns", link.ns,
-                 "address", link.vnf_mac])
-            run(["ip", "-batch", "-"], ns=link.ns, input_text="\n".join([
+            self._run(["ip", "link", "add", "name", link.sut_if, "address", link.sut_mac,
+                       "type", "veth", "peer", "name", VNF_IF, "netns", link.ns,
+                       "address", link.vnf_mac])
+            self._run(["ip", "-batch", "-"], ns=link.ns, input_text="\n".join([
                 "link set dev lo up",
                 f"link set dev {VNF_IF} up",
                 f"neigh replace {a.sut_vnf_ip6} lladdr {link.sut_mac} dev {VNF_IF} "
@@ -272,7 +279,7 @@ class VnfSet:
                 f"route replace default via {a.sut_vnf_ip4} dev {VNF_IF} onlink",
                 f"route replace {link.sid}/128 encap seg6local action End dev {VNF_IF}",
             ]) + "\n")
-        run(["ip", "-batch", "-"], ns=sut, input_text="".join(
+        self._run(["ip", "-batch", "-"], input_text="".join(
             f"link set dev {link.sut_if} up\n"
             f"neigh replace {a.vnf_ip6} lladdr {link.vnf_mac} dev {link.sut_if} nud permanent\n"
             f"neigh replace {a.vnf_ip4} lladdr {link.vnf_mac} dev {link.sut_if} nud permanent\n"
@@ -286,21 +293,22 @@ class VnfSet:
             return
         if self.mode in ("drop", "sink"):
             share = 1.0 if self.mode == "sink" else self.drop_share
-            obj = drop_object()
+            obj = self.host.push(Path(drop_object()))
             for link in self.links:
                 self._attach_drop(link, obj, round(share * 1_000_000))
         elif self.mode == "delay":
             for link in self.links:
-                res = run(["tc", "qdisc", "replace", "dev", VNF_IF, "root", "netem", "delay",
-                           f"{self.delay_ms}ms", "limit", "1000000"], ns=link.ns, check=False)
+                res = self._run(["tc", "qdisc", "replace", "dev", VNF_IF, "root", "netem",
+                                 "delay", f"{self.delay_ms}ms", "limit", "1000000"],
+                                ns=link.ns, check=False)
                 if not res.ok:
                     raise UnsupportedBehavior(
                         "vnf mode delay", f"tc netem refused by this kernel: "
                         f"{(res.stderr or res.stdout).strip()}")
         elif self.mode == "snat":
-            if shutil.which("nft") is None:
-                raise UnsupportedBehavior("vnf mode snat",
-                                          "nft (nftables) is not installed on this host")
+            if not self._has_tool("nft"):
+                raise UnsupportedBehavior("vnf mode snat", "nft (nftables) is not installed "
+                                          f"on the SUT ({self.host.where})")
             a = self.tb.addressing
             rules = "".join(
                 f"table {family} {SNAT_TABLE} {{\n  chain post {{\n"
@@ -308,28 +316,43 @@ class VnfSet:
                 f"    oifname \"{VNF_IF}\" snat to {addr};\n  }}\n}}\n"
                 for family, addr in (("ip", a.vnf_snat4), ("ip6", a.vnf_snat6)))
             for link in self.links:
-                res = run(["nft", "-f", "-"], ns=link.ns, input_text=rules, check=False)
+                res = self._run(["nft", "-f", "-"], ns=link.ns, input_text=rules, check=False)
                 if not res.ok:
                     raise UnsupportedBehavior("vnf mode snat", f"nft refused the SNAT rules: "
                                               f"{res.stderr.strip()}")
 
-    @staticmethod
-    def _reset_mode(link: VnfLink) -> None:
-        run(["tc", "qdisc", "del", "dev", VNF_IF, "clsact"], ns=link.ns, check=False)
-        run(["tc", "qdisc", "del", "dev", VNF_IF, "root"], ns=link.ns, check=False)
-        if shutil.which("nft"):
+    def _reset_mode(self, link: VnfLink) -> None:
+        self._run(["tc", "qdisc", "del", "dev", VNF_IF, "clsact"], ns=link.ns, check=False)
+        self._run(["tc", "qdisc", "del", "dev", VNF_IF, "root"], ns=link.ns, check=False)
+        if self._has_tool("nft"):
             for family in ("ip", "ip6"):
-                run(["nft", "delete", "table", family, SNAT_TABLE], ns=link.ns, check=False)
+                self._run(["nft", "delete", "table", family, SNAT_TABLE], ns=link.ns,
+                          check=False)
 
-    @staticmethod
-    def _attach_drop(link: VnfLink, obj: str, ppm: int) -> None:
-        run(["tc", "qdisc", "add", "dev", VNF_IF, "clsact"], ns=link.ns)
-        run(["tc", "filter", "add", "dev", VNF_IF, "ingress", "pref", "1", "handle", "1",
-             "bpf", "direct-action", "object-file", obj, "section", "tc"], ns=link.ns)
-        map_id = _drop_map_id(link.ns, DROP_MAP)
+    def _attach_drop(self, link: VnfLink, obj: str, ppm: int) -> None:
+        self._run(["tc", "qdisc", "add", "dev", VNF_IF, "clsact"], ns=link.ns)
+        self._run(["tc", "filter", "add", "dev", VNF_IF, "ingress", "pref", "1", "handle", "1",
+                   "bpf", "direct-action", "object-file", obj, "section", "tc"], ns=link.ns)
+        map_id = self._drop_map_id(link.ns, DROP_MAP)
         value = [f"{(ppm >> s) & 0xff:02x}" for s in (0, 8, 16, 24)]
-        run(["bpftool", "map", "update", "id", str(map_id), "key", "hex", "00", "00", "00",
-             "00", "value", "hex", *value])
+        self._run(["bpftool", "map", "update", "id", str(map_id), "key", "hex", "00", "00",
+                   "00", "00", "value", "hex", *value])
+
+    def _drop_map_id(self, ns: str, name: str) -> int:
+        filters = json.loads(self._run(["tc", "-j", "filter", "show", "dev", VNF_IF, "ingress"],
+                                       ns=ns).stdout or "[]")
+        for f in filters:
+            prog = f.get("options", {}).get("prog", {})
+            if "id" not in prog:
+                continue
+            info = json.loads(self._run(["bpftool", "-j", "prog", "show", "id",
+                                         str(prog["id"])]).stdout)
+            for map_id in info.get("map_ids", []):
+                minfo = json.loads(self._run(["bpftool", "-j", "map", "show", "id",
+                                              str(map_id)]).stdout)
+                if minfo.get("name") == name:
+                    return int(map_id)
+        raise VnfError(f"no {name} map on {ns}/{VNF_IF}: the drop program is not attached")
 
     # -- observation and injection ----------------------------------------------
     def drop_counts(self) -> dict[str, int]:
@@ -338,8 +361,9 @@ class VnfSet:
         if self.mode not in ("drop", "sink"):
             return total
         for link in self.links:
-            map_id = _drop_map_id(link.ns, DROP_STATS_MAP)
-            dump = json.loads(run(["bpftool", "-j", "map", "dump", "id", str(map_id)]).stdout)
+            map_id = self._drop_map_id(link.ns, DROP_STATS_MAP)
+            dump = json.loads(self._run(["bpftool", "-j", "map", "dump", "id",
+                                         str(map_id)]).stdout)
             for entry in dump:
                 formatted = entry.get("formatted", entry)
                 key = int(formatted["key"])
@@ -377,20 +401,6 @@ def drop_object() -> str:
                        ["clang", *_BPF_CFLAGS, "-c", str(src), "-o", "{out}"])
     return str(out)
 
-
-def _drop_map_id(ns: str, name: str) -> int:
-    filters = json.loads(run(["tc", "-j", "filter", "show", "dev", VNF_IF, "ingress"],
-                             ns=ns).stdout or "[]")
-    for f in filters:
-        prog = f.get("options", {}).get("prog", {})
-        if "id" not in prog:
-            continue
-        info = json.loads(run(["bpftool", "-j", "prog", "show", "id", str(prog["id"])]).stdout)
-        for map_id in info.get("map_ids", []):
-            minfo = json.loads(run(["bpftool", "-j", "map", "show", "id", str(map_id)]).stdout)
-            if minfo.get("name") == name:
-                return int(map_id)
-    raise VnfError(f"no {name} map on {ns}/{VNF_IF}: the drop program is not attached")
 
 
 __all__ = ["VnfSet", "VnfLink", "VnfError", "MODES", "vnf_sid", "vnf_mac", "sut_vnf_mac",

@@ -16,9 +16,16 @@ class NetnsTransport(Transport):
 
     name = "netns"
 
-    def __init__(self, ns: str, workdir: Path | None = None) -> None:
+    def __init__(self, ns: str | None, workdir: Path | None = None) -> None:
         self.ns = ns
-        self.workdir = workdir or Path("/run/srperf") / ns
+        self.workdir = workdir or Path("/run/srperf") / (ns or "host")
+
+    @property
+    def where(self) -> str:
+        return f"netns {self.ns}" if self.ns else "this host"
+
+    def machine(self) -> Transport:
+        return NetnsTransport(None) if self.ns else self
 
     def push(self, local: Path) -> str:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -27,10 +34,11 @@ class NetnsTransport(Transport):
         return str(dest)
 
     def run(self, argv: Sequence[str], env: Mapping[str, str] | None = None,
-            timeout: float = 60.0) -> CommandResult:
-        full = ["ip", "netns", "exec", self.ns] + env_argv(argv, env)
+            timeout: float = 60.0, input_text: str | None = None) -> CommandResult:
+        full = (["ip", "netns", "exec", self.ns] if self.ns else []) + env_argv(argv, env)
         try:
-            proc = subprocess.run(full, capture_output=True, text=True, timeout=timeout)
+            proc = subprocess.run(full, capture_output=True, text=True, timeout=timeout,
+                                  input=input_text)
         except subprocess.TimeoutExpired as exc:
             partial = exc.stdout if isinstance(exc.stdout, str) else ""
             return CommandResult(tuple(full), 124, partial, f"timed out after {timeout} s")

@@ -28,6 +28,10 @@ class SshTransport(Transport):
         self._factory = client_factory
         self._client: Any = None
 
+    @property
+    def where(self) -> str:
+        return f"ssh {self.cfg.user}@{self.cfg.host}:{self.cfg.port}"
+
     def _connect(self) -> Any:
         if self._client is not None:
             return self._client
@@ -57,11 +61,14 @@ class SshTransport(Transport):
         return remote
 
     def run(self, argv: Sequence[str], env: Mapping[str, str] | None = None,
-            timeout: float = 60.0) -> CommandResult:
+            timeout: float = 60.0, input_text: str | None = None) -> CommandResult:
         client = self._connect()
         line = shell_line(env_argv(argv, env))
         log.debug("ssh %s: %s", self.cfg.host, line)
-        _, stdout, stderr = client.exec_command(line, timeout=timeout)
+        stdin, stdout, stderr = client.exec_command(line, timeout=timeout)
+        if input_text is not None:
+            stdin.write(input_text)
+        stdin.channel.shutdown_write()
         channel = stdout.channel
         deadline = time.monotonic() + timeout
         while not channel.exit_status_ready():

@@ -1,0 +1,84 @@
+"""One SRv6 behavior of the catalogue: :class:`Behavior`, forwarder-independent.
+
+A behavior knows the frame the tester sends for it, the CFG function that
+configures it on any forwarder, and how to check that the SUT transformed a
+frame as specified.  Which forwarders offer it is the forwarders' business
+(:mod:`srperf.forwarders`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from scapy.layers.l2 import Ether
+from scapy.packet import Packet
+
+from srperf import packets as P
+from srperf.checks import CheckResult, Expectation, compare
+from srperf.config.model import TestbedConfig
+
+__all__ = ["Behavior", "CheckResult", "Expectation", "KINDS", "FrameBuilder", "Expecter",
+           "Checker"]
+
+KINDS = frozenset({"plain", "headend", "endpoint", "decap", "proxy"})
+
+FrameBuilder = Callable[[TestbedConfig, int], Packet]
+Expecter = Callable[[TestbedConfig, Packet], Expectation]
+Checker = Callable[[TestbedConfig, Packet, Sequence[Packet | bytes]], CheckResult]
+
+
+@dataclass(frozen=True)
+class Behavior:
+    """One SRv6 behavior (or plain forwarding baseline) to benchmark.
+
+    Give either ``expect`` (the expected frame for a sent frame; the generic
+    comparison then does the rest) or a full ``checker``.
+    """
+
+    name: str
+    """Catalogue key, e.g. ``end_dx6``."""
+    display_name: str
+    """Name as the standards write it, e.g. ``End.DX6``."""
+    cfg_function: str
+    """Function of the forwarder's CFG script that configures the behavior."""
+    kind: str
+    """plain | headend | endpoint | decap | proxy."""
+    frame_builder: FrameBuilder
+    """(testbed, packet_size bytes) -> the Ether frame the tester sends."""
+    expect: Expecter | None = None
+    checker: Checker | None = None
+    needs_vnf: bool = False
+    """True when the SUT needs a VNF namespace/process behind it (SR proxies)."""
+    description: str = ""
+    min_packet_size: int = field(default=P.min_size("ipv6"))
+    """Smallest packet_size (bytes) build_frame accepts."""
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"behavior {self.name}: kind {self.kind!r} not in {sorted(KINDS)}")
+        if (self.expect is None) == (self.checker is None):
+            raise ValueError(f"behavior {self.name}: give exactly one of expect/checker")
+
+    @property
+    def display(self) -> str:
+        """Alias of :attr:`display_name`."""
+        return self.display_name
+
+    def build_frame(self, tb: TestbedConfig, packet_size: int = 64) -> Packet:
+        """The Ethernet frame the tester's tx port sends (inner packet ``packet_size`` bytes)."""
+        return self.frame_builder(tb, packet_size)
+
+    def expected(self, tb: TestbedConfig, sent_frame: Packet | bytes) -> Expectation:
+        """The frame the SUT must emit for ``sent_frame`` (only with ``expect``)."""
+        if self.expect is None:
+            raise NotImplementedError(f"behavior {self.name} checks frames with its own checker")
+        return self.expect(tb, Ether(bytes(sent_frame)))
+
+    def check(self, tb: TestbedConfig, sent_frame: Packet | bytes,
+              received_frames: Sequence[Packet | bytes]) -> CheckResult:
+        """Did the SUT transform ``sent_frame`` into ``received_frames`` as specified?"""
+        sent = Ether(bytes(sent_frame))
+        if self.checker is not None:
+            return self.checker(tb, sent, received_frames)
+        return compare(self.expected(tb, sent), received_frames)

@@ -1,0 +1,34 @@
+"""The forwarder registry: one module per forwarder, each a :class:`Forwarder`.
+
+The config schema, the compatibility checks, ``srperf behaviors`` and the
+measurement session all derive from :data:`REGISTRY`.
+"""
+
+from __future__ import annotations
+
+from srperf.forwarders import ebpf, linux
+from srperf.forwarders.base import Forwarder, Prepared
+
+REGISTRY: dict[str, Forwarder] = {f.name: f for f in (linux.FORWARDER, ebpf.FORWARDER)}
+
+
+def names() -> list[str]:
+    """Names of the forwarders srperf can drive."""
+    return list(REGISTRY)
+
+
+def get(name: str) -> Forwarder:
+    """The forwarder called ``name``; KeyError lists the known ones."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown forwarder {name!r}; known forwarders: "
+                       f"{', '.join(REGISTRY)}") from None
+
+
+def offering(behavior: str) -> list[str]:
+    """Names of the forwarders that offer ``behavior``."""
+    return [f.name for f in REGISTRY.values() if f.offers(behavior)]
+
+
+__all__ = ["Forwarder", "Prepared", "REGISTRY", "names", "get", "offering"]

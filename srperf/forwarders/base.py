@@ -1,0 +1,102 @@
+"""What a forwarder is, in one place: :class:`Forwarder`.
+
+A forwarder (linux, ebpf; vpp and srnk next) is the software on the SUT that
+implements SRv6 behaviors.  srperf drives it only through its CFG script
+(``cfg_scripts/<script>``, the contract in ``cfg_scripts/README.md``); this
+class says everything else srperf must know about it:
+
+* ``script``: the file name of its CFG script;
+* ``behaviors``: the catalogue entries (:mod:`srperf.behaviors`) it offers;
+* :meth:`env`: the ``SRPERF_*`` variables its script reads, from the testbed
+  description, the experiment's ``options`` and what :meth:`prepare` installed;
+* ``options``: the dataclass of its experiment ``options`` (schema derived);
+* :meth:`prepare`: its build step on the SUT (objects pushed or built there);
+* :meth:`counters`: its own packet counters, read on the SUT (or None);
+* :meth:`versions`: the versions of its tools on the SUT, for the run's
+  environment;
+* ``runs_in_netns``: True when it can run in a network namespace of this host
+  (the virtual testbed).
+
+Adding a forwarder is one module in this package plus its script.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from typing import Any, ClassVar, Mapping
+
+from srperf.config.model import TestbedConfig
+from srperf.config.settings import Settings
+from srperf.transports.base import Transport
+
+
+@dataclass(frozen=True)
+class NoOptions(Settings):
+    """A forwarder without experiment options."""
+
+
+@dataclass
+class Prepared:
+    """What :meth:`Forwarder.prepare` left on the SUT: extra ``SRPERF_*`` variables."""
+
+    env: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+class Forwarder:
+    """Base class of the forwarder modules (one instance per forwarder)."""
+
+    name: ClassVar[str] = "abstract"
+    script: ClassVar[str] = ""
+    behaviors: ClassVar[tuple[str, ...]] = ()
+    description: ClassVar[str] = ""
+    options: ClassVar[type[Settings]] = NoOptions
+    runs_in_netns: ClassVar[bool] = True
+    version_commands: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    """Environment key -> command whose first output line is that tool's version."""
+
+    def offers(self, behavior: str) -> bool:
+        """True when this forwarder implements catalogue entry ``behavior``."""
+        return behavior in self.behaviors
+
+    def parse_options(self, data: Mapping[str, Any] | None) -> Settings:
+        """The experiment's ``options`` mapping as this forwarder's options dataclass."""
+        return self.options.from_mapping(data or {})
+
+    def env(self, tb: TestbedConfig, options: Settings, prepared: Prepared) -> dict[str, str]:
+        """Every ``SRPERF_*`` variable the script reads (see cfg_scripts/README.md)."""
+        from srperf.forwarders.common_env import addressing_env
+
+        return {**addressing_env(tb), **prepared.env}
+
+    def vnfs(self, options: Settings) -> tuple[int, str]:
+        """(count, mode) of the legacy VNFs a proxy behavior gets (see VnfSet)."""
+        return 1, "forward"
+
+    def prepare(self, sut: Transport, options: Settings) -> Prepared:
+        """Install what the script needs on the SUT besides itself (nothing here)."""
+        return Prepared()
+
+    def counters(self, sut: Transport, script: str,
+                 env: Mapping[str, str]) -> dict[str, int] | None:
+        """This forwarder's packet counters on the SUT, or None if it has none."""
+        return None
+
+    def versions(self, sut: Transport) -> dict[str, str]:
+        """Versions of the forwarder's tools on the SUT, read through ``sut``."""
+        out: dict[str, str] = {}
+        for key, argv in self.version_commands.items():
+            res = sut.run(list(argv), timeout=10.0)
+            text = (res.stdout or res.stderr).strip().splitlines()
+            out[key] = text[0].strip() if res.ok and text else "not installed"
+        return out
+
+    def __repr__(self) -> str:
+        return f"<forwarder {self.name}>"
+
+
+def first_version(text: str) -> str:
+    """The first ``N.N[.N]`` in ``text`` (or the text itself)."""
+    match = re.search(r"\d+\.\d+(?:\.\d+)?", text)
+    return match.group(0) if match else text.strip()

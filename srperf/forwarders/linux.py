@@ -1,0 +1,27 @@
+"""The Linux kernel's own SRv6 (seg6 / seg6local routes, configured with iproute2).
+
+Script: ``cfg_scripts/linux.sh``.  Offers every RFC 8986 behavior of the
+catalogue that mainline Linux implements; End.DT4/End.DT46 need VRF, which a
+kernel without ``CONFIG_NET_VRF`` refuses (reported unsupported by the script).
+"""
+
+from __future__ import annotations
+
+from srperf.forwarders.base import Forwarder
+
+
+class LinuxForwarder(Forwarder):
+    """Mainline Linux seg6/seg6local."""
+
+    name = "linux"
+    script = "linux.sh"
+    description = "Linux kernel seg6/seg6local (iproute2)"
+    behaviors = ("ipv6", "ipv4", "h_insert", "h_encaps", "h_encaps_v4", "h_encaps_l2",
+                 "h_encaps_red", "h_encaps_l2_red", "end", "end_x", "end_t", "end_dx2",
+                 "end_dx4", "end_dx6", "end_dt4", "end_dt6", "end_dt46", "end_b6_encaps",
+                 "end_next_csid")
+    runs_in_netns = True
+    version_commands = {"iproute2": ("ip", "-V")}
+
+
+FORWARDER = LinuxForwarder()

@@ -1,0 +1,171 @@
+"""One measurement session: configure -> verify -> search -> store, on one testbed.
+
+Shared by the orchestrator (which only plans: sizes x repetitions x behaviors,
+interleaved), the benches and the tests, so there is one way to measure::
+
+    with MeasurementSession(testbed, forwarder, options, store, run_id) as s:
+        result = s.measure(behavior, key, settings, algorithm="mlr")
+
+Opening brings the testbed up (only what it made is removed at the end),
+installs the forwarder on the SUT and cleans it; every trial goes to the
+store as it ends, with the forwarder's own counters (packets, per trial) in
+``extra['dataplane']`` when it has some.  Closing, whatever happened, cleans
+the SUT, closes the generator and every transport and removes what was made.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from typing import Any, Callable
+
+from srperf.config.settings import Settings
+from srperf.drivers.base import TrafficGenerator, TrialResult
+from srperf.forwarders.base import Forwarder
+from srperf.results.store import ResultStore, TrialKey
+from srperf.search import create as create_search
+from srperf.search.base import SearchResult, SearchSettings
+from srperf.testbeds.base import SutHandle, Testbed
+
+log = logging.getLogger(__name__)
+
+Measure = Callable[[float, float], TrialResult]
+
+
+class MeasurementSession:
+    """Measure behaviors of one forwarder on one testbed (a context manager)."""
+
+    def __init__(self, testbed: Testbed, forwarder: Forwarder, options: Settings | None = None,
+                 store: ResultStore | None = None, run_id: str | None = None,
+                 keep_testbed: bool = False, verify: bool = True) -> None:
+        testbed.check_forwarder(forwarder, "<session>")
+        self.testbed = testbed
+        self.forwarder = forwarder
+        self.options = options if options is not None else forwarder.parse_options({})
+        self.store, self.run_id = store, run_id
+        self.keep_testbed = keep_testbed
+        self.verify_enabled = verify
+        self._made = False
+        self._sut: SutHandle | None = None
+        self._verified: set[tuple[str, int]] = set()
+
+    # -- life cycle ---------------------------------------------------------------------
+    def open(self) -> "MeasurementSession":
+        """Bring the testbed up, install the forwarder on the SUT, leave it clean."""
+        try:
+            self._made = self.testbed.up() and not self.keep_testbed
+            self._sut = self.testbed.sut(self.forwarder, self.options)
+            self._sut.open()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def close(self) -> None:
+        """Clean the SUT, close generator and transports, remove what :meth:`open` made."""
+        if self._sut is not None:
+            try:
+                self._sut.close()
+            except Exception as exc:  # cleanup must go on
+                log.error("cleaning the SUT failed: %s", exc)
+            self._sut = None
+        self.testbed.close()
+        if self._made:
+            self.testbed.down()
+            self._made = False
+
+    def __enter__(self) -> "MeasurementSession":
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def sut(self) -> SutHandle:
+        if self._sut is None:
+            raise RuntimeError("the session is not open")
+        return self._sut
+
+    def environment(self) -> dict[str, Any]:
+        """Every node's environment, read through its own transport."""
+        return self.testbed.environment(self.forwarder)
+
+    # -- steps ----------------------------------------------------------------------------
+    def configure(self, behavior: Any) -> None:
+        """Configure ``behavior`` on the SUT (and the VNFs it needs)."""
+        self.sut.configure(behavior)
+
+    def unconfigure(self, behavior: Any) -> None:
+        self.sut.unconfigure(behavior)
+
+    def generator(self, behavior: Any, seed: int = 0) -> TrafficGenerator:
+        return self.testbed.generator(behavior.name, seed)
+
+    def verify(self, behavior: Any, packet_size: int, seed: int = 0) -> str | None:
+        """Verify once per (behavior, size); returns what was verified, None if it already was."""
+        if not self.verify_enabled or (behavior.name, packet_size) in self._verified:
+            return None
+        what = self.sut.verify(behavior, self.generator(behavior, seed), packet_size)
+        self._verified.add((behavior.name, packet_size))
+        return what
+
+    def prepare(self, behavior: Any, packet_size: int, seed: int = 0) -> bytes:
+        """Hand the behavior's test frame to the generator; return the frame."""
+        frame = bytes(behavior.build_frame(self.testbed.config, packet_size))
+        self.generator(behavior, seed).prepare(frame)
+        return frame
+
+    def measure_fn(self, behavior: Any, key: TrialKey | None = None,
+                   log_to: list[dict[str, Any]] | None = None) -> Measure:
+        """``measure(rate_pps, duration_s)``: one trial, with the forwarder's counter deltas,
+        stored when the session has a store and ``key``."""
+        gen = self.generator(behavior, key.search_seq if key else 0)
+        sut = self.sut
+
+        def measure(rate_pps: float, duration_s: float) -> TrialResult:
+            before = sut.counters()
+            trial = gen.trial(rate_pps, duration_s)
+            if before is not None:
+                after = sut.counters() or {}
+                delta = {k: after[k] - before.get(k, 0) for k in after}
+                trial = dataclasses.replace(trial, extra={**trial.extra, "dataplane": delta})
+            if self.store is not None and self.run_id is not None and key is not None:
+                self.store.add_trial(self.run_id, key, trial)
+            if log_to is not None:
+                log_to.append({"rate_pps": rate_pps, "loss": trial.loss_ratio,
+                               "limited": trial.generator_limited,
+                               **trial.extra.get("dataplane", {})})
+            log.debug("%s %.0f pps %.2f s -> loss %.4f%%", behavior.name, rate_pps, duration_s,
+                      100 * trial.loss_ratio)
+            return trial
+
+        return measure
+
+    def search(self, behavior: Any, settings: SearchSettings, algorithm: str,
+               key: TrialKey | None = None) -> SearchResult:
+        """One search on what is configured now; stored when the session has a store."""
+        started = time.monotonic()
+        result = create_search(algorithm, settings).run(self.measure_fn(behavior, key))
+        result.wall_s = result.wall_s or time.monotonic() - started
+        if self.store is not None and self.run_id is not None and key is not None:
+            self.store.add_search(self.run_id, key, result)
+        return result
+
+    def measure(self, behavior: Any, key: TrialKey, settings: SearchSettings,
+                algorithm: str, on_verified: Callable[[str], None] | None = None
+                ) -> SearchResult:
+        """Configure, verify (once), search, unconfigure: one search of ``behavior``."""
+        try:
+            self.configure(behavior)
+            what = self.verify(behavior, key.packet_size, key.search_seq)
+            if what is not None and on_verified is not None:
+                on_verified(what)
+            self.prepare(behavior, key.packet_size, key.search_seq)
+            return self.search(behavior, dataclasses.replace(settings, seed=key.search_seq),
+                               algorithm, key)
+        finally:
+            self.unconfigure(behavior)
+
+
+__all__ = ["MeasurementSession", "Measure"]

@@ -1,0 +1,146 @@
+"""Drive one forwarder on one SUT through its CFG script (the contract in cfg_scripts/README.md).
+
+``bash SCRIPT FUNCTION`` with parameters in ``SRPERF_*`` variables; exit 0 =
+configured, 2 = usage error (unknown function, missing variable), 3 = the SUT
+refuses the behavior (stderr ``unsupported: <the SUT's reason>``), anything
+else = failure (stderr says why).  The script, and whatever the forwarder's
+build step needs, go to the transport's private work directory on the SUT.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from srperf import resources
+from srperf.config.model import TestbedConfig
+from srperf.config.settings import Settings
+from srperf.drivers.base import TrafficGenerator
+from srperf.errors import CfgError, UnsupportedBehavior
+from srperf.forwarders.base import Forwarder, Prepared
+from srperf.transports.base import Transport
+
+log = logging.getLogger(__name__)
+
+EXIT_UNSUPPORTED = 3
+
+
+class SutControl:
+    """One forwarder on the SUT reached through ``sut``, with experiment ``options``."""
+
+    def __init__(self, forwarder: Forwarder, sut: Transport, tb: TestbedConfig,
+                 options: Settings | None = None, timeout_s: float = 120.0) -> None:
+        self.forwarder = forwarder
+        self.transport = sut
+        self.tb = tb
+        self.options = options if options is not None else forwarder.parse_options({})
+        self.timeout_s = timeout_s
+        self._script: str | None = None
+        self._prepared: Prepared | None = None
+        self._prepared_for: Settings | None = None
+        self.env: dict[str, str] = {}
+        self._vnfs: Any = None
+
+    @property
+    def script(self) -> str:
+        """Path of the forwarder's script on the SUT (pushed on first use)."""
+        if self._script is None:
+            local = resources.cfg_script(self.forwarder.script.removesuffix(".sh"))
+            if not local.exists():
+                raise CfgError(f"no CFG script for forwarder {self.forwarder.name!r} ({local})")
+            self._script = self.transport.push(local)
+        return self._script
+
+    def install(self, options: Settings | None = None) -> None:
+        """Push the script, run the forwarder's build step for ``options`` (once per options)."""
+        if options is not None:
+            self.options = options
+        _ = self.script
+        if self._prepared is None or self._prepared_for != self.options:
+            self._prepared = self.forwarder.prepare(self.transport, self.options)
+            self._prepared_for = self.options
+        self.env = self.forwarder.env(self.tb, self.options, self._prepared)
+
+    def call(self, function: str, behavior: str | None = None) -> None:
+        """Run one function of the script; raise on failure."""
+        if not self.env:
+            self.install()
+        result = self.transport.run(["bash", self.script, function], env=self.env,
+                                    timeout=self.timeout_s)
+        if result.ok:
+            return
+        message = result.stderr.strip() or result.stdout.strip() or f"exit {result.returncode}"
+        if result.returncode == EXIT_UNSUPPORTED:
+            reason = message.split("unsupported:", 1)[-1].strip()
+            raise UnsupportedBehavior(behavior or function, reason)
+        raise CfgError(f"{self.forwarder.script} {function} on {self.transport.where} failed "
+                       f"(exit {result.returncode}): {message}")
+
+    def apply(self, cfg_function: str, behavior: str) -> None:
+        """Configure one behavior (the script cleans first)."""
+        log.info("configuring %s on %s (%s %s)", behavior, self.transport.where,
+                 self.forwarder.script, cfg_function)
+        self.call(cfg_function, behavior)
+
+    def clean(self) -> None:
+        """Remove every behavior's configuration from the SUT."""
+        self.call("clean")
+
+    # -- the SutHandle a measurement session uses ---------------------------------
+    def open(self) -> None:
+        """Push the script and what the forwarder needs; leave the SUT clean."""
+        self.install()
+        self.clean()
+
+    def configure(self, behavior: Any) -> None:
+        """Bring up the VNFs ``behavior`` needs, then configure it."""
+        if behavior.needs_vnf:
+            from srperf.testbeds.vnf import VnfSet
+
+            count, mode = self.forwarder.vnfs(self.options)
+            self._vnfs = VnfSet(self.tb, count=count, mode=mode, host=self.transport).up()
+        self.apply(behavior.cfg_function, behavior.name)
+
+    def verify(self, behavior: Any, generator: TrafficGenerator, packet_size: int) -> str:
+        """Send a few frames, check what the SUT forwarded (raises VerificationError)."""
+        from srperf.verify import verify_behavior
+
+        return verify_behavior(behavior, self.tb, generator, packet_size)
+
+    def unconfigure(self, behavior: Any) -> None:
+        """Remove ``behavior``'s configuration and its VNFs."""
+        try:
+            self.clean()
+        finally:
+            if self._vnfs is not None:
+                self._vnfs.down()
+                self._vnfs = None
+
+    def close(self) -> None:
+        """Clean the SUT (the transport's work directory goes with the transport)."""
+        if self._script is not None:
+            self.clean()
+
+    def counters(self) -> dict[str, int] | None:
+        """The forwarder's own counters on the SUT (None: it has none)."""
+        if not self.env:
+            self.install()
+        return self.forwarder.counters(self.transport, self.script, self.env)
+
+
+def configure(tb: TestbedConfig, forwarder: str, function: str,
+              options: Settings | None = None) -> None:
+    """Run one function of ``forwarder``'s script in the SUT namespace of a virtual ``tb``.
+
+    For tests and benchmarks on this host; raises like :meth:`SutControl.call`.
+    """
+    from srperf import forwarders
+    from srperf.transports.netns import NetnsTransport
+
+    with NetnsTransport(tb.sut_ns) as transport:
+        control = SutControl(forwarders.get(forwarder), transport, tb, options)
+        control.install()
+        control.call(function)
+
+
+__all__ = ["SutControl", "configure", "EXIT_UNSUPPORTED"]

@@ -1,0 +1,165 @@
+"""The testbed object: what the orchestrator, the benches and the tests measure on.
+
+One interface for every kind (virtual, ssh, simulated), so nothing above it asks
+which kind it has:
+
+* :meth:`Testbed.up` / :meth:`Testbed.down`: bring up and remove what srperf owns
+  (``up`` says whether it made anything, so only its maker removes it);
+* :meth:`Testbed.node`: the :class:`Transport` of a node (``tester``, ``sut``); the
+  legacy VNFs of proxy behaviors live on the SUT node;
+* :meth:`Testbed.generator`: the traffic generator;
+* :meth:`Testbed.sut`: the SUT driven with one forwarder (:class:`SutHandle`);
+* :meth:`Testbed.environment`: each node's kernel, CPU, NICs and tool versions,
+  read through that node's own transport.
+
+Adding a testbed kind is one module in this package (registered in
+:mod:`srperf.testbeds`).
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+from typing import Any, ClassVar, Protocol
+
+from srperf import environment
+from srperf.config.model import TestbedConfig
+from srperf.config.settings import Settings
+from srperf.drivers.base import TrafficGenerator
+from srperf.errors import SrperfError
+from srperf.forwarders.base import Forwarder
+from srperf.transports.base import Transport
+
+log = logging.getLogger(__name__)
+
+ROLES = ("tester", "sut")
+
+
+class TestbedError(SrperfError):
+    """A testbed could not be built, reached or removed."""
+
+
+class SutHandle(Protocol):
+    """A SUT running one forwarder, as a measurement session uses it."""
+
+    def open(self) -> None:
+        """Install what the forwarder needs and leave the SUT clean."""
+
+    def configure(self, behavior: Any) -> None:
+        """Configure ``behavior`` (and the VNFs it needs)."""
+
+    def verify(self, behavior: Any, generator: TrafficGenerator, packet_size: int) -> str:
+        """Check a few frames; return what was verified (raises VerificationError)."""
+
+    def counters(self) -> dict[str, int] | None:
+        """The forwarder's own counters now (None: it has none)."""
+
+    def unconfigure(self, behavior: Any) -> None:
+        """Remove ``behavior``'s configuration (and its VNFs)."""
+
+    def close(self) -> None:
+        """Clean the SUT and remove everything pushed to it."""
+
+
+class Testbed(abc.ABC):
+    """A tester and a SUT, as described by a :class:`TestbedConfig`."""
+
+    __test__ = False  # not a pytest class
+    kind: ClassVar[str] = "abstract"
+    is_model: ClassVar[bool] = False
+    """True when results come from a model, not from a measurement."""
+
+    def __init__(self, config: TestbedConfig) -> None:
+        self.config = config
+        self._nodes: dict[str, Transport] = {}
+        self._generator: TrafficGenerator | None = None
+
+    # -- description -------------------------------------------------------------
+    @classmethod
+    def check_config(cls, config: TestbedConfig) -> None:
+        """Raise ConfigError when ``config`` does not suit this kind (at load time)."""
+
+    def check_forwarder(self, forwarder: Forwarder, source: str) -> None:
+        """Raise ConfigError (``source``: the experiment file) if ``forwarder`` cannot run here."""
+
+    # -- life cycle ----------------------------------------------------------------
+    def is_up(self) -> bool:
+        """True when everything srperf would bring up is there."""
+        return True
+
+    def up(self) -> bool:
+        """Bring up what srperf owns; True when this call made something (its maker
+        removes it)."""
+        return False
+
+    def down(self) -> None:
+        """Remove what srperf owns on this testbed (whoever made it)."""
+
+    def close(self) -> None:
+        """Close the generator and every node's transport (nothing is removed)."""
+        for what, action in [("generator", self._generator.close if self._generator else None),
+                             *((f"{role} transport", t.close) for role, t in self._nodes.items())]:
+            if action is None:
+                continue
+            try:
+                action()
+            except Exception as exc:  # closing must go on
+                log.error("closing the %s failed: %s", what, exc)
+        self._generator = None
+        self._nodes.clear()
+
+    # -- nodes -----------------------------------------------------------------------
+    def node(self, role: str) -> Transport:
+        """The transport of node ``role`` (``tester`` or ``sut``), opened once."""
+        if role not in ROLES:
+            raise ValueError(f"role {role!r}: must be one of {', '.join(ROLES)}")
+        if role not in self._nodes:
+            self._nodes[role] = self._make_node(role)
+        return self._nodes[role]
+
+    @abc.abstractmethod
+    def _make_node(self, role: str) -> Transport:
+        """A new transport to node ``role``."""
+
+    def node_ports(self, role: str) -> list[str]:
+        """The node's test ports (interface names), for its environment."""
+        c = self.config
+        if role == "tester":
+            return [c.tester.tx.name, c.tester.rx.name]
+        return [c.sut.in_port.name, c.sut.out_port.name]
+
+    # -- traffic and SUT ---------------------------------------------------------------
+    def generator(self, behavior: str, seed: int = 0) -> TrafficGenerator:
+        """The traffic generator (one per testbed; models may make one per behavior)."""
+        if self._generator is None:
+            from srperf.generators import create_generator
+
+            self._generator = create_generator(self.config, self.tester_netns())
+        return self._generator
+
+    def tester_netns(self) -> str | None:
+        """The local network namespace holding the tester's ports (None: this host's)."""
+        return self.config.tester.netns
+
+    def sut(self, forwarder: Forwarder, options: Settings) -> SutHandle:
+        """The SUT driven with ``forwarder`` through its CFG script."""
+        from srperf.sut_control import SutControl
+
+        return SutControl(forwarder, self.node("sut"), self.config, options)
+
+    # -- environment ------------------------------------------------------------------
+    def environment(self, forwarder: Forwarder | None = None) -> dict[str, Any]:
+        """Each node's environment, read through its own transport."""
+        nodes: dict[str, Any] = {}
+        for role in ROLES:
+            try:
+                nodes[role] = environment.node(self.node(role), self.node_ports(role))
+            except SrperfError as exc:
+                nodes[role] = {"error": str(exc)}
+        if forwarder is not None and "error" not in nodes["sut"]:
+            nodes["sut"]["forwarder"] = {"name": forwarder.name,
+                                         **forwarder.versions(self.node("sut"))}
+        return {"testbed_kind": self.kind, "nodes": nodes}
+
+
+__all__ = ["Testbed", "TestbedError", "SutHandle", "ROLES"]

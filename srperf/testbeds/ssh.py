@@ -1,0 +1,77 @@
+"""A testbed whose SUT is another host, reached over SSH; the tester is local.
+
+The tester's ports are on this host (``tester.netns``: a local network
+namespace holding them, or this host's own), driven by the local generator;
+the SUT is whatever host ``sut.transport.ssh`` reaches, running the forwarder
+named by ``sut.forwarder``.  srperf brings nothing up here: the links are
+cables (or, in the suite, veths) and the SUT's base setup (addresses, static
+neighbours for the tester's MACs, forwarding sysctls, ``ip sr tunsrc``) is the
+provisioning's.  :meth:`SshTestbed.up` only checks that the SUT answers and
+has its ports, and says what is missing.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from srperf.config.model import TestbedConfig
+from srperf.errors import ConfigError
+from srperf.forwarders.base import Forwarder
+from srperf.testbeds.base import Testbed, TestbedError
+from srperf.transports.base import Transport
+from srperf.transports.netns import NetnsTransport
+
+log = logging.getLogger(__name__)
+
+
+class SshTestbed(Testbed):
+    """Local tester, SUT over SSH."""
+
+    kind = "ssh"
+
+    @classmethod
+    def check_config(cls, config: TestbedConfig) -> None:
+        if config.sut.transport.kind != "ssh" or config.sut.transport.ssh is None:
+            raise ConfigError(config.source, "sut.transport.ssh", None,
+                              "an ssh testbed needs sut.transport.ssh (host, user, key_file, "
+                              "known_hosts)")
+
+    def check_forwarder(self, forwarder: Forwarder, source: str) -> None:
+        if forwarder.name != self.config.sut.forwarder:
+            raise ConfigError(source, "forwarder", forwarder.name,
+                              f"the SUT of {self.config.source} runs "
+                              f"{self.config.sut.forwarder!r} (sut.forwarder)")
+
+    def _make_node(self, role: str) -> Transport:
+        if role == "tester":
+            return NetnsTransport(self.config.tester.netns)
+        from srperf.transports.ssh import SshTransport
+
+        assert self.config.sut.transport.ssh is not None
+        return SshTransport(self.config.sut.transport.ssh)
+
+    def is_up(self) -> bool:
+        return not self._missing()
+
+    def up(self) -> bool:
+        """Check the SUT answers and has its ports; nothing is made (returns False)."""
+        missing = self._missing()
+        if missing:
+            raise TestbedError(f"{self.config.source}: the SUT ({self.node('sut').where}) is "
+                               f"not ready: {'; '.join(missing)}")
+        return False
+
+    def _missing(self) -> list[str]:
+        sut = self.node("sut")
+        missing = []
+        for port in self.node_ports("sut"):
+            if not sut.run(["ip", "link", "show", "dev", port], timeout=15.0).ok:
+                missing.append(f"no interface {port}")
+        tester = self.node("tester")
+        for port in self.node_ports("tester"):
+            if not tester.run(["ip", "link", "show", "dev", port], timeout=15.0).ok:
+                missing.append(f"no tester interface {port} ({tester.where})")
+        return missing
+
+
+__all__ = ["SshTestbed"]

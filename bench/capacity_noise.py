@@ -52,12 +52,11 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from linux_testbed import cv_pct, linux_testbed  # noqa: E402
-from srperf import behaviors as catalogue  # noqa: E402
-from srperf.config.model import TestbedConfig  # noqa: E402
-from srperf.generators import create_generator  # noqa: E402
+from srperf.bench_support import bench_session, cv_pct
+from srperf import behaviors as catalogue
+from srperf.config.model import TestbedConfig
+from srperf.generators import create_generator
 
 Z_99 = 2.3263478740408408
 """One-sided 99 % quantile of the standard normal distribution."""
@@ -87,19 +86,19 @@ def measure(names: list[str], rounds: int, rate_pps: float, duration_s: float,
     samples: list[Sample] = []
     behaviors = {n: catalogue.get(n) for n in names}
     frames = {n: bytes(b.build_frame(tb, 64)) for n, b in behaviors.items()}
-    with linux_testbed(tb) as cfg:
-        gen = create_generator(tb)
+    with bench_session("capacity_noise", tb, "linux") as s:
+        gen = create_generator(tb, tb.tester_ns)
         try:
             for r in range(rounds):
                 for name in names if r % 2 == 0 else list(reversed(names)):
                     t0 = time.monotonic()
-                    cfg.apply(behaviors[name].cfg_function, name)
+                    s.configure(behaviors[name])
                     gen.prepare(frames[name])
                     setup = time.monotonic() - t0
                     t = gen.trial(rate_pps, duration_s)
                     samples.append(Sample(r, name, t.received_rate_pps if t.usable else None,
                                           t.loss_ratio, setup, t.note))
-                    cfg.clean()
+                    s.unconfigure(behaviors[name])
                 print(f"round {r + 1:3d}: " + "  ".join(
                     f"{s.behavior} {s.received_pps / 1e3:6.0f}" if s.received_pps is not None
                     else f"{s.behavior} unusable" for s in samples[-len(names):]), flush=True)

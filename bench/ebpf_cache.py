@@ -23,17 +23,20 @@ from __future__ import annotations
 import argparse
 import time
 
-from ebpf_common import (TB, add_search_args, pdr, search_settings, setup, stats, testbed,
+from srperf.bench_support import (EBPF_TB as TB, add_search_args, bench_session, proxy_options,
+                                  search_settings, stats,
                          value_kpps)
 from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
+from srperf import behaviors
 from srperf import packets as P
 from srperf.drivers import linux_sink
 from srperf.forwarders.ebpf.counters import delta, read_counters
-from srperf.proxy_behaviors import ProxySettings, configure, target_sid
+from srperf.behaviors.proxies import target_sid
+from srperf.forwarders.ebpf import ProxySettings
 from srperf.testbeds.vnf import VnfSet, ns_packet_socket, receive_frames
 
 A = TB.addressing
@@ -53,9 +56,10 @@ def tagged(i: int) -> bytes:
                                    hlim=P.HOP_LIMIT, nh=P.NH_ROUTING) / srh / inner(i)))
 
 
-def hit_ratio(gen, vnfs: VnfSet, size: int, inflight: int) -> tuple[float, int, float]:
+def hit_ratio(session, gen, vnfs: VnfSet, size: int, inflight: int) -> tuple[float, int, float]:
     """(hit ratio, frames whose tag was wrong, seconds) for one cache size."""
-    configure(TB, "end_cache", ProxySettings(cache_entries=size))
+    session.sut.install(proxy_options(ProxySettings(cache_entries=size), vnf_mode="sink"))
+    session.sut.call("end_cache")
     t0 = time.monotonic()
     gen.capture([tagged(i) for i in range(inflight)], timeout_s=0.2)
     before = read_counters(TB.sut_ns)
@@ -96,7 +100,8 @@ def main() -> int:
     inflight = [int(k) for k in args.inflight.split(",") if k]
     pdr_sizes = [int(s) for s in args.pdr_sizes.split(",") if s]
     started = time.monotonic()
-    with testbed() as gen:
+    with bench_session("ebpf_cache", TB, "ebpf", proxy_options()) as s:
+        gen = s.generator(behaviors.get("end_cache"))
         if sizes and inflight:
             vnfs = VnfSet(TB, count=1, mode="sink").up()
             print("part 1: cache hit ratio, K distinct packets in flight, FIFO return")
@@ -104,18 +109,19 @@ def main() -> int:
             for size in sizes:
                 cells = []
                 for k in inflight:
-                    ratio, wrong, secs = hit_ratio(gen, vnfs, size, k)
+                    ratio, wrong, secs = hit_ratio(s, gen, vnfs, size, k)
                     cells.append(f"{ratio:7.3f}{f' ({wrong} bad)' if wrong else '':>9}")
                 print(f"  {size:7d} " + " ".join(f"{c:>16}" for c in cells), flush=True)
         if pdr_sizes:
-            VnfSet(TB, count=1, mode="forward").up()
+            VnfSet(TB).down()
             settings = search_settings(args)
             values: dict[int, list[float | None]] = {s: [] for s in pdr_sizes}
             for rep in range(args.repetitions):
                 order = pdr_sizes if rep % 2 == 0 else list(reversed(pdr_sizes))
                 for size in order:
-                    setup(TB, gen, "end_cache", ProxySettings(cache_entries=size))
-                    kpps, status = value_kpps(pdr(TB, gen, settings, args.algorithm))
+                    s.setup("end_cache", proxy_options(ProxySettings(cache_entries=size)))
+                    kpps, status = value_kpps(s.pdr("end_cache", settings, args.algorithm,
+                                                    rep + 1))
                     values[size].append(kpps)
                     print(f"  cache {size:7d}: PDR@{args.loss:g}% "
                           f"{'-' if kpps is None else f'{kpps:.1f}'} kpps ({status})",

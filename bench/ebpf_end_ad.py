@@ -23,11 +23,10 @@ import argparse
 import statistics
 import time
 
-from ebpf_common import (TB, add_search_args, measure_fn, pdr, search_settings, setup, stats,
-                         testbed, value_kpps)
-
-from srperf.proxy_behaviors import ProxySettings
-from srperf.testbeds.vnf import VnfSet
+from srperf import behaviors
+from srperf.bench_support import (EBPF_TB, add_search_args, bench_session, proxy_options,
+                                  search_settings, stats, value_kpps)
+from srperf.forwarders.ebpf import ProxySettings
 
 VARIANTS = {
     "end_ad": ("end_ad", ProxySettings(age_s=1.0)),
@@ -54,21 +53,20 @@ def main() -> int:
     sweep = [float(r) for r in args.sweep.split(",") if r.strip()]
     delivery: dict[str, dict[float, list[float]]] = {v: {r: [] for r in sweep} for v in variants}
     started = time.monotonic()
-    with testbed() as gen:
-        VnfSet(TB, count=1).up()
+    with bench_session("ebpf_end_ad", EBPF_TB, "ebpf", proxy_options()) as s:
         for rep in range(args.repetitions):
             order = variants if rep % 2 == 0 else list(reversed(variants))
             for name in order:
                 behavior, proxy = VARIANTS[name]
-                setup(TB, gen, behavior, proxy, args.size)
-                result = pdr(TB, gen, settings, args.algorithm)
+                s.setup(behavior, proxy_options(proxy), args.size)
+                result = s.pdr(behavior, settings, args.algorithm, rep + 1)
                 kpps, status = value_kpps(result)
                 values[name].append(kpps)
                 print(f"rep {rep + 1} {name:<13} PDR@{args.loss:g}% "
                       f"{'-' if kpps is None else f'{kpps:.1f}'} kpps ({status}, "
                       f"{result.n_trials} trials, {result.generator_limited_trials} "
                       "generator-limited)", flush=True)
-                measure = measure_fn(TB, gen)
+                measure = s.measure_fn(behaviors.get(behavior))
                 for rate in sweep:
                     delivery[name][rate].append(measure(rate, args.trial).delivery_ratio)
     print(f"\nPDR@{args.loss:g}% in kpps, {args.repetitions} repetitions, inner packet "

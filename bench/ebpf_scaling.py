@@ -22,11 +22,10 @@ import argparse
 import statistics
 import time
 
-from ebpf_common import (TB, add_search_args, pdr, search_settings, setup, stats, testbed,
-                         value_kpps, with_target)
+from srperf.bench_support import (EBPF_TB, add_search_args, bench_session, proxy_options,
+                                  search_settings, stats, value_kpps, with_target)
 
 from srperf.proxy_behaviors import ProxySettings
-from srperf.testbeds.vnf import VnfSet
 
 
 def main() -> int:
@@ -41,7 +40,7 @@ def main() -> int:
     values: dict[int, list[float | None]] = {n: [] for n in counts}
     build_s: dict[int, float] = {}
     started = time.monotonic()
-    with testbed() as gen:
+    with bench_session("ebpf_scaling", EBPF_TB, "ebpf", proxy_options()) as s:
         # one block of repetitions per VNF count (re-building 160 namespaces per
         # repetition would dominate the run); counts in alternating order
         order = counts
@@ -50,13 +49,13 @@ def main() -> int:
                 reps = args.repetitions // 2 + (args.repetitions % 2 if block == 0 else 0)
                 if reps == 0:
                     continue
-                tb = with_target(TB, n - 1)
+                s.retarget(with_target(EBPF_TB, n - 1))
                 t0 = time.monotonic()
-                VnfSet(tb, count=n).up()
+                s.setup(args.behavior, proxy_options(ProxySettings(), vnf_count=n))
                 build_s[n] = time.monotonic() - t0
-                setup(tb, gen, args.behavior, ProxySettings())
-                for _ in range(reps):
-                    kpps, status = value_kpps(pdr(tb, gen, settings, args.algorithm))
+                for rep in range(reps):
+                    kpps, status = value_kpps(s.pdr(args.behavior, settings, args.algorithm,
+                                                    rep + 1))
                     values[n].append(kpps)
                     print(f"{n:4d} VNFs (traffic to VNF {n - 1}): PDR@{args.loss:g}% "
                           f"{'-' if kpps is None else f'{kpps:.1f}'} kpps ({status})",

@@ -22,17 +22,14 @@ import dataclasses
 import statistics
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from linux_testbed import linux_testbed  # noqa: E402
-from srperf import behaviors as catalogue  # noqa: E402
-from srperf.cfg_manager import CfgManager  # noqa: E402
-from srperf.config.model import TestbedConfig  # noqa: E402
-from srperf.drivers.base import TrafficGenerator  # noqa: E402
-from srperf.drivers.linux import LinuxGenerator, SrgenReport  # noqa: E402
-from srperf.generators import create_generator  # noqa: E402
+from srperf.bench_support import BenchSession, bench_session
+from srperf import behaviors as catalogue
+from srperf.config.model import TestbedConfig
+from srperf.drivers.base import TrafficGenerator
+from srperf.drivers.linux import LinuxGenerator, SrgenReport
+from srperf.generators import create_generator
 
 SETTINGS = ("none", "hold", "qdisc")
 """The queue settings compared: no queue, srgen's hold, a pfifo on the tx port."""
@@ -43,7 +40,7 @@ def make_generators(tb: TestbedConfig, queue_pkts: int) -> dict[str, TrafficGene
     def gen(**options: object) -> TrafficGenerator:
         tester = dataclasses.replace(tb.tester, options={**tb.tester.options, "retries": 0,
                                                          **options})
-        return create_generator(dataclasses.replace(tb, tester=tester))
+        return create_generator(dataclasses.replace(tb, tester=tester), tb.tester_ns)
 
     return {"none": gen(queue_pkts=0), "hold": gen(queue_pkts=queue_pkts, queue_mode="hold"),
             "qdisc": gen(queue_pkts=queue_pkts, queue_mode="qdisc")}
@@ -54,12 +51,12 @@ def received_rate_kpps(rep: SrgenReport) -> float:
     return rep.rx_packets_delta / (rep.elapsed_ns / 1e9) / 1e3 if rep.elapsed_ns else 0.0
 
 
-def compare(cfg: CfgManager, gens: dict[str, TrafficGenerator], tb: TestbedConfig, name: str,
+def compare(s: BenchSession, gens: dict[str, TrafficGenerator], tb: TestbedConfig, name: str,
             fractions: list[float], repeats: int, mrr_pkts: int) -> None:
     """Print one behavior's max receive rate and fixed-rate loss per queue setting,
     the settings taking turns."""
     beh = catalogue.get(name)
-    cfg.apply(beh.cfg_function, name)
+    s.configure(beh)
     frame = bytes(beh.build_frame(tb, 64))
     for g in gens.values():
         g.prepare(frame)
@@ -90,7 +87,7 @@ def compare(cfg: CfgManager, gens: dict[str, TrafficGenerator], tb: TestbedConfi
                   f"{statistics.median(loss[s]):.3f}"
                   + (f"  ({len(flags[s])} unusable: {'; '.join(flags[s])})"
                      if flags[s] else ""), flush=True)
-    cfg.clean()
+    s.unconfigure(beh)
 
 
 def main() -> int:
@@ -107,13 +104,13 @@ def main() -> int:
 
     tb = TestbedConfig(name="qm", prefix="srpqm")
     started = time.monotonic()
-    with linux_testbed(tb) as cfg:
+    with bench_session("queue_modes", tb, "linux") as s:
         gens = make_generators(tb, args.queue_pkts)
         try:
             print(f"queue {args.queue_pkts} frames; {args.repeats} runs per setting, taking "
                   f"turns; fixed-rate trials 1 s, unpaced runs {args.mrr_pkts} frames")
             for name in args.behaviors.split(","):
-                compare(cfg, gens, tb, name, fractions, args.repeats, args.mrr_pkts)
+                compare(s, gens, tb, name, fractions, args.repeats, args.mrr_pkts)
         finally:
             for g in gens.values():
                 g.close()

@@ -33,15 +33,12 @@ import argparse
 import dataclasses
 import math
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from srperf.drivers.simulated import SimulatedGenerator, SimulatedModel  # noqa: E402
-from srperf.search import SearchSettings, create  # noqa: E402
-from srperf.search.bisect import BisectSearch  # noqa: E402
+from srperf.drivers.simulated import SimulatedGenerator, SimulatedModel
+from srperf.search import SearchSettings, create
+from srperf.search.bisect import BisectSearch
 
 CAPACITY_PPS = 1_000_000.0
 MIN_PPS, MAX_PPS = 100_000.0, 1_500_000.0

@@ -26,15 +26,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from linux_testbed import cv_pct, linux_testbed
+from srperf.bench_support import BenchSession, bench_session, cv_pct
 from srperf import behaviors as catalogue
-from srperf.cfg_manager import CfgManager
 from srperf.config.model import TestbedConfig
-from srperf.drivers.base import TrafficGenerator
 from srperf.drivers.linux import QUEUE_MODES
-from srperf.generators import create_generator
 from srperf.orchestrator import describe_estimate
-from srperf.search import DEFAULT_ALGORITHM, create
+from srperf.search import DEFAULT_ALGORITHM
 from srperf.search.base import SearchSettings
 from srperf.search.bisect import BisectSearch
 
@@ -159,7 +156,7 @@ def summarize(dump: list[dict[str, Any]], names: list[str], algs: list[str], our
           "(target <= 0.5)")
 
 
-def run_repeats(cfg: CfgManager, gen: TrafficGenerator, tb: TestbedConfig, names: list[str],
+def run_repeats(s: BenchSession, tb: TestbedConfig, names: list[str],
                 algs: dict[str, SearchSettings], repeats: int,
                 dump: list[dict[str, Any]]) -> None:
     """Search every behavior with every algorithm in each repeat, the algorithms'
@@ -167,12 +164,12 @@ def run_repeats(cfg: CfgManager, gen: TrafficGenerator, tb: TestbedConfig, names
     for rep in range(1, repeats + 1):
         for name in names:
             beh = catalogue.get(name)
-            cfg.apply(beh.cfg_function, name)
-            gen.prepare(bytes(beh.build_frame(tb, 64)))
+            s.configure(beh)
+            s.prepare(beh, 64)
             order = list(algs) if rep % 2 else list(reversed(algs))
             for alg in order:
                 settings = dataclasses.replace(algs[alg], seed=rep)
-                res = create(alg, settings).run(gen.trial)
+                res = s.search(beh, settings, alg, s.key(name, rep))
                 goal = res.goals[0]
                 dump.append({"repeat": rep, "behavior": name, "algorithm": alg,
                              "trial_s": res.trial_seconds,
@@ -183,7 +180,7 @@ def run_repeats(cfg: CfgManager, gen: TrafficGenerator, tb: TestbedConfig, names
                       f"{(goal.upper_bound_pps or 0) / 1e3:7.1f}] kpps "
                       f"{res.n_trials:3d} trials {res.trial_seconds:6.1f} trial-s"
                       f"{describe_estimate(goal)}", flush=True)
-            cfg.clean()
+            s.unconfigure(beh)
 
 
 def main() -> int:
@@ -228,14 +225,11 @@ def main() -> int:
     dump: list[dict[str, Any]] = []
     started = time.monotonic()
     try:
-        with linux_testbed(tb) as cfg:
-            gen = create_generator(tb)
-            try:
-                print(f"generator queue: {getattr(gen, 'queue_pkts', None)} packets, "
-                      f"{getattr(gen, 'queue_mode', None)}")
-                run_repeats(cfg, gen, tb, names, algs, args.repeats, dump)
-            finally:
-                gen.close()
+        with bench_session("search_b2", tb, "linux") as s:
+            gen = s.generator(catalogue.get(names[0]))
+            print(f"generator queue: {getattr(gen, 'queue_pkts', None)} packets, "
+                  f"{getattr(gen, 'queue_mode', None)}")
+            run_repeats(s, tb, names, algs, args.repeats, dump)
     finally:
         if args.trials_json:
             Path(args.trials_json).write_text(json.dumps(dump, indent=1, default=str))

@@ -53,6 +53,8 @@ class MeasurementSession:
     # -- life cycle ---------------------------------------------------------------------
     def open(self) -> "MeasurementSession":
         """Bring the testbed up, install the forwarder on the SUT, leave it clean."""
+        if self._sut is not None:
+            return self   # already open (``with session.open():`` must not re-open)
         try:
             self._made = self.testbed.up() and not self.keep_testbed
             self._sut = self.testbed.sut(self.forwarder, self.options)

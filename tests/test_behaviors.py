@@ -8,7 +8,6 @@ reject frames with one thing wrong.
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import pytest

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import tempfile
 import sys
 import time
 from pathlib import Path
@@ -17,7 +18,7 @@ from srperf.netns import netns_exists, netns_names
 from srperf.terminate import Terminated, sigterm_as_interrupt
 from srperf.testbeds.virtual import VirtualTestbed
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
+RESULTS = Path(tempfile.gettempdir()) / "srperf-test-terminate"
 PREFIX = "srpterm"
 
 
@@ -51,12 +52,11 @@ def test_previous_handler_is_back_after_a_normal_exit() -> None:
 
 
 CHILD = f"""
-import sys, time
-sys.path.insert(0, {str(BENCH)!r})
-from linux_testbed import linux_testbed
+import os, time
+os.environ["SRPERF_RESULTS"] = {str(RESULTS)!r}
+from srperf.bench_support import bench_session
 from srperf.config.model import TestbedConfig
-from srperf.netns import netns_exists, netns_names
-with linux_testbed(TestbedConfig(name="term", prefix={PREFIX!r})):
+with bench_session("term", TestbedConfig(name="term", prefix={PREFIX!r}), "linux"):
     print("up", flush=True)
     time.sleep(120)
 """

@@ -27,7 +27,6 @@ Counts are packets; delays milliseconds.
 from __future__ import annotations
 
 import ctypes
-import ipaddress
 import json
 import logging
 import os
@@ -40,7 +39,7 @@ from pathlib import Path
 from typing import Sequence
 
 from srperf.build import ensure_built
-from srperf.config.model import (Addressing, TestbedConfig, sut_vnf_if, sut_vnf_mac,  # noqa: F401
+from srperf.config.model import (TestbedConfig, sut_vnf_if, sut_vnf_mac,  # noqa: F401
                                  vnf_mac, vnf_sid)
 from srperf.errors import SrperfError, UnsupportedBehavior
 from srperf.netns import CommandFailed, CommandResult

@@ -12,7 +12,7 @@ from typing import Sequence
 
 from srperf import resources
 from srperf.config.loader import load_experiment, load_testbed, validate_file
-from srperf.config.model import Experiment, RateSpec, SearchConfig
+from srperf.config.model import Experiment
 from srperf.errors import ConfigError, SrperfError
 from srperf.terminate import Terminated, sigterm_as_interrupt
 
@@ -20,17 +20,12 @@ EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
 DEFAULT_TESTBED = "virtual"
 
 
-def _rate(text: str) -> RateSpec:
-    from srperf.config.loader import parse_rate
-
+def _rate(text: str) -> float | str:
+    """A rate flag as the YAML would hold it: a number (pps) or text with a unit."""
     try:
-        return parse_rate(float(text))
+        return float(text)
     except ValueError:
-        pass
-    try:
-        return parse_rate(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+        return text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,8 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--forwarder", default="linux")
     d.add_argument("--trial-duration", type=float, help="seconds per (final) trial")
     d.add_argument("--accuracy", type=_rate, help="bisection width: pps or %% of line rate")
-    d.add_argument("--min-rate", type=_rate)
-    d.add_argument("--max-rate", type=_rate)
+    d.add_argument("--min-rate", type=_rate, help="pps, '500kpps' or %% of line rate")
+    d.add_argument("--max-rate", type=_rate, help="pps, '1.2Mpps' or %% of line rate")
     d.add_argument("--packet-size", type=int, default=64, help="inner IP packet bytes")
     d.add_argument("--no-verify", action="store_true")
     _common_run_args(d)
@@ -77,6 +72,9 @@ def _common_run_args(p: argparse.ArgumentParser) -> None:
                    help="results directory (SQLite + CSV); default ./srperf-results")
     p.add_argument("--keep-testbed", action="store_true",
                    help="leave a virtual testbed this run brought up")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override an experiment setting, e.g. search.trial_duration_s=2 or "
+                        "options.proxy.age_s=0 (VALUE is YAML; repeatable)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -161,7 +159,7 @@ def _run(exp: Experiment, args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     import dataclasses
 
-    exp = load_experiment(resources.find_config(args.experiment, "experiment"))
+    exp = load_experiment(resources.find_config(args.experiment, "experiment"), args.set)
     if args.repetitions is not None:
         if args.repetitions < 1:
             raise ConfigError("--repetitions", "repetitions", args.repetitions, "must be >= 1")
@@ -170,42 +168,21 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_pdr(args: argparse.Namespace) -> int:
-    from srperf import behaviors as catalogue
+    """A default experiment of one behavior, its search set from the flags and ``--set``."""
+    from srperf.config.loader import apply_overrides, experiment_from_mapping
 
-    try:
-        beh = catalogue.get(args.behavior)
-    except KeyError as exc:
-        raise ConfigError("--behavior", "behavior", args.behavior, str(exc).strip("'\"")) \
-            from None
-    from srperf import forwarders
-
-    if args.forwarder not in forwarders.names():
-        raise ConfigError("--forwarder", "forwarder", args.forwarder,
-                          f"unknown forwarder (known: {', '.join(forwarders.names())})")
-    if not forwarders.get(args.forwarder).offers(beh.name):
-        raise ConfigError("--forwarder", "forwarder", args.forwarder,
-                          f"{beh.name} is offered by "
-                          f"{', '.join(forwarders.offering(beh.name)) or 'no forwarder'}")
-    thresholds = tuple(args.threshold) if args.threshold else (0.5,)
-    for t in thresholds:
-        if not 0 <= t < 100:
-            raise ConfigError("--threshold", "threshold", t, "must be in [0, 100) percent")
-    d = SearchConfig()
-    search = SearchConfig(
-        algorithm=args.algorithm or d.algorithm,
-        thresholds_pct=thresholds,
-        trial_duration_s=args.trial_duration or d.trial_duration_s,
-        initial_trial_duration_s=min(d.initial_trial_duration_s,
-                                     args.trial_duration or d.trial_duration_s),
-        accuracy=args.accuracy or d.accuracy, min_rate=args.min_rate or d.min_rate,
-        max_rate=args.max_rate or d.max_rate)
-    if args.trial_duration is not None and args.trial_duration <= 0:
-        raise ConfigError("--trial-duration", "trial_duration", args.trial_duration,
-                          "must be > 0 seconds")
-    exp = Experiment(name=f"pdr-{beh.name}", forwarder=args.forwarder,
-                     behaviors=(beh.name,), packet_sizes=(args.packet_size,), search=search,
-                     verify=not args.no_verify, source="<command line>")
-    args.algorithm = search.algorithm
+    search: dict[str, object] = {}
+    for key, value in (("thresholds_pct", args.threshold), ("algorithm", args.algorithm),
+                       ("trial_duration_s", args.trial_duration), ("accuracy", args.accuracy),
+                       ("min_rate", args.min_rate), ("max_rate", args.max_rate)):
+        if value is not None:
+            search[key] = value
+    data = {"name": f"pdr-{args.behavior}", "forwarder": args.forwarder,
+            "behaviors": [args.behavior], "packet_sizes": [args.packet_size],
+            "verify": not args.no_verify, "search": search}
+    apply_overrides(data, args.set, "<command line>")
+    exp = experiment_from_mapping(data, "<command line>")
+    args.algorithm = None
     return _run(exp, args)
 
 

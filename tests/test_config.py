@@ -164,9 +164,17 @@ def test_bad_testbed_names_file_key_value(tmp_path: Path, what: str, data: dict,
 
 
 def test_cli_rejects_malformed_rate(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as info:
-        main(["pdr", "--behavior", "ipv6", "--max-rate", "1.2.3kpps"])
-    assert info.value.code == 2 and "not a rate" in capsys.readouterr().err
+    assert main(["pdr", "--behavior", "ipv6", "--max-rate", "1.2.3kpps"]) == 2
+    err = capsys.readouterr().err
+    assert "search.max_rate" in err and "1.2.3kpps" in err and "not a rate" in err
+
+
+def test_cli_set_overrides_name_the_key(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "quick", "--set", "search.exceed_ratio=2"]) == 2
+    err = capsys.readouterr().err
+    assert "(with --set)" in err and "search.exceed_ratio = 2" in err
+    assert main(["pdr", "-b", "end", "--set", "search.duration_sum_s"]) == 2
+    assert "use KEY=VALUE" in capsys.readouterr().err
 
 
 def test_invalid_yaml_names_line(tmp_path: Path) -> None:

@@ -11,18 +11,17 @@ import dataclasses
 import ipaddress
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import jsonschema
 import yaml
 
-from srperf.config.model import (Addressing, Experiment, PortConfig, RateSpec, SearchConfig,
+from srperf.config.model import (Addressing, Experiment, PortConfig, SearchConfig,
                                  SshConfig, SutConfig, TesterConfig, TestbedConfig,
                                  TransportConfig)
-from srperf.config.schema import EXPERIMENT_SCHEMA, MAC_PATTERN, RATE_PATTERN, TESTBED_SCHEMA
+from srperf.config.schema import EXPERIMENT_SCHEMA, MAC_PATTERN, TESTBED_SCHEMA
 from srperf.errors import ConfigError
 
-_UNITS = {"pps": 1.0, "kpps": 1e3, "Mpps": 1e6}
 
 
 def _key(path: Any) -> str:
@@ -75,51 +74,45 @@ def _validate(file: str, data: dict[str, Any], schema: dict[str, Any]) -> None:
     raise ConfigError(file, _key(err.path), err.instance, reason)
 
 
-def parse_rate(value: Any) -> RateSpec:
-    """A rate (a number of pps, or text such as '500kpps' or '50%') as a :class:`RateSpec`.
-
-    Raises ValueError for anything else.
-    """
-    if isinstance(value, (int, float)):
-        return RateSpec(float(value))
-    match = re.match(RATE_PATTERN, value)
-    if not match:
-        raise ValueError(f"{value!r} is not a rate (e.g. 500000, 500kpps, 1.2Mpps, 50%)")
-    number, unit = float(match.group(1)), match.group(2)
-    if unit == "%":
-        return RateSpec(number, percent=True)
-    return RateSpec(number * _UNITS[unit])
-
-
 # -- experiment ------------------------------------------------------------------
-def load_experiment(path: str | Path) -> Experiment:
-    """Load, validate and return an experiment."""
+def apply_overrides(data: dict[str, Any], overrides: Sequence[str], file: str) -> None:
+    """Apply ``KEY.PATH=VALUE`` overrides (VALUE read as YAML) to a loaded mapping."""
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(file, "--set", item, "use KEY=VALUE, e.g. search.trial_duration_s=2")
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError:
+            raise ConfigError(file, key, text, "not a YAML value") from None
+        node = data
+        parts = key.split(".")
+        for part in parts[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError(file, key, text, f"{part} is not a mapping")
+            node = child
+        node[parts[-1]] = value
+
+
+def load_experiment(path: str | Path, overrides: Sequence[str] = ()) -> Experiment:
+    """Load, validate and return an experiment (with ``--set`` overrides applied)."""
     path = Path(path)
-    file = str(path)
+    file = str(path) + (" (with --set)" if overrides else "")
     data = read_yaml(path)
+    apply_overrides(data, overrides, file)
+    return experiment_from_mapping(data, file)
+
+
+def experiment_from_mapping(data: dict[str, Any], file: str) -> Experiment:
+    """Validate a parsed experiment mapping (``file`` names it in errors)."""
     _validate(file, data, EXPERIMENT_SCHEMA)
-    s = data.get("search", {})
-    defaults = SearchConfig()
-    search = SearchConfig(
-        algorithm=s.get("algorithm", defaults.algorithm),
-        thresholds_pct=tuple(float(t) for t in s.get("thresholds_pct", defaults.thresholds_pct)),
-        trial_duration_s=float(s.get("trial_duration_s", defaults.trial_duration_s)),
-        # Unless set, the first-phase duration follows a shorter trial duration.
-        initial_trial_duration_s=float(s.get(
-            "initial_trial_duration_s",
-            min(defaults.initial_trial_duration_s,
-                float(s.get("trial_duration_s", defaults.trial_duration_s))))),
-        accuracy=parse_rate(s["accuracy"]) if "accuracy" in s else defaults.accuracy,
-        min_rate=parse_rate(s["min_rate"]) if "min_rate" in s else defaults.min_rate,
-        max_rate=parse_rate(s["max_rate"]) if "max_rate" in s else defaults.max_rate,
-        mrr_rate=parse_rate(s["mrr_rate"]) if "mrr_rate" in s else None,
-        repeat_near_threshold=int(s.get("repeat_near_threshold",
-                                        defaults.repeat_near_threshold)),
-        warmup_s=float(s.get("warmup_s", defaults.warmup_s)),
-        exceed_ratio=float(s.get("exceed_ratio", defaults.exceed_ratio)),
-        duration_sum_s=float(s.get("duration_sum_s", defaults.duration_sum_s)),
-        relative_width=float(s.get("relative_width", defaults.relative_width)),
-    )
+    s = dict(data.get("search", {}))
+    # Unless set, the first-phase duration follows a shorter trial duration.
+    s.setdefault("initial_trial_duration_s",
+                 min(SearchConfig.initial_trial_duration_s,
+                     float(s.get("trial_duration_s", SearchConfig.trial_duration_s))))
+    search = SearchConfig.from_mapping(s)
     if (search.min_rate.percent == search.max_rate.percent
             and search.min_rate.value >= search.max_rate.value):
         raise ConfigError(file, "search.min_rate", s.get("min_rate"),

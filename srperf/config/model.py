@@ -12,20 +12,8 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
-
-@dataclass(frozen=True)
-class RateSpec:
-    """A rate as written in a config file: pps, or percent of line rate."""
-
-    value: float
-    percent: bool = False
-
-    def resolve(self, line_rate_pps: float) -> float:
-        """Rate in pps for a tester whose line rate is ``line_rate_pps``."""
-        return self.value * line_rate_pps / 100.0 if self.percent else self.value
-
-    def __str__(self) -> str:
-        return f"{self.value:g}%" if self.percent else f"{self.value:g} pps"
+from srperf.config.rates import RATE_SCHEMA, RateSpec, parse_rate
+from srperf.config.settings import Settings, setting
 
 
 @dataclass(frozen=True)
@@ -225,23 +213,55 @@ class TestbedConfig:
         return f"{self.prefix}-vnf{index}"
 
 
-@dataclass(frozen=True)
-class SearchConfig:
-    """The search as written in an experiment (rates not yet resolved)."""
+ALGORITHMS = ("bisect", "multi", "mlr", "mlrsearch", "mrr")
+"""Search algorithms (srperf.search)."""
+_POSITIVE = {"type": "number", "exclusiveMinimum": 0}
 
-    algorithm: str = "mlr"
-    thresholds_pct: tuple[float, ...] = (0.5,)
-    trial_duration_s: float = 1.0
-    initial_trial_duration_s: float = 0.5
-    accuracy: RateSpec = RateSpec(0.5, percent=True)
-    min_rate: RateSpec = RateSpec(1.0, percent=True)
-    max_rate: RateSpec = RateSpec(100.0, percent=True)
-    repeat_near_threshold: int = 3
-    warmup_s: float = 0.0
-    exceed_ratio: float = 0.5
-    duration_sum_s: float = 10.0
-    relative_width: float = 0.01
-    mrr_rate: RateSpec | None = None
+
+@dataclass(frozen=True)
+class SearchConfig(Settings):
+    """The search as written in an experiment (rates not yet resolved).
+
+    Each field is declared once here; the experiment schema, the loader and
+    the command line's ``--set search.KEY=VALUE`` derive from it.
+    """
+
+    algorithm: str = setting("mlr", "search algorithm", schema={"enum": list(ALGORITHMS)})
+    thresholds_pct: tuple[float, ...] = setting(
+        (0.5,), "loss thresholds, one search goal each (0 = NDR)", unit="%",
+        schema={"type": "array", "minItems": 1,
+                "items": {"type": "number", "minimum": 0, "exclusiveMaximum": 100}},
+        parse=lambda v: tuple(float(t) for t in v))
+    trial_duration_s: float = setting(1.0, "duration of a final trial", unit="s",
+                                      schema=_POSITIVE, parse=float)
+    initial_trial_duration_s: float = setting(
+        0.5, "duration of the first-phase trials (unless set: at most trial_duration_s)",
+        unit="s", schema=_POSITIVE, parse=float)
+    accuracy: RateSpec = setting(RateSpec(0.5, percent=True), "bisection width",
+                                 unit="pps or % of line rate", schema=RATE_SCHEMA,
+                                 parse=parse_rate)
+    min_rate: RateSpec = setting(RateSpec(1.0, percent=True), "lowest rate tried",
+                                 unit="pps or % of line rate", schema=RATE_SCHEMA,
+                                 parse=parse_rate)
+    max_rate: RateSpec = setting(RateSpec(100.0, percent=True), "highest rate tried",
+                                 unit="pps or % of line rate", schema=RATE_SCHEMA,
+                                 parse=parse_rate)
+    repeat_near_threshold: int = setting(
+        3, "bisect/multi: trials near the threshold repeated (majority decides)",
+        unit="trials", schema={"type": "integer", "minimum": 1, "maximum": 100}, parse=int)
+    warmup_s: float = setting(0.0, "traffic before each trial, not counted", unit="s",
+                              schema={"type": "number", "minimum": 0}, parse=float)
+    exceed_ratio: float = setting(
+        0.5, "mlr: share of trial time allowed to exceed the loss threshold",
+        schema={"type": "number", "minimum": 0, "exclusiveMaximum": 1}, parse=float)
+    duration_sum_s: float = setting(10.0, "mlr: trial time that decides a load", unit="s",
+                                    schema=_POSITIVE, parse=float)
+    relative_width: float = setting(
+        0.01, "mlr/mlrsearch: goal width relative to the rate",
+        schema={"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1}, parse=float)
+    mrr_rate: RateSpec | None = setting(None, "mrr: the rate offered (default: max_rate)",
+                                        unit="pps or % of line rate", schema=RATE_SCHEMA,
+                                        parse=parse_rate)
 
 
 @dataclass(frozen=True)

@@ -5,23 +5,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from srperf.config.model import Addressing
+from srperf.config.model import Addressing, SearchConfig
 from srperf.forwarders import names as forwarder_names
 
-RATE_PATTERN = r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(%|pps|kpps|Mpps)\s*$"
-"""A rate written as text: a number and a unit (group 1, group 2)."""
 MAC_PATTERN = r"^([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}$"
-RATE = {
-    "description": "pps as a number, or a string: '500kpps', '1.2Mpps', '800000pps', '50%'",
-    "oneOf": [
-        {"type": "number", "exclusiveMinimum": 0},
-        {"type": "string", "pattern": RATE_PATTERN},
-    ],
-}
 POSITIVE = {"type": "number", "exclusiveMinimum": 0}
 IFNAME = {"type": "string", "pattern": r"^[A-Za-z0-9_.:-]{1,15}$"}
 MAC = {"type": "string", "pattern": MAC_PATTERN}
-ALGORITHMS = ["bisect", "multi", "mlr", "mlrsearch", "mrr"]
 
 
 def _port() -> dict[str, Any]:
@@ -54,28 +44,7 @@ EXPERIMENT_SCHEMA: dict[str, Any] = {
         "options": {"type": "object",
                     "description": "the forwarder's own knobs (schema: its options dataclass "
                                    "in srperf.forwarders)"},
-        "search": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {
-                "algorithm": {"enum": ALGORITHMS},
-                "thresholds_pct": {"type": "array", "minItems": 1,
-                                   "items": {"type": "number", "minimum": 0,
-                                             "exclusiveMaximum": 100}},
-                "trial_duration_s": POSITIVE,
-                "initial_trial_duration_s": POSITIVE,
-                "accuracy": RATE,
-                "min_rate": RATE,
-                "max_rate": RATE,
-                "mrr_rate": RATE,
-                "repeat_near_threshold": {"type": "integer", "minimum": 1, "maximum": 100},
-                "warmup_s": {"type": "number", "minimum": 0},
-                "exceed_ratio": {"type": "number", "minimum": 0, "exclusiveMaximum": 1},
-                "duration_sum_s": POSITIVE,
-                "relative_width": {"type": "number", "exclusiveMinimum": 0,
-                                   "exclusiveMaximum": 1},
-            },
-        },
+        "search": SearchConfig.json_schema(),
     },
 }
 

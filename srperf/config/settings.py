@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from typing import Any, Mapping, TypeVar
+from typing import Any, Callable, Mapping, TypeVar
 
 S = TypeVar("S", bound="Settings")
 
 
 def setting(default: Any, doc: str, unit: str = "", schema: Mapping[str, Any] | None = None,
-            **extra: Any) -> Any:
-    """A dataclass field with its documentation, unit and JSON Schema."""
-    meta = {"doc": doc, "unit": unit, "schema": dict(schema or {})}
+            parse: Callable[[Any], Any] | None = None, **extra: Any) -> Any:
+    """A dataclass field with its documentation, unit, JSON Schema and parser (applied to
+    the YAML value)."""
+    meta = {"doc": doc, "unit": unit, "schema": dict(schema or {}), "parse": parse}
     if isinstance(default, (dict, list, set)) or (
             isinstance(default, type) and issubclass(default, Settings)):
         factory = default if isinstance(default, type) else (lambda d=default: type(d)(d))
@@ -61,7 +62,9 @@ class Settings:
                 continue
             nested = cls._nested(f)
             value = data[f.name]
-            kwargs[f.name] = nested.from_mapping(value or {}) if nested else value
+            parse = f.metadata.get("parse")
+            kwargs[f.name] = nested.from_mapping(value or {}) if nested \
+                else parse(value) if parse else value
         return cls(**kwargs)  # type: ignore[call-arg]
 
     def as_dict(self) -> dict[str, Any]:

@@ -1,21 +1,31 @@
-"""Transports to the SUT: a local network namespace or SSH."""
+"""Transports to the nodes of a testbed: this host, a local namespace, or SSH."""
 
 from __future__ import annotations
 
-from srperf.config.model import Testbed
+from srperf.config.model import SshConfig, Testbed
 from srperf.transports.base import Transport
+
+
+def ssh(cfg: SshConfig) -> Transport:
+    """An SSH transport (imports paramiko only when used)."""
+    from srperf.transports.ssh import SshTransport
+
+    return SshTransport(cfg)
+
+
+def netns(ns: str | None) -> Transport:
+    """A transport into network namespace ``ns`` (None: this host)."""
+    from srperf.transports.netns import NetnsTransport
+
+    return NetnsTransport(ns)
 
 
 def for_testbed(tb: Testbed) -> Transport:
     """The transport the testbed's SUT is reached through."""
     if tb.sut.transport.kind == "ssh":
-        from srperf.transports.ssh import SshTransport
-
         assert tb.sut.transport.ssh is not None
-        return SshTransport(tb.sut.transport.ssh)
-    from srperf.transports.netns import NetnsTransport
-
-    return NetnsTransport(tb.sut_ns)
+        return ssh(tb.sut.transport.ssh)
+    return netns(tb.sut_ns)
 
 
-__all__ = ["Transport", "for_testbed"]
+__all__ = ["Transport", "for_testbed", "netns", "ssh"]

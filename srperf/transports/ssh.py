@@ -109,6 +109,7 @@ class SshTransport(Transport):
             log.debug("%s: proxy command %s", self.where, command)
             proxy = ShellProxyCommand(command)
         log.debug("%s: connecting", self.where)
+        started = time.monotonic()
         try:
             client.connect(cfg.host, port=cfg.port, username=cfg.user,
                            key_filename=cfg.key_file, timeout=cfg.timeout_s,
@@ -119,7 +120,7 @@ class SshTransport(Transport):
             client.close()
             if proxy is not None:
                 proxy.exited(wait_s=1.0)
-            error = self._connect_error(exc, proxy)
+            error = self._connect_error(exc, proxy, time.monotonic() - started)
             if proxy is not None:
                 proxy.close()
             raise error from exc
@@ -129,8 +130,8 @@ class SshTransport(Transport):
         self._client, self._proxy = client, proxy
         log.info("%s: connected", self.where)
 
-    def _connect_error(self, exc: BaseException, proxy: ShellProxyCommand | None
-                       ) -> TransportError:
+    def _connect_error(self, exc: BaseException, proxy: ShellProxyCommand | None,
+                       elapsed: float) -> TransportError:
         cfg, where = self.cfg, self.where
         known = cfg.known_hosts or "~/.ssh/known_hosts"
         if isinstance(exc, UnknownHostKey):
@@ -165,6 +166,8 @@ class SshTransport(Transport):
             reason = _classify(said)
         else:
             reason = _classify_exception(exc)
+        if not reason and elapsed >= 0.9 * cfg.timeout_s:
+            reason = "timeout"  # no banner in time (a proxy may still be waiting)
         via = f" (via proxy_command {cfg.proxy_command!r})" if cfg.proxy_command else ""
         if reason == "refused":
             return TransportError(f"{where}: connection refused{via}: nothing listens on "
@@ -180,6 +183,11 @@ class SshTransport(Transport):
         if reason == "resolve":
             return TransportError(f"{where}: cannot resolve host name {cfg.host!r}: "
                                   f"fix sut.transport.ssh.host ({detail})")
+        if proxy is not None and proxy.exited():
+            return TransportError(f"{where}: the proxy ended before the SSH banner{via}: "
+                                  f"{detail}; nothing listens there, the host is "
+                                  "unreachable, or the proxy itself failed: run the proxy "
+                                  "command by hand (nc -v shows why)")
         return TransportError(f"{where}: cannot open an SSH session{via}: {detail}")
 
     def _lost_error(self, why: str) -> TransportError:
@@ -350,6 +358,4 @@ def _classify_exception(exc: BaseException) -> str:
         return "unreachable"
     if errno.ETIMEDOUT in codes:
         return "timeout"
-    if isinstance(exc, paramiko.SSHException) and "banner" in str(exc).lower():
-        return "timeout" if "timeout" in str(exc).lower() else ""
     return ""

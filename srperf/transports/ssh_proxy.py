@@ -45,6 +45,7 @@ class ShellProxyCommand(paramiko.ProxyCommand):
         finally:
             theirs.close()
         self.timeout: float | None = None
+        self._stderr: str | None = None
 
     def send(self, content: bytes) -> int:
         try:
@@ -65,12 +66,13 @@ class ShellProxyCommand(paramiko.ProxyCommand):
 
     def stderr_text(self) -> str:
         """What the proxy wrote on stderr (only once it has exited)."""
-        if self.process.poll() is None or self.process.stderr is None:
-            return ""
-        try:
-            return self.process.stderr.read().decode(errors="replace").strip()
-        except (OSError, ValueError):
-            return ""
+        if self._stderr is None and self.process.poll() is not None:
+            try:
+                assert self.process.stderr is not None
+                self._stderr = self.process.stderr.read().decode(errors="replace").strip()
+            except (OSError, ValueError):
+                self._stderr = ""
+        return self._stderr or ""
 
     def exited(self, wait_s: float = 0.0) -> bool:
         """True when the proxy process has ended (waiting up to ``wait_s``)."""
@@ -93,6 +95,7 @@ class ShellProxyCommand(paramiko.ProxyCommand):
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
+        self.stderr_text()  # keep it for messages, then release the pipe
         if self.process.stderr is not None:
             self.process.stderr.close()
 

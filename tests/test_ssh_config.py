@@ -13,7 +13,6 @@ import yaml
 from srperf.config.loader import load_testbed
 from srperf.config.model import SshConfig, expand_proxy_command
 from srperf.errors import ConfigError
-from srperf.transports import for_testbed
 from srperf.transports.ssh import SshTransport
 
 
@@ -42,7 +41,6 @@ def test_ssh_block_loads_with_defaults_and_relative_paths(tmp_path: Path, keys: 
     assert (ssh.user, ssh.port, ssh.tmp_base, ssh.keepalive_s) == ("root", 22, "/tmp", 5)
     assert ssh.key_file == str(keys / "id") and ssh.known_hosts == str(keys / "known_hosts")
     assert ssh.where == "ssh root@sut.example:22"
-    assert isinstance(for_testbed(tb), SshTransport)  # nothing connects before run()
 
 
 @pytest.mark.parametrize("key", ["key_file", "known_hosts"])
@@ -101,7 +99,8 @@ def test_testbed_yaml_from_sshd_node_reaches_the_sut(tmp_path: Path) -> None:
         with SshdNode(server, client, tag=4) as node:
             path = _write(tmp_path, node.ssh_config())
             tb = load_testbed(path)
-            with for_testbed(tb) as transport:
+            assert tb.sut.transport.ssh is not None
+            with SshTransport(tb.sut.transport.ssh) as transport:
                 assert transport.where == f"ssh root@{node.host}:22"
                 # the SUT is server_ns: it sees the management veth, the client does not
                 links = transport.check(["ip", "-o", "link", "show"]).stdout

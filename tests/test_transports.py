@@ -77,7 +77,7 @@ def exercise_files(transport: Transport, tmp_path: Path, tmp_base: str = "/tmp")
 
 def test_this_host_transport(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with NetnsTransport(None, tmp_base=str(tmp_path)) as transport:
-        assert transport.where == "this host"
+        assert transport.where == "this host" and transport.machine() is transport
         result = transport.run(["sh", "-c", 'cat; printf "%s" "$X" >&2; exit 4'],
                                env={"X": "a b'c"}, input_text="from stdin\n")
         assert (result.returncode, result.stdout, result.stderr) == (4, "from stdin\n", "a b'c")
@@ -112,7 +112,7 @@ def test_netns_transport_runs_in_namespace(tmp_path: Path, monkeypatch: pytest.M
     subprocess.run(["ip", "netns", "add", ns], check=True)
     try:
         transport = NetnsTransport(ns)
-        assert transport.where == f"netns {ns}"
+        assert transport.where == f"netns {ns}" and transport.machine().where == "this host"
         result = transport.run(["ip", "-o", "link", "show"])
         assert result.ok and "lo" in result.stdout and result.stdout.count("\n") == 1
         result = transport.run(["sh", "-c", "echo err >&2; exit 7"])

@@ -89,6 +89,11 @@ class Transport(abc.ABC):
     def reconnect(self) -> None:
         """Open a fresh connection after a lost one (no-op where there is none)."""
 
+    def machine(self) -> "Transport":
+        """The transport of the machine this node lives on (where network namespaces
+        are made and entered); the node itself unless it is a namespace of this host."""
+        return self
+
     def workdir(self) -> str:
         """This transport's private directory on the node (``mktemp -d``: mode 0700,
         unpredictable name under ``tmp_base``), created on first use."""

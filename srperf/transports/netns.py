@@ -34,6 +34,9 @@ class NetnsTransport(Transport):
     def where(self) -> str:
         return f"netns {self.ns}" if self.ns else "this host"
 
+    def machine(self) -> Transport:
+        return NetnsTransport(None, self.tmp_base) if self.ns else self
+
     def run(self, argv: Sequence[str], env: Mapping[str, str] | None = None,
             timeout: float = 60.0, input_text: str | None = None) -> CommandResult:
         full = (["ip", "netns", "exec", self.ns] if self.ns else []) + env_argv(argv, env)

@@ -16,7 +16,7 @@ from srperf import resources
 from srperf.config.model import TestbedConfig
 from srperf.config.settings import Settings
 from srperf.drivers.base import TrafficGenerator
-from srperf.errors import CfgError, UnsupportedBehavior
+from srperf.errors import CfgError, TransportError, UnsupportedBehavior
 from srperf.forwarders.base import Forwarder, Prepared
 from srperf.transports.base import Transport
 
@@ -117,8 +117,18 @@ class SutControl:
                 self._vnfs = None
 
     def close(self) -> None:
-        """Clean the SUT (the transport's work directory goes with the transport)."""
-        if self._script is not None:
+        """Clean the SUT (the transport's work directory goes with the transport).
+
+        After a lost connection the transport reconnects once, so a SUT that is
+        still reachable is cleaned; otherwise the TransportError names the host.
+        """
+        if self._script is None:
+            return
+        try:
+            self.clean()
+        except TransportError as exc:
+            log.warning("%s; reconnecting once to clean the SUT", exc)
+            self.transport.reconnect()
             self.clean()
 
     def counters(self) -> dict[str, int] | None:

@@ -49,10 +49,13 @@ def test_good_testbed_loads(tmp_path: Path) -> None:
 
 
 def test_ssh_testbed_loads(tmp_path: Path) -> None:
+    (tmp_path / "k").write_text("")
+    (tmp_path / "kh").write_text("")
     data = {"name": "hw", "kind": "ssh",
             "sut": {"forwarder": "ebpf", "in": {"name": "eth1", "mac": "02:00:00:00:00:01"},
                     "transport": {"ssh": {"host": "sut.example", "user": "bench",
-                                          "key_file": "/k", "known_hosts": "/kh"}}}}
+                                          "key_file": str(tmp_path / "k"),
+                                          "known_hosts": str(tmp_path / "kh")}}}}
     tb = load_testbed(write(tmp_path, data))
     assert tb.sut.transport.kind == "ssh" and tb.sut.transport.ssh.host == "sut.example"
 

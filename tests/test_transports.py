@@ -1,28 +1,23 @@
-"""Transports and the CFG manager: a local namespace, and SSH against a real sshd.
-
-The SSH test starts OpenSSH's sshd on 127.0.0.1 (a free port) with throw-away
-keys, so paramiko's real code path is exercised: host-key check, SFTP push,
-exit status, stderr, environment and timeouts.
-"""
+"""The Transport interface on this host and in a network namespace, and the CFG
+manager through it.  SSH against a real sshd: tests/test_ssh_transport.py."""
 
 from __future__ import annotations
 
 import os
-import shutil
-import socket
+import stat
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
+from srperf.config.model import TestbedConfig
 from srperf.forwarders.base import Forwarder
 from srperf.sut_control import SutControl
-from srperf.config.model import TestbedConfig
-from srperf.config.model import SshConfig
 from srperf.errors import CfgError, TransportError, UnsupportedBehavior
+from srperf.netns import CommandFailed
+from srperf.transports.base import Transport
 from srperf.transports.netns import NetnsTransport
-from srperf.transports.ssh import SshTransport
 
 FAKE_CFG = """#!/usr/bin/env bash
 set -euo pipefail
@@ -35,14 +30,11 @@ esac
 """
 
 
-def _fake_script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def exercise_cfg(transport: Transport, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CFG manager's contract (exit 0 / 3 / other) through ``transport``."""
     script = tmp_path / "fake.sh"
     script.write_text(FAKE_CFG)
     monkeypatch.setattr("srperf.resources.cfg_script", lambda fwd: script)
-
-
-def _exercise_cfg(transport, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _fake_script(tmp_path, monkeypatch)
     out = tmp_path / "out.txt"
     class FakeForwarder(Forwarder):
         name, script = "fake", "fake.sh"
@@ -61,99 +53,92 @@ def _exercise_cfg(transport, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert not out.exists()
 
 
+def exercise_files(transport: Transport, tmp_path: Path, tmp_base: str = "/tmp") -> str:
+    """workdir is private (0700, random name under tmp_base); push keeps modes;
+    push_tree copies regular files only.  Returns the workdir (this host's file
+    system is the node's in these tests)."""
+    work = transport.workdir()
+    assert work == transport.workdir()  # created once
+    assert work.startswith(tmp_base.rstrip("/") + "/srperf.") and len(Path(work).name) == 17
+    assert stat.S_IMODE(os.stat(work).st_mode) == 0o700
+    local = tmp_path / "tool.sh"
+    local.write_text("#!/bin/sh\necho tool ran\n")
+    local.chmod(0o750)
+    remote = transport.push(local)
+    assert remote == f"{work}/tool.sh"
+    assert stat.S_IMODE(os.stat(remote).st_mode) == 0o750
+    assert transport.check([remote]).stdout == "tool ran\n"
+    tree = tmp_path / "tree"
+    (tree / "sub").mkdir(parents=True)
+    (tree / "a.c").write_text("int a;\n")
+    (tree / "Makefile").write_text("all:\n")
+    (tree / "sub" / "skipped").write_text("x")
+    remote_dir = transport.push_tree(tree, "src")
+    assert remote_dir == f"{work}/src"
+    assert sorted(os.listdir(remote_dir)) == ["Makefile", "a.c"]
+    assert Path(remote_dir, "a.c").read_text() == "int a;\n"
+    with pytest.raises(ValueError):
+        transport.push_tree(tree, "../escape")
+    return work
+
+
+def test_this_host_transport(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with NetnsTransport(None, tmp_base=str(tmp_path)) as transport:
+        assert transport.where == "this host" and transport.machine() is transport
+        result = transport.run(["sh", "-c", 'cat; printf "%s" "$X" >&2; exit 4'],
+                               env={"X": "a b'c"}, input_text="from stdin\n")
+        assert (result.returncode, result.stdout, result.stderr) == (4, "from stdin\n", "a b'c")
+        assert transport.run(["no-such-command-srperf"]).returncode == 127
+        with pytest.raises(CommandFailed, match="^this host: false exited 1"):
+            transport.check(["false"])
+        work = exercise_files(transport, tmp_path, str(tmp_path))
+        exercise_cfg(transport, tmp_path, monkeypatch)
+        other = NetnsTransport(None, tmp_base=str(tmp_path))
+        other_work = other.workdir()
+        assert other_work != work
+        other.close()
+        assert not Path(other_work).exists() and Path(work).exists()
+    assert not Path(work).exists()
+    transport.close()  # idempotent
+
+
+def test_timeout_kills_the_command_and_its_children(tmp_path: Path) -> None:
+    marker = tmp_path / "late"
+    transport = NetnsTransport(None)
+    start = time.monotonic()
+    result = transport.run(["sh", "-c", f"(sleep 2; touch {marker}) & sleep 30"], timeout=0.3)
+    assert result.returncode == 124 and "timed out" in result.stderr
+    assert time.monotonic() - start < 5
+    time.sleep(2.5)
+    assert not marker.exists(), "a child of the timed-out command kept running"
+
+
 @pytest.mark.netns
 def test_netns_transport_runs_in_namespace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    ns = "srpt-tr"
+    ns = f"srpt-tr{os.getpid()}"
     subprocess.run(["ip", "netns", "add", ns], check=True)
     try:
-        transport = NetnsTransport(ns, workdir=tmp_path / "work")
+        transport = NetnsTransport(ns)
+        assert transport.where == f"netns {ns}" and transport.machine().where == "this host"
         result = transport.run(["ip", "-o", "link", "show"])
         assert result.ok and "lo" in result.stdout and result.stdout.count("\n") == 1
-        assert transport.run(["sh", "-c", "echo err >&2; exit 7"]).returncode == 7
+        result = transport.run(["sh", "-c", "echo err >&2; exit 7"])
+        assert (result.returncode, result.stderr) == (7, "err\n")
         assert transport.run(["sleep", "5"], timeout=0.3).returncode == 124
-        _exercise_cfg(transport, tmp_path, monkeypatch)
+        assert transport.run(["cat"], input_text="x\n").stdout == "x\n"
+        with pytest.raises(CommandFailed, match=f"^netns {ns}: "):
+            transport.check(["false"])
+        work = exercise_files(transport, tmp_path)
+        exercise_cfg(transport, tmp_path, monkeypatch)
         transport.close()
-        assert not (tmp_path / "work").exists()
+        assert not Path(work).exists()
     finally:
         subprocess.run(["ip", "netns", "del", ns], check=False)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def sshd(tmp_path: Path):
-    """A real OpenSSH server on 127.0.0.1 with throw-away host and client keys."""
-    sshd_bin = shutil.which("sshd") or "/usr/sbin/sshd"
-    if not os.path.exists(sshd_bin) or os.geteuid() != 0:
-        pytest.skip("needs root and OpenSSH's sshd (scripts/install.sh installs it)")
-    keys = tmp_path / "keys"
-    keys.mkdir()
-    for name in ("host", "client"):
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / name)],
-                       check=True)
-    (keys / "authorized_keys").write_text((keys / "client.pub").read_text())
-    port = _free_port()
-    host_pub = (keys / "host.pub").read_text().split()
-    (keys / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_pub[0]} {host_pub[1]}\n")
-    config = keys / "sshd_config"
-    config.write_text(f"""Port {port}
-ListenAddress 127.0.0.1
-HostKey {keys / 'host'}
-AuthorizedKeysFile {keys / 'authorized_keys'}
-PermitRootLogin prohibit-password
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UsePAM no
-StrictModes no
-PidFile {keys / 'sshd.pid'}
-Subsystem sftp internal-sftp
-""")
-    Path("/run/sshd").mkdir(exist_ok=True)
-    proc = subprocess.Popen([sshd_bin, "-D", "-e", "-f", str(config)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        for _ in range(100):
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.05)
-        else:
-            pytest.fail("sshd did not start: " + proc.stderr.read().decode() if proc.stderr else "")
-        yield SshConfig(host="127.0.0.1", port=port, user="root",
-                        key_file=str(keys / "client"), known_hosts=str(keys / "known_hosts"),
-                        remote_dir=str(tmp_path / "remote"), timeout_s=10)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
-def test_ssh_transport_against_real_sshd(sshd: SshConfig, tmp_path: Path,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    with SshTransport(sshd) as transport:
-        local = tmp_path / "payload.txt"
-        local.write_text("pushed over sftp\n")
-        remote = transport.push(local)
-        assert remote == str(Path(sshd.remote_dir) / "payload.txt")
-        result = transport.run(["cat", remote])
-        assert result.ok and result.stdout == "pushed over sftp\n"
-        result = transport.run(["sh", "-c", "echo to-stderr >&2; exit 5"])
-        assert result.returncode == 5 and result.stderr.strip() == "to-stderr"
-        result = transport.run(["sh", "-c", 'printf "%s" "$X"'], env={"X": "a b'c"})
-        assert result.stdout == "a b'c"
-        assert transport.run(["sleep", "5"], timeout=0.5).returncode == 124
-        _exercise_cfg(transport, tmp_path, monkeypatch)
-
-
-def test_ssh_transport_rejects_unknown_host_key(sshd: SshConfig, tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "empty_known_hosts").write_text("")
-    cfg = SshConfig(host=sshd.host, port=sshd.port, user="root", key_file=sshd.key_file,
-                    known_hosts=str(tmp_path / "empty_known_hosts"), timeout_s=5)
-    (tmp_path / "home").mkdir()
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no ~/.ssh/known_hosts either
-    with pytest.raises(TransportError, match="127.0.0.1"):
-        SshTransport(cfg).run(["true"])
+@pytest.mark.netns
+def test_missing_namespace_is_a_transport_error() -> None:
+    transport = NetnsTransport(f"srpt-missing{os.getpid()}")
+    with pytest.raises(TransportError, match=r"^netns srpt-missing\d+: Cannot open network"):
+        transport.run(["true"])
+    transport.close()

@@ -18,7 +18,7 @@ import yaml
 
 from srperf.config.model import (Addressing, Experiment, PortConfig, SearchConfig,
                                  SshConfig, SutConfig, TesterConfig, TestbedConfig,
-                                 TransportConfig)
+                                 TransportConfig, expand_proxy_command)
 from srperf.config.schema import EXPERIMENT_SCHEMA, MAC_PATTERN, TESTBED_SCHEMA
 from srperf.errors import ConfigError
 
@@ -174,6 +174,7 @@ def load_testbed(path: str | Path) -> TestbedConfig:
     path = Path(path)
     file = str(path)
     data = read_yaml(path)
+    _reject_remote_dir(file, data)
     _validate(file, data, TESTBED_SCHEMA)
     addressing = _addressing(file, data.get("addressing", {}))
     t = data.get("tester", {})
@@ -188,7 +189,7 @@ def load_testbed(path: str | Path) -> TestbedConfig:
     tr = s.get("transport", {})
     ssh = None
     if "ssh" in tr:
-        ssh = SshConfig(**tr["ssh"])
+        ssh = _ssh(file, path.parent, tr["ssh"])
     kind = tr.get("kind", "ssh" if ssh else "netns")
     if kind == "ssh" and ssh is None:
         raise ConfigError(file, "sut.transport.ssh", None,
@@ -209,6 +210,39 @@ def load_testbed(path: str | Path) -> TestbedConfig:
                            source=file)
     testbeds.KINDS[config.kind].check_config(config)
     return config
+
+
+def _reject_remote_dir(file: str, data: dict[str, Any]) -> None:
+    """``remote_dir`` (a fixed, predictable path) is gone: say what replaced it."""
+    ssh = ((data.get("sut") or {}).get("transport") or {}).get("ssh")
+    if isinstance(ssh, dict) and "remote_dir" in ssh:
+        raise ConfigError(file, "sut.transport.ssh.remote_dir", ssh["remote_dir"],
+                          "no longer supported: srperf now makes a private directory "
+                          "with mktemp -d on the node; remove remote_dir (set tmp_base "
+                          "to choose the parent directory, default /tmp)")
+
+
+def _ssh(file: str, base: Path, data: dict[str, Any]) -> SshConfig:
+    """The ``sut.transport.ssh`` block; key files resolved against the YAML's folder."""
+    fields: dict[str, Any] = dict(data)
+    for name in ("key_file", "known_hosts"):
+        if fields.get(name) is None:
+            continue
+        value = fields[name]
+        found = (base / Path(value).expanduser()).resolve()
+        if not found.is_file():
+            why = "is not a regular file" if found.exists() else "does not exist"
+            raise ConfigError(file, f"sut.transport.ssh.{name}", value,
+                              f"{found} {why}")
+        fields[name] = str(found)
+    ssh = SshConfig(**fields)
+    if ssh.proxy_command is not None:
+        try:
+            expand_proxy_command(ssh.proxy_command, ssh.host, ssh.port, ssh.user)
+        except ValueError as exc:
+            raise ConfigError(file, "sut.transport.ssh.proxy_command", ssh.proxy_command,
+                              str(exc)) from None
+    return ssh
 
 
 def _port(data: dict[str, Any] | None, default: PortConfig, mac: str) -> PortConfig:

@@ -135,15 +135,57 @@ class PortConfig:
 
 @dataclass(frozen=True)
 class SshConfig:
-    """How to reach a SUT over SSH (paramiko)."""
+    """How to reach a node over SSH (paramiko; YAML: ``sut.transport.ssh``).
+
+    Host keys are always checked: the node's key must be in ``known_hosts``
+    (when unset, ``~/.ssh/known_hosts``).  With ``key_file`` unset, paramiko
+    tries ``~/.ssh/id_*``.  Files are resolved to absolute paths at load time.
+    """
 
     host: str
     user: str = "root"
     port: int = 22
     key_file: str | None = None
     known_hosts: str | None = None
-    remote_dir: str = "/tmp/srperf"
+    tmp_base: str = "/tmp"
+    """Where the node's private working directory is made (``mktemp -d``)."""
     timeout_s: float = 30.0
+    """Connection timeout: TCP connect, SSH banner and authentication."""
+    proxy_command: str | None = None
+    """OpenSSH ``ProxyCommand``: run by ``/bin/sh`` on this host, its stdin and stdout
+    carry the SSH connection; ``%h`` host, ``%p`` port, ``%r`` user, ``%%`` a percent.
+    Example: ``ssh -W %h:%p jump.example`` or ``ip netns exec mgmt nc %h %p``."""
+    keepalive_s: int = 5
+    """Seconds between SSH keepalives when idle.  Keeps sessions through NAT and
+    firewalls during long trials, and bounds how long a dropped session goes
+    unnoticed behind a proxy that does not pass the end of the connection on
+    (netcat keeps running until it next writes)."""
+
+    @property
+    def where(self) -> str:
+        return f"ssh {self.user}@{self.host}:{self.port}"
+
+
+def expand_proxy_command(template: str, host: str, port: int, user: str) -> str:
+    """``template`` with OpenSSH's ``%h``/``%p``/``%r``/``%%`` substituted (values
+    quoted for the shell); ValueError on any other ``%`` sequence."""
+    import shlex
+
+    values = {"h": shlex.quote(host), "p": str(port), "r": shlex.quote(user), "%": "%"}
+    out = []
+    i = 0
+    while i < len(template):
+        ch = template[i]
+        if ch != "%":
+            out.append(ch)
+            i += 1
+            continue
+        token = template[i + 1:i + 2]
+        if token not in values:
+            raise ValueError(f"unknown token %{token} (known: %h %p %r %%)")
+        out.append(values[token])
+        i += 2
+    return "".join(out)
 
 
 @dataclass(frozen=True)

@@ -1,48 +1,79 @@
-"""Transport into a network namespace on this host (the virtual testbed's SUT)."""
+"""Transport into a network namespace on this host, or onto this host itself."""
 
 from __future__ import annotations
 
+import logging
+import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from srperf.errors import TransportError
 from srperf.netns import CommandResult
-from srperf.transports.base import Transport, env_argv
+from srperf.transports.base import TIMED_OUT, Transport, env_argv
+
+log = logging.getLogger(__name__)
 
 
 class NetnsTransport(Transport):
-    """Runs commands with ``ip netns exec NS``; files are copied to a host directory."""
+    """Runs commands with ``ip netns exec NS`` (or directly when ``ns`` is None).
+
+    ``ip netns exec`` keeps this host's file system, so the node's working
+    directory is a ``mktemp -d`` directory under ``tmp_base`` on this host.
+    """
 
     name = "netns"
 
-    def __init__(self, ns: str | None, workdir: Path | None = None) -> None:
+    def __init__(self, ns: str | None, tmp_base: str = "/tmp") -> None:
+        super().__init__(tmp_base)
         self.ns = ns
-        self.workdir = workdir or Path("/run/srperf") / (ns or "host")
 
     @property
     def where(self) -> str:
         return f"netns {self.ns}" if self.ns else "this host"
 
     def machine(self) -> Transport:
-        return NetnsTransport(None) if self.ns else self
-
-    def push(self, local: Path) -> str:
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        dest = self.workdir / local.name
-        shutil.copyfile(local, dest)
-        return str(dest)
+        return NetnsTransport(None, self.tmp_base) if self.ns else self
 
     def run(self, argv: Sequence[str], env: Mapping[str, str] | None = None,
             timeout: float = 60.0, input_text: str | None = None) -> CommandResult:
         full = (["ip", "netns", "exec", self.ns] if self.ns else []) + env_argv(argv, env)
+        log.debug("%s: %s", self.where, " ".join(full))
         try:
-            proc = subprocess.run(full, capture_output=True, text=True, timeout=timeout,
-                                  input=input_text)
-        except subprocess.TimeoutExpired as exc:
-            partial = exc.stdout if isinstance(exc.stdout, str) else ""
-            return CommandResult(tuple(full), 124, partial, f"timed out after {timeout} s")
-        return CommandResult(tuple(full), proc.returncode, proc.stdout, proc.stderr)
+            # Own session: a timeout kills the command and everything it started.
+            proc = subprocess.Popen(full, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True,
+                                    start_new_session=True)
+        except FileNotFoundError as exc:
+            if self.ns:
+                raise TransportError(f"{self.where}: cannot run ip: {exc}") from exc
+            return CommandResult(tuple(argv), 127, "", f"{argv[0]}: command not found")
+        try:
+            out, err = proc.communicate(input_text, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc.pid)
+            try:
+                out, err = proc.communicate(timeout=5.0)
+            except subprocess.TimeoutExpired:  # a descendant left the group, pipes open
+                out, err = "", ""
+                proc.kill()
+                proc.wait()
+            return CommandResult(tuple(argv), TIMED_OUT, out,
+                                 err + f"timed out after {timeout} s")
+        if self.ns and proc.returncode == 255 and \
+                err.startswith("Cannot open network namespace"):
+            raise TransportError(f"{self.where}: {err.strip()} (is the testbed set up?)")
+        return CommandResult(tuple(argv), proc.returncode, out, err)
 
-    def close(self) -> None:
-        shutil.rmtree(self.workdir, ignore_errors=True)
+    def _put_file(self, local: Path, remote: str) -> None:
+        shutil.copyfile(local, remote)
+        shutil.copymode(local, remote)
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

@@ -130,6 +130,10 @@ class SutControl:
             log.warning("%s; reconnecting once to clean the SUT", exc)
             self.transport.reconnect()
             self.clean()
+        finally:
+            if self._vnfs is not None:
+                self._vnfs.down()
+                self._vnfs = None
 
     def counters(self) -> dict[str, int] | None:
         """The forwarder's own counters on the SUT (None: it has none)."""

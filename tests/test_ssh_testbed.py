@@ -1,0 +1,170 @@
+"""End to end on an SSH testbed with a real sshd: `srperf run` over SSH, and its failures.
+
+Topology: a virtual testbed with prefix ``srpssh`` provides the data links
+(tester t0/t1 <-> SUT s0/s1) and the SUT's base setup; :class:`sshd.SshdNode`
+(a test fixture) runs a real OpenSSH sshd inside ``srpssh-sut`` on a management
+veth to ``srpssh-tester``.  The ssh testbed's tester is the local namespace
+``srpssh-tester``; its SUT is reached only through SSH (ProxyCommand
+``ip netns exec srpssh-tester nc``), so every CFG script, eBPF object, VNF and
+counter on the SUT goes over SSH.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+import yaml
+
+from sshd import SshdNode
+from srperf.cli import main
+from srperf.config.loader import load_experiment, load_testbed
+from srperf.config.model import TestbedConfig
+from srperf.errors import TransportError
+from srperf.orchestrator import Orchestrator
+from srperf.testbeds.virtual import VirtualTestbed
+
+pytestmark = pytest.mark.netns
+
+PREFIX = "srpssh"
+SUT_NS, TESTER_NS = f"{PREFIX}-sut", f"{PREFIX}-tester"
+SEARCH = {"algorithm": "bisect", "trial_duration_s": 0.2, "accuracy": "10%",
+          "min_rate": "2%", "max_rate": "20%"}
+
+
+@pytest.fixture(scope="module")
+def node() -> Iterator[SshdNode]:
+    vt = VirtualTestbed(TestbedConfig(name="ssh-links", prefix=PREFIX))
+    try:
+        vt.up()
+        with SshdNode(SUT_NS, TESTER_NS, tag=7) as sshd:
+            yield sshd
+    finally:
+        vt.down()
+
+
+def _testbed(tmp_path: Path, node: SshdNode, forwarder: str, **ssh: Any) -> Path:
+    data = {"name": "ssh-local", "kind": "ssh", "prefix": PREFIX,
+            "tester": {"driver": "linux", "netns": TESTER_NS, "tx": {"name": "t0"},
+                       "rx": {"name": "t1"}, "line_rate_pps": 1_500_000, "cpu": 0},
+            "sut": {"forwarder": forwarder, "in": {"name": "s0"}, "out": {"name": "s1"},
+                    "transport": {"kind": "ssh", "ssh": node.ssh_config(**ssh)}}}
+    path = tmp_path / f"tb-{forwarder}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _experiment(tmp_path: Path, forwarder: str, behaviors: list[str]) -> Path:
+    path = tmp_path / f"exp-{forwarder}.yaml"
+    path.write_text(yaml.safe_dump({"name": f"ssh-{forwarder}", "forwarder": forwarder,
+                                    "behaviors": behaviors, "search": SEARCH}))
+    return path
+
+
+def _sut(*argv: str) -> str:
+    return subprocess.run(["ip", "netns", "exec", SUT_NS, *argv], capture_output=True,
+                          text=True, check=True).stdout
+
+
+def _assert_sut_clean() -> None:
+    """No SRv6 route, no tc filter, no VNF, no private work directory left on the SUT."""
+    routes = _sut("ip", "-6", "route", "show", "table", "all")
+    assert "seg6" not in routes and "fc00:" not in routes, routes
+    for dev in ("s0", "s1"):
+        assert "bpf" not in _sut("tc", "filter", "show", "dev", dev, "ingress")
+    names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert f"{PREFIX}-vnf" not in names
+    assert not list(Path("/tmp").glob("srperf.*")) or all(
+        not p.is_dir() or not any(p.glob("*.sh")) for p in Path("/tmp").glob("srperf.*"))
+
+
+def _environment(results: Path) -> dict[str, Any]:
+    db = sqlite3.connect(results / "srperf.sqlite")
+    (env,), = db.execute("SELECT environment FROM runs ORDER BY started DESC LIMIT 1")
+    return json.loads(env)
+
+
+def test_linux_behaviors_run_over_ssh(node: SshdNode, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["run", str(_experiment(tmp_path, "linux", ["ipv6", "end", "end_dt4"])),
+               "--testbed", str(_testbed(tmp_path, node, "linux")),
+               "--results", str(tmp_path / "res")])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "ipv6: verified" in out and "end: verified" in out
+    assert "end_dt4: unsupported:" in out  # the SUT's own reason, read over SSH
+    sut = _environment(tmp_path / "res")["nodes"]["sut"]
+    assert sut["reached_through"] == f"ssh root@{node.host}:22"
+    assert sut["kernel"] == _sut("uname", "-r").strip()
+    assert sut["forwarder"]["iproute2"].startswith("ip utility")
+    assert sut["ports"]["s0"]["driver"] == "veth"
+    db = sqlite3.connect(tmp_path / "res" / "srperf.sqlite")
+    assert {b for (b,) in db.execute("SELECT DISTINCT behavior FROM trials")} == {"ipv6", "end"}
+    _assert_sut_clean()
+
+
+def test_end_ad_runs_over_ssh(node: SshdNode, tmp_path: Path,
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["run", str(_experiment(tmp_path, "ebpf", ["end_ad"])),
+               "--testbed", str(_testbed(tmp_path, node, "ebpf")),
+               "--results", str(tmp_path / "res")])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "end_ad: verified" in out
+    sut = _environment(tmp_path / "res")["nodes"]["sut"]
+    assert sut["reached_through"].startswith("ssh ")
+    assert "bpftool" in sut["forwarder"]["bpftool"] and "clang" in sut["forwarder"]["clang"]
+    db = sqlite3.connect(tmp_path / "res" / "srperf.sqlite")
+    extras = [json.loads(e) for (e,) in db.execute("SELECT extra FROM trials")]
+    assert extras and all("dataplane" in e for e in extras)  # counters read over SSH
+    assert sum(sum(e["dataplane"].values()) for e in extras) > 0
+    _assert_sut_clean()
+
+
+@pytest.mark.parametrize("what, ssh, message", [
+    ("unknown host key", {"known_hosts": "EMPTY"}, "host key"),
+    ("wrong key", {"key_file": "OTHER"}, "authentication"),
+    ("refused connection", {"port": 2222}, "refused"),
+])
+def test_connection_failures_name_the_host(node: SshdNode, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str], what: str,
+                                           ssh: dict[str, Any], message: str) -> None:
+    if ssh.get("known_hosts") == "EMPTY":
+        (tmp_path / "empty_known_hosts").write_text("")
+        ssh = {"known_hosts": str(tmp_path / "empty_known_hosts")}
+    if ssh.get("key_file") == "OTHER":
+        ssh = {"key_file": node.new_key(f"other-{tmp_path.name}")}
+    rc = main(["run", str(_experiment(tmp_path, "linux", ["ipv6"])),
+               "--testbed", str(_testbed(tmp_path, node, "linux", **ssh)),
+               "--results", str(tmp_path / "res")])
+    err = capsys.readouterr().err
+    assert rc == 1, err
+    assert node.host in err and message in err.lower(), err
+    assert "Traceback" not in err
+    _assert_sut_clean()
+
+
+def test_dropped_session_keeps_trials_and_cleans_the_sut(node: SshdNode,
+                                                         tmp_path: Path) -> None:
+    exp = load_experiment(_experiment(tmp_path, "linux", ["ipv6", "end"]))
+    tb = load_testbed(_testbed(tmp_path, node, "linux"))
+    dropped: list[int] = []
+
+    def progress(msg: str) -> None:
+        if msg.startswith("ipv6 size 64 rep 1:") and not dropped:
+            dropped.append(node.drop_sessions())   # the SSH session dies mid-run
+
+    orch = Orchestrator(exp, tb, tmp_path / "res", progress=progress)
+    with pytest.raises(TransportError, match=node.host):
+        orch.run()
+    assert dropped and dropped[0] >= 1
+    db = sqlite3.connect(tmp_path / "res" / "srperf.sqlite")
+    assert db.execute("SELECT status FROM runs").fetchone() == ("failed",)
+    kept = db.execute("SELECT COUNT(*) FROM trials WHERE behavior = 'ipv6'").fetchone()[0]
+    searched = db.execute("SELECT n_trials FROM searches WHERE behavior = 'ipv6'").fetchone()
+    assert searched is not None and kept == searched[0] >= 1  # every trial of the search
+    _assert_sut_clean()  # reconnected once and cleaned

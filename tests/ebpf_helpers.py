@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from srperf.config.model import TestbedConfig
 from srperf.forwarders.ebpf import DEFAULT_SETTINGS, EbpfOptions, ProxySettings
-from srperf.sut_control import configure as configure_forwarder
+from srperf.testbeds.sut import configure as configure_forwarder
 
 
 def configure(tb: TestbedConfig, function: str,

@@ -13,7 +13,7 @@ import pytest
 
 from srperf.config.model import TestbedConfig
 from srperf.forwarders.base import Forwarder
-from srperf.sut_control import SutControl
+from srperf.testbeds.sut import SutControl
 from srperf.errors import CfgError, TransportError, UnsupportedBehavior
 from srperf.netns import CommandFailed
 from srperf.transports.base import Transport

@@ -1,7 +1,7 @@
 """Experiment and testbed configuration (YAML): dataclasses, settings, schema and loader.
 
 ("config" is always a YAML file and what it loads into; configuring the SUT is
-"cfg": the CFG scripts of :mod:`srperf.sut_control`.)  The loader is imported
+"cfg": the CFG scripts of :mod:`srperf.testbeds.sut`.)  The loader is imported
 on first use so that the forwarder and testbed modules can import the
 dataclasses without an import circle.
 """

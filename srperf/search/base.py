@@ -14,6 +14,11 @@ from typing import Callable
 
 from srperf.drivers.base import TrialResult
 
+
+def exceeds(trial: TrialResult, threshold_pct: float) -> bool:
+    """True when the trial lost more than ``threshold_pct`` % of its intended packets."""
+    return trial.lost * 100.0 > trial.intended * threshold_pct
+
 Measure = Callable[[float, float], TrialResult]
 """measure(rate_pps, duration_s) -> TrialResult."""
 

@@ -12,7 +12,8 @@ import time
 from dataclasses import dataclass, field
 
 from srperf.drivers.base import TrialResult, beyond_generator
-from srperf.search.base import GoalResult, Measure, SearchResult, SearchSettings
+from srperf.search.base import GoalResult, Measure, SearchResult, SearchSettings, exceeds
+from srperf.search.estimate import crossing_estimate
 
 log = logging.getLogger(__name__)
 
@@ -36,11 +37,6 @@ def beyond_generator_in(trials: "TrialLog", trial: TrialResult) -> bool:
 
 class TrialBudgetExceeded(Exception):
     """Internal: the search reached ``settings.max_trials``."""
-
-
-def exceeds(trial: TrialResult, threshold_pct: float) -> bool:
-    """True when the trial lost more than ``threshold_pct`` % of its intended packets."""
-    return trial.lost * 100.0 > trial.intended * threshold_pct
 
 
 def is_near(trial: TrialResult, threshold_pct: float, near_factor: float) -> bool:
@@ -125,7 +121,6 @@ class TrialLog:
         """``goal`` with the crossing estimate of all trials, for goals with both bounds."""
         if goal.status != "ok" or goal.lower_bound_pps is None or goal.upper_bound_pps is None:
             return goal
-        from srperf.search.estimate import crossing_estimate  # it imports this module
 
         trials = [t for t in self.trials if not t.extra.get("warmup")]
         est = crossing_estimate(trials, goal.threshold_pct, self.settings.exceed_ratio)

@@ -7,7 +7,7 @@ PLRsearch, with a much smaller model).  Rates in pps.
 
 Model
     A trial at rate r is *bad* for threshold t when it lost more than t % of
-    its packets (:func:`srperf.search.common.exceeds`).  The probability of a
+    its packets (:func:`srperf.search.base.exceeds`).  The probability of a
     bad trial is logistic in the log of the rate, written around the crossing
     rate c where it equals the exceed ratio e::
 
@@ -47,7 +47,7 @@ from typing import Sequence
 import numpy as np
 
 from srperf.drivers.base import TrialResult
-from srperf.search.common import exceeds
+from srperf.search.base import exceeds
 
 MIN_TRIALS = 4
 """Fewest usable trials an estimate is made from."""

@@ -143,7 +143,7 @@ class Testbed(abc.ABC):
 
     def sut(self, forwarder: Forwarder, options: Settings) -> SutHandle:
         """The SUT driven with ``forwarder`` through its CFG script."""
-        from srperf.sut_control import SutControl
+        from srperf.testbeds.sut import SutControl
 
         return SutControl(forwarder, self.node("sut"), self.config, options)
 

@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from srperf.build import ensure_built
+from srperf.config.settings import Settings, setting
 from srperf.drivers.base import TrafficGenerator, TrialResult, beyond_generator
 from srperf.errors import GeneratorError
 from srperf.resources import generator_dir
@@ -129,6 +130,36 @@ class SrgenReport:
         counted = self.attempts_refused == self.tx_dropped_delta + self.qdisc_dropped_delta
         held = int(self.raw.get("hold_pkts", 0)) > 0
         return counted and (held or self.refused == self.attempts_refused)
+
+
+@dataclass(frozen=True)
+class LinuxGeneratorOptions(Settings):
+    """``tester.options`` of the linux driver (keyword arguments of :class:`LinuxGenerator`)."""
+
+    tolerance: float = setting(0.01, "largest relative gap between offered and intended rate "
+                               "of a usable trial", schema={"type": "number",
+                                                            "exclusiveMinimum": 0,
+                                                            "maximum": 0.5})
+    drain_s: float = setting(0.2, "wait after the last packet before reading counters",
+                             unit="s", schema={"type": "number", "minimum": 0, "maximum": 10})
+    retries: int = setting(1, "re-runs of a generator-limited trial",
+                           schema={"type": "integer", "minimum": 0, "maximum": 10})
+    batch: int = setting(16, "packets per send call at most", unit="packets",
+                         schema={"type": "integer", "minimum": 1, "maximum": 256})
+    max_lag_s: float = setting(0.001, "how far srgen catches up after a stall", unit="s",
+                               schema={"type": "number", "exclusiveMinimum": 0})
+    quantum_s: float = setting(0.0, "send what is due every quantum (0: each packet at its "
+                               "time)", unit="s", schema={"type": "number", "minimum": 0})
+    fifo_priority: int = setting(0, "SCHED_FIFO priority of srgen (0: normal scheduling)",
+                                 schema={"type": "integer", "minimum": 0, "maximum": 99})
+    mode: str = setting("mmsg", "send path: sendmmsg batches or a PACKET_TX_RING",
+                        schema={"enum": list(SEND_MODES)})
+    queue_pkts: int = setting(DEFAULT_QUEUE_PKTS, "frames queued in front of the SUT (0: "
+                              "none)", unit="frames",
+                              schema={"type": "integer", "minimum": 0,
+                                      "maximum": MAX_QUEUE_PKTS})
+    queue_mode: str | None = setting(None, "where the queue is: srgen holds frames, or a "
+                                     "pfifo on the tx port", schema={"enum": list(QUEUE_MODES)})
 
 
 class LinuxGenerator(TrafficGenerator):

@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 from srperf.config.model import TestbedConfig
+from srperf.config.settings import Settings
 from srperf.drivers.base import TrafficGenerator
 from srperf.errors import GeneratorError
 
 DRIVERS = ("linux",)
 """Drivers of real traffic (the simulated testbed makes its own model generator)."""
+
+
+def options_class(driver: str) -> type[Settings] | None:
+    """The dataclass of ``tester.options`` for ``driver`` (None: a driver without options
+    in this version)."""
+    if driver == "linux":
+        from srperf.drivers.linux import LinuxGeneratorOptions
+
+        return LinuxGeneratorOptions
+    return None
 
 
 def create_generator(tb: TestbedConfig, tester_ns: str | None) -> TrafficGenerator:

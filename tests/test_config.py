@@ -151,6 +151,8 @@ BAD_TESTBEDS = [
     ("bad prefix", _tb(prefix="Bad-Prefix"), "prefix", "Bad-Prefix"),
     ("unknown generator option", _tb(**{"tester.options": {"batchsize": 8}}),
      "tester.options.batchsize", "8"),
+    ("generator option out of range", _tb(**{"tester.options": {"batch": 1000}}),
+     "tester.options.batch", "1000"),
     ("bad send mode", _tb(**{"tester.options": {"mode": "dpdk"}}), "tester.options.mode",
      "dpdk"),
     ("negative queue", _tb(**{"tester.options": {"queue_pkts": -1}}),

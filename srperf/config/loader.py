@@ -202,6 +202,7 @@ def load_testbed(path: str | Path) -> TestbedConfig:
         napi_fifo_priority=int(s.get("napi_fifo_priority", SutConfig.napi_fifo_priority)),
         napi_defer_hard_irqs=int(s.get("napi_defer_hard_irqs", 0)),
         gro_flush_timeout_us=float(s.get("gro_flush_timeout_us", 0.0)))
+    _check_driver_options(file, tester.driver, tester.options)
     from srperf import testbeds
 
     config = TestbedConfig(name=data["name"], kind=data.get("kind", "virtual"),
@@ -210,6 +211,22 @@ def load_testbed(path: str | Path) -> TestbedConfig:
                            source=file)
     testbeds.KINDS[config.kind].check_config(config)
     return config
+
+
+def _check_driver_options(file: str, driver: str, options: dict[str, Any]) -> None:
+    """Validate ``tester.options`` against the driver's options dataclass."""
+    from srperf.generators import options_class
+
+    cls = options_class(driver)
+    if cls is None:
+        if options:
+            raise ConfigError(file, f"tester.options.{next(iter(options))}",
+                              options[next(iter(options))],
+                              f"driver {driver!r} takes no options here")
+        return
+    _validate(file, {"tester": {"options": options}},
+              {"type": "object", "properties": {"tester": {
+                  "type": "object", "properties": {"options": cls.json_schema()}}}})
 
 
 def _reject_remote_dir(file: str, data: dict[str, Any]) -> None:

@@ -8,6 +8,13 @@ from typing import Any
 from srperf.config.model import Addressing, SearchConfig
 from srperf.forwarders import names as forwarder_names
 
+
+def testbed_kinds() -> tuple[str, ...]:
+    """The testbed kinds of :mod:`srperf.testbeds` (its registry decides)."""
+    from srperf.testbeds import KINDS
+
+    return tuple(KINDS)
+
 MAC_PATTERN = r"^([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}$"
 POSITIVE = {"type": "number", "exclusiveMinimum": 0}
 IFNAME = {"type": "string", "pattern": r"^[A-Za-z0-9_.:-]{1,15}$"}
@@ -54,7 +61,7 @@ TESTBED_SCHEMA: dict[str, Any] = {
     "required": ["name"],
     "properties": {
         "name": {"type": "string", "minLength": 1},
-        "kind": {"enum": ["virtual", "ssh", "simulated"]},
+        "kind": {"enum": list(testbed_kinds())},
         "prefix": {"type": "string", "pattern": r"^[a-z][a-z0-9]{0,7}$"},
         "tester": {
             "type": "object", "additionalProperties": False,

@@ -46,8 +46,11 @@ class Settings:
             schema = nested.json_schema() if nested else dict(f.metadata.get("schema", {}))
             doc = f.metadata.get("doc", "")
             unit = f.metadata.get("unit", "")
-            if doc:
-                schema.setdefault("description", f"{doc} ({unit})" if unit else doc)
+            if doc:  # the field's own words first, then what the type says
+                own = f"{doc} ({unit})" if unit else doc
+                if nested is None and schema.get("description"):
+                    own = f"{own}: {schema['description']}"
+                schema["description"] = own
             props[f.name] = schema
         return {"type": "object", "additionalProperties": False, "properties": props,
                 "description": (cls.__doc__ or "").strip().splitlines()[0]

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 # Namespace prefixes the suite's tests use (one per test area).
-TEST_PREFIXES = ("srpt", "tgen", "lxc", "ebp", "srpcli", "srpsig")
+TEST_PREFIXES = ("srpt", "tgen", "lxc", "ebp", "srpcli", "srpsig", "cfgc")
 
 
 def _namespaces() -> set[str]:

@@ -166,6 +166,10 @@ clean() {
 	done
 	if ip link show dev "$SRPERF_VRF_DEV" >/dev/null 2>&1; then
 		run ip link del dev "$SRPERF_VRF_DEV"
+		# vrf_table turned strict mode on with the device: back to the kernel's default.
+		if [[ -e /proc/sys/net/vrf/strict_mode ]]; then
+			run sysctl -qw net.vrf.strict_mode=0
+		fi
 	fi
 }
 

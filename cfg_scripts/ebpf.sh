@@ -1,65 +1,145 @@
 #!/usr/bin/env bash
 # srperf CFG script of the eBPF dataplane: SRv6 proxies for SR-unaware VNFs.
 #
-#   bash ebpf.sh FUNCTION        (run inside the SUT, e.g. ip netns exec SUT ...)
+#   bash ebpf.sh FUNCTION        (on the SUT, e.g. ip netns exec SUT bash ebpf.sh end_ad)
 #
-# Functions: end_ad end_as end_am end_cache end_baseline clean counters build.
-# Every configuring function cleans first, so calling it twice is harmless.
-# Exit 0: done; exit 3: the SUT cannot do it ("unsupported: <reason>" on
-# stderr); any other exit: failure (stderr says why).
+# The contract (exit codes, no defaults, idempotence, `functions`) is
+# cfg_scripts/README.md.  In short: 0 done (quiet); 1 a command failed (stderr
+# names it); 2 usage error (unknown function, missing/empty or invalid
+# variable: stderr names it); 3 the SUT cannot do it (`unsupported: <reason>`).
+# After exit 1 or 3 from a behavior nothing is configured.
+#
+# Functions:
+#   end_ad end_as end_am end_cache   the proxies (one srproxy object, srp_inbound on
+#                                    the in-port, srp_from_vnf on every VNF port)
+#   end_baseline                     SRNK's baseline: no proxy, the VNF SIDs routed to
+#                                    the (SR-aware) VNFs
+#   clean                            detach our programs, remove pins and our routes
+#   counters                         JSON dump of the attached proxy's srp_stats map
+#                                    (nothing when no proxy is attached)
+#   build                            compile srproxy-c<SRPERF_CACHE_SIZE>.o on the SUT
 #
 # The VNFs are attached by veths named ${SRPERF_VNF_IF_PREFIX}0, 1, ... in this
-# namespace (srperf/testbeds/vnf.py makes them); VNF i has:
-#   SID   ${SRPERF_VNF_SID_BASE}<i+1 in hex>          e.g. fc00:1:a::1
+# namespace (srperf/testbeds/vnf.py makes them): the script configures every
+# such interface present, from 0 up.  VNF i has:
+#   SID   ${SRPERF_VNF_SID_BASE}<i+1 in hex>            e.g. fc00:1:a::1
 #   MAC   ${SRPERF_VNF_MAC_PREFIX}:<i, 2 bytes in hex>  e.g. 02:5e:00:10:00:00
 #   next hop (baseline)  ${SRPERF_VNF_IP6} on that link (static neighbour)
 #
-# Parameters (environment, defaults in brackets):
-#   SRPERF_IN_IF          SUT in-port, srp_inbound goes there [s0]
-#   SRPERF_VNF_IF_PREFIX  [vnf]   SRPERF_VNF_SID_BASE [fc00:1:a::]
-#   SRPERF_VNF_MAC_PREFIX   [02:5e:00:10]   SRPERF_VNF_IP6 [fe80::2]
-#   SRPERF_VNF_COUNT      VNFs to configure [every vnf<i> interface present]
-#   SRPERF_AD_AGE         End.AD: seconds between rewrites of the stored header [1]
-#   SRPERF_AS_SRC         End.AS: outer source address [SRPERF_TESTER_TX_IP6, fd00:1::1]
-#   SRPERF_AS_SEGS        End.AS: SIDs after the VNF's own, first first [SRPERF_SID_NEXT,
-#                         fc00:2::1]
-#   SRPERF_SID_PREFIX, SRPERF_TESTER_RX_IP6, SRPERF_TESTER_RX_IP4, SRPERF_OUT_IF,
-#   SRPERF_DST_PREFIX6, SRPERF_DST_PREFIX4: routes to the tester's rx port
-#                         [Addressing defaults]
-#   SRPERF_CACHE_SIZE     caching proxy: LRU entries [65536]
-#   SRPERF_CACHE_MISS     caching proxy: drop | pass [drop]
-#   SRPERF_CACHE_NAT_KEY  caching proxy: 1 = inner source left out of the key [0]
-#   SRPERF_EBPF_FIB       1 = return path by bpf_fib_lookup + redirect, 0 = kernel [1]
-#   SRPERF_EBPF_DIR       directory of srproxy.c and its Makefile (needed to build)
-#   SRPERF_BUILD_DIR      where objects go [$HOME/.cache/srperf/build/ebpf]
-#   SRPERF_BPF_PIN_ROOT   bpffs directory for pins [/sys/fs/bpf/srperf]
+# Variables (all required where listed; no defaults):
+#   SRPERF_IN_IF          SUT in-port: srp_inbound goes there
+#   SRPERF_OUT_IF, SRPERF_TESTER_RX_IP6, SRPERF_TESTER_RX_IP4: port and next hops
+#                         towards the tester's rx port, for the routes of
+#   SRPERF_SID_PREFIX, SRPERF_DST_PREFIX6, SRPERF_DST_PREFIX4 (the next SID after
+#                         a VNF; bare packets of the caching proxy's "pass" policy)
+#   SRPERF_VNF_IF_PREFIX, SRPERF_VNF_SID_BASE, SRPERF_VNF_MAC_PREFIX, SRPERF_VNF_IP6
+#   SRPERF_AD_AGE         End.AD: seconds between rewrites of the stored header
+#   SRPERF_AS_SRC         End.AS: outer source address
+#   SRPERF_AS_SEGS        End.AS: SIDs after the VNF's own, first first, comma-separated
+#   SRPERF_CACHE_SIZE     LRU entries of the caching proxy: selects the object
+#                         srproxy-c<SIZE>.o, so every proxy needs it
+#   SRPERF_CACHE_MISS     caching proxy: drop | pass
+#   SRPERF_CACHE_NAT_KEY  caching proxy: 1 = inner source left out of the key, 0 = not
+#   SRPERF_EBPF_FIB       1 = return path by bpf_fib_lookup + redirect, 0 = kernel
+#   SRPERF_BUILD_DIR      directory ON THE SUT holding the objects (srproxy-c<SIZE>.o,
+#                         vnf_drop.o); a missing srproxy object is built there
+#   SRPERF_EBPF_DIR       directory ON THE SUT holding the sources (srproxy.c,
+#                         srproxy.h, vnf_drop.c, Makefile)
+#
+# Per function:
+#   end_ad        PROXY_VARS + SRPERF_AD_AGE
+#   end_as        PROXY_VARS + SRPERF_AS_SRC SRPERF_AS_SEGS
+#   end_am        PROXY_VARS
+#   end_cache     PROXY_VARS + SRPERF_CACHE_MISS SRPERF_CACHE_NAT_KEY
+#   end_baseline  ROUTE_VARS + SRPERF_VNF_IF_PREFIX SRPERF_VNF_SID_BASE SRPERF_VNF_IP6
+#   build         SRPERF_EBPF_DIR SRPERF_BUILD_DIR SRPERF_CACHE_SIZE
+#   clean, counters   none
+# with ROUTE_VARS and PROXY_VARS as defined below.
+#
+# Pins go to /sys/fs/bpf/srperf/<netns name, or "default">.  Under `ip netns
+# exec` /sys is private to the command, so the pins last as long as the command;
+# the attached programs keep programs and maps alive, and `counters`/`clean`
+# find them through the attachments, never through the pins.
 set -euo pipefail
+# The ERR trap (inherited by functions) records the command that failed, for
+# the report of an unexpected failure (see on_exit).
+set -o errtrace
+trap 'FAILED_CMD=$BASH_COMMAND' ERR
 
-EXIT_UNSUPPORTED=3
-ROUTE_PROTO=83            # routes of end_baseline carry this protocol number
-FILTER_PREF=4242          # tc filter preference of our programs
-PROG_PREFIX=srp_
+readonly PROG="ebpf.sh"
+readonly PIN_ROOT=/sys/fs/bpf/srperf
+readonly ROUTE_PROTO=83   # routes of this script carry this protocol number
+readonly FILTER_PREF=4242 # tc filter preference of our programs
+readonly PROG_PREFIX=srp_
+readonly MAX_VNFS=256     # SRP_MAX_VNFS in srproxy.h
 
-BEH_AD=1
-BEH_AS=2
-BEH_AM=3
-BEH_CACHE=4
-F_MISS_PASS=1
-F_NO_FIB=2
-F_NAT_KEY=4
+readonly BEH_AD=1
+readonly BEH_AS=2
+readonly BEH_AM=3
+readonly BEH_CACHE=4
+readonly F_MISS_PASS=1
+readonly F_NO_FIB=2
+readonly F_NAT_KEY=4
+
+readonly ROUTE_VARS=(SRPERF_OUT_IF SRPERF_TESTER_RX_IP6 SRPERF_TESTER_RX_IP4
+    SRPERF_SID_PREFIX SRPERF_DST_PREFIX6 SRPERF_DST_PREFIX4)
+readonly PROXY_VARS=("${ROUTE_VARS[@]}" SRPERF_IN_IF SRPERF_VNF_IF_PREFIX
+    SRPERF_VNF_SID_BASE SRPERF_VNF_MAC_PREFIX SRPERF_CACHE_SIZE SRPERF_EBPF_FIB
+    SRPERF_BUILD_DIR SRPERF_EBPF_DIR)
+
+readonly BEHAVIORS=(end_ad end_as end_am end_cache end_baseline)
+readonly FUNCTIONS=("${BEHAVIORS[@]}" clean counters build)
+
+FUNCTION=""
+FAILED_CMD=""
+REPORTED=0 # 1 once the reason of a failure is on stderr
+
+# --- reporting -------------------------------------------------------------------
 
 die() {
-    echo "ebpf.sh: $*" >&2
+    echo "$PROG: $*" >&2
+    REPORTED=1
     exit 1
+}
+
+usage_error() {
+    echo "$PROG: $*" >&2
+    REPORTED=1
+    exit 2
 }
 
 unsupported() {
     echo "unsupported: $*" >&2
-    exit "$EXIT_UNSUPPORTED"
+    REPORTED=1
+    exit 3
 }
 
-log() {
-    echo "ebpf.sh: $*" >&2
+# need VAR...: exit 2 naming every VAR that is unset or empty.
+need() {
+    local var
+    local -a missing=()
+    for var in "$@"; do
+        if [[ -z "${!var:-}" && " ${missing[*]} " != *" $var "* ]]; then
+            missing+=("$var")
+        fi
+    done
+    if ((${#missing[@]} > 0)); then
+        usage_error "missing environment variable(s): ${missing[*]}"
+    fi
+}
+
+# invalid VAR WHAT: exit 2, VAR's value is not WHAT.
+invalid() {
+    usage_error "$1=${!1}: must be $2"
+}
+
+# run CMD...: run a command quietly; on failure exit 1 with it and its output.
+run() {
+    local out rc=0
+    out=$("$@" 2>&1) || rc=$?
+    if ((rc != 0)); then
+        die "$* failed (exit status $rc): ${out:-no output}"
+    fi
 }
 
 need_tools() {
@@ -71,50 +151,48 @@ need_tools() {
 
 # --- parameters ------------------------------------------------------------------
 
-in_if() { echo "${SRPERF_IN_IF:-s0}"; }
-vnf_prefix() { echo "${SRPERF_VNF_IF_PREFIX:-vnf}"; }
-build_dir() { echo "${SRPERF_BUILD_DIR:-${HOME:-/root}/.cache/srperf/build/ebpf}"; }
-
 ns_name() {
     local name
     name=$(ip netns identify "$$" 2>/dev/null || true)
     echo "${name:-default}"
 }
 
-pin_dir() { echo "${SRPERF_BPF_PIN_ROOT:-/sys/fs/bpf/srperf}/$(ns_name)"; }
+pin_dir() { echo "$PIN_ROOT/$(ns_name)"; }
 
-# Number of VNFs: SRPERF_VNF_COUNT, else every <prefix><i> interface present.
-vnf_count() {
-    local n=0 prefix
-    prefix=$(vnf_prefix)
-    if [[ -n "${SRPERF_VNF_COUNT:-}" ]]; then
-        echo "$SRPERF_VNF_COUNT"
-        return
-    fi
-    while [[ -e "/sys/class/net/${prefix}${n}" ]]; do
-        n=$((n + 1))
+# VNF_N: the number of VNF interfaces present, <prefix>0 .. <prefix>N-1.
+VNF_N=0
+find_vnfs() {
+    need SRPERF_VNF_IF_PREFIX
+    VNF_N=0
+    while [[ -e "/sys/class/net/${SRPERF_VNF_IF_PREFIX}${VNF_N}" ]]; do
+        VNF_N=$((VNF_N + 1))
     done
-    echo "$n"
+    ((VNF_N >= 1)) || die "no VNF interface ${SRPERF_VNF_IF_PREFIX}0 in namespace" \
+        "$(ns_name): bring the VNFs up first"
+    ((VNF_N <= MAX_VNFS)) || die "at most $MAX_VNFS VNFs (SRP_MAX_VNFS), found $VNF_N"
 }
 
-vnf_sid() { printf '%s%x\n' "${SRPERF_VNF_SID_BASE:-fc00:1:a::}" "$(($1 + 1))"; }
+vnf_sid() { printf '%s%x\n' "$SRPERF_VNF_SID_BASE" "$(($1 + 1))"; }
 
 vnf_mac() {
-    printf '%s:%02x:%02x\n' "${SRPERF_VNF_MAC_PREFIX:-02:5e:00:10}" "$((($1 >> 8) & 255))" \
-        "$(($1 & 255))"
+    printf '%s:%02x:%02x\n' "$SRPERF_VNF_MAC_PREFIX" "$((($1 >> 8) & 255))" "$(($1 & 255))"
 }
 
-require_vnfs() {
-    local n i prefix
-    n=$(vnf_count)
-    prefix=$(vnf_prefix)
-    [[ "$n" -ge 1 ]] ||
-        die "no VNF interface ${prefix}0 in namespace $(ns_name): bring the VNFs up first"
-    [[ "$n" -le 256 ]] || die "at most 256 VNFs (SRP_MAX_VNFS), asked for $n"
-    for ((i = 0; i < n; i++)); do
-        [[ -e "/sys/class/net/${prefix}${i}" ]] || die "VNF interface ${prefix}${i} missing"
-    done
-    echo "$n"
+# Values checked before anything changes (exit 2 names the variable).
+check_cache_size() {
+    need SRPERF_CACHE_SIZE
+    [[ "$SRPERF_CACHE_SIZE" =~ ^[1-9][0-9]*$ ]] || invalid SRPERF_CACHE_SIZE "a positive integer"
+}
+
+# FIB_FLAG: the flag SRPERF_EBPF_FIB asks for.
+FIB_FLAG=0
+check_fib() {
+    need SRPERF_EBPF_FIB
+    case "$SRPERF_EBPF_FIB" in
+        1) FIB_FLAG=0 ;;
+        0) FIB_FLAG=$F_NO_FIB ;;
+        *) invalid SRPERF_EBPF_FIB "0 or 1" ;;
+    esac
 }
 
 # --- byte encoding for bpftool ----------------------------------------------------
@@ -158,79 +236,115 @@ zeros() {
     echo "${out% }"
 }
 
-# --- build, load, attach ---------------------------------------------------------
+# --- objects: on the SUT, built there when missing ----------------------------------
 
-object_path() { echo "$(build_dir)/srproxy-c${1}.o"; }
+object_name() { echo "srproxy-c${SRPERF_CACHE_SIZE}.o"; }
 
-build() {
-    local entries=${1:-${SRPERF_CACHE_SIZE:-65536}}
-    need_tools make clang
-    [[ -n "${SRPERF_EBPF_DIR:-}" ]] || die "SRPERF_EBPF_DIR (directory of srproxy.c) is not set"
-    [[ -f "$SRPERF_EBPF_DIR/srproxy.c" ]] || die "no srproxy.c in SRPERF_EBPF_DIR=$SRPERF_EBPF_DIR"
-    [[ "$entries" =~ ^[1-9][0-9]*$ ]] ||
-        die "SRPERF_CACHE_SIZE must be a positive integer: $entries"
-    mkdir -p "$(build_dir)"
-    make -s -C "$SRPERF_EBPF_DIR" BUILD_DIR="$(build_dir)" CACHE_ENTRIES="$entries" \
-        "$(object_path "$entries")" >&2 || die "building the eBPF dataplane failed"
+object_path() { echo "$SRPERF_BUILD_DIR/$(object_name)"; }
+
+# make_object: compile srproxy-c<SRPERF_CACHE_SIZE>.o into SRPERF_BUILD_DIR with
+# the Makefile of SRPERF_EBPF_DIR (make rebuilds it when a source is newer).
+make_object() {
+    need SRPERF_EBPF_DIR SRPERF_BUILD_DIR SRPERF_CACHE_SIZE
+    local src
+    for src in Makefile srproxy.c srproxy.h; do
+        [[ -f "$SRPERF_EBPF_DIR/$src" ]] ||
+            die "no $src in SRPERF_EBPF_DIR=$SRPERF_EBPF_DIR: push the sources first"
+    done
+    run mkdir -p "$SRPERF_BUILD_DIR"
+    run make -s -C "$SRPERF_EBPF_DIR" BUILD_DIR="$SRPERF_BUILD_DIR" \
+        CACHE_ENTRIES="$SRPERF_CACHE_SIZE" "$(object_path)"
 }
 
-# bpffs for the pins.  Under `ip netns exec` /sys is private to the command, so
-# the mount (and the pins) last as long as the command; the attached programs
-# keep programs and maps alive, and `counters`/`clean` find them through the
-# attachments, never through the pins.  On a real SUT /sys/fs/bpf persists.
+# ensure_object: the object for SRPERF_CACHE_SIZE; built on the SUT when it is
+# missing and clang and make are there, else the SUT cannot run this proxy.
+ensure_object() {
+    need SRPERF_EBPF_DIR SRPERF_BUILD_DIR SRPERF_CACHE_SIZE
+    [[ -f "$(object_path)" ]] && return 0
+    local tool
+    for tool in clang make; do
+        command -v "$tool" >/dev/null 2>&1 ||
+            unsupported "no object $(object_name) in $SRPERF_BUILD_DIR and no $tool on the" \
+                "SUT to build it"
+    done
+    make_object
+}
+
+build() {
+    need SRPERF_EBPF_DIR SRPERF_BUILD_DIR SRPERF_CACHE_SIZE
+    check_cache_size
+    local tool
+    for tool in clang make; do
+        command -v "$tool" >/dev/null 2>&1 ||
+            unsupported "no $tool on the SUT to build $(object_name)"
+    done
+    make_object
+}
+
+# --- load, attach ---------------------------------------------------------------------
+
+# bpffs for the pins (see the header).  On a real SUT /sys/fs/bpf persists.
 ensure_bpffs() {
-    local root
-    root=$(dirname "$(pin_dir)")
-    mkdir -p "$root" 2>/dev/null || true
-    if [[ "$(stat -f -c %T "$root" 2>/dev/null)" != "bpf_fs" ]]; then
+    mkdir -p "$PIN_ROOT" 2>/dev/null || true
+    if [[ "$(stat -f -c %T "$PIN_ROOT" 2>/dev/null)" != "bpf_fs" ]]; then
         if [[ "$(stat -f -c %T /sys/fs/bpf 2>/dev/null)" != "bpf_fs" ]]; then
-            mount -t bpf bpf /sys/fs/bpf || unsupported "cannot mount a bpffs on /sys/fs/bpf"
+            local out
+            out=$(mount -t bpf bpf /sys/fs/bpf 2>&1) ||
+                unsupported "cannot mount a bpffs on /sys/fs/bpf: $out"
         fi
-        mkdir -p "$root"
-        [[ "$(stat -f -c %T "$root")" == "bpf_fs" ]] || die "$root is not on a bpffs"
+        run mkdir -p "$PIN_ROOT"
+        [[ "$(stat -f -c %T "$PIN_ROOT")" == "bpf_fs" ]] || die "$PIN_ROOT is not on a bpffs"
     fi
 }
 
 ensure_clsact() {
     local dev=$1
     if [[ "$(tc qdisc show dev "$dev" clsact)" != *clsact* ]]; then
-        tc qdisc add dev "$dev" clsact
+        run tc qdisc add dev "$dev" clsact
     fi
 }
 
 attach() {
     local dev=$1 prog=$2
     ensure_clsact "$dev"
-    tc filter replace dev "$dev" ingress pref "$FILTER_PREF" handle 1 bpf \
+    run tc filter replace dev "$dev" ingress pref "$FILTER_PREF" handle 1 bpf \
         object-pinned "$(pin_dir)/$prog" direct-action
 }
 
 map_update() {
     local map=$1 key=$2 value=$3
     # shellcheck disable=SC2086 # byte lists are meant to split into words
-    bpftool map update pinned "$(pin_dir)/maps/$map" key hex $key value hex $value
+    run bpftool map update pinned "$(pin_dir)/maps/$map" key hex $key value hex $value
 }
 
-# Load srproxy (one object: both programs share its maps), attach srp_inbound
-# to the in-port and srp_from_vnf to every VNF interface, fill the maps.
-# $1 behavior number, $2 flags, $3 age (ns), $4 cache entries
-load_proxy() {
-    local behavior=$1 flags=$2 age_ns=$3 entries=$4
-    local n i dev ifindex sut_mac obj dir hdr6 hdr4
+# The checks every proxy makes before it changes anything: values (exit 2),
+# tools and object (exit 3), VNF interfaces (exit 1).
+proxy_checks() {
+    need "${PROXY_VARS[@]}"
+    check_cache_size
+    check_fib
     need_tools bpftool tc
-    n=$(require_vnfs)
+    ensure_object
+    find_vnfs
+}
+
+# Load srproxy (one object: both programs share its maps), attach srp_from_vnf
+# to every VNF interface and srp_inbound to the in-port, fill the maps.
+# $1 behavior number, $2 flags, $3 age (ns).  proxy_checks ran before.
+load_proxy() {
+    local behavior=$1 flags=$2 age_ns=$3
+    local i dev ifindex sut_mac obj dir hdr6 hdr4
+    need "${PROXY_VARS[@]}"
     base_routes
-    build "$entries"
-    obj=$(object_path "$entries")
+    obj=$(object_path)
     ensure_bpffs
     dir=$(pin_dir)
-    rm -rf "$dir"
-    mkdir -p "$dir"
-    bpftool prog loadall "$obj" "$dir" pinmaps "$dir/maps" >&2 ||
-        die "the kernel refused $obj (verifier log above)"
+    run rm -rf "$dir"
+    run mkdir -p "$dir"
+    run bpftool prog loadall "$obj" "$dir" pinmaps "$dir/maps"
     [[ -e "$dir/srp_inbound" && -e "$dir/srp_from_vnf" ]] || die "programs missing in $dir"
-    for ((i = 0; i < n; i++)); do
-        dev="$(vnf_prefix)$i"
+    for ((i = 0; i < VNF_N; i++)); do
+        dev="${SRPERF_VNF_IF_PREFIX}$i"
         ifindex=$(cat "/sys/class/net/$dev/ifindex")
         sut_mac=$(cat "/sys/class/net/$dev/address")
         # struct srp_vnf: behavior, ifindex, vnf_mac, sut_mac, flags, age_ns
@@ -246,34 +360,22 @@ $(mac_bytes "$(vnf_mac "$i")") $(mac_bytes "$sut_mac") $(le32 "$flags") $(le64 "
         fi
     done
     # Attach the return path first: no packet reaches a VNF before its way back exists.
-    for ((i = 0; i < n; i++)); do
-        attach "$(vnf_prefix)$i" srp_from_vnf
+    for ((i = 0; i < VNF_N; i++)); do
+        attach "${SRPERF_VNF_IF_PREFIX}$i" srp_from_vnf
     done
-    attach "$(in_if)" srp_inbound
-    log "$(behavior_name "$behavior") on $n VNF(s), pins in $dir"
-}
-
-behavior_name() {
-    case "$1" in
-        "$BEH_AD") echo End.AD ;;
-        "$BEH_AS") echo End.AS ;;
-        "$BEH_AM") echo End.AM ;;
-        "$BEH_CACHE") echo caching proxy ;;
-    esac
+    attach "$SRPERF_IN_IF" srp_inbound
 }
 
 # struct srp_hdr for End.AS: the outer IPv6 + SRH pushed on packets from VNF $1
 # (inner next header $2): SID list = VNF's SID, then SRPERF_AS_SEGS; SL points
 # at the first SID after the VNF's; source SRPERF_AS_SRC; hop limit 64.
 static_header() {
-    local i=$1 nh=$2 src segs_csv n sl hdr srh len k
+    local i=$1 nh=$2 n sl hdr srh len k
     local -a segs=()
-    src=${SRPERF_AS_SRC:-${SRPERF_TESTER_TX_IP6:-fd00:1::1}}
-    segs_csv=${SRPERF_AS_SEGS:-${SRPERF_SID_NEXT:-fc00:2::1}}
-    IFS=, read -r -a segs <<<"$segs_csv"
+    need SRPERF_AS_SRC SRPERF_AS_SEGS
+    IFS=, read -r -a segs <<<"$SRPERF_AS_SEGS"
     segs=("$(vnf_sid "$i")" "${segs[@]}")
     n=${#segs[@]}
-    [[ "$n" -le 17 ]] || die "End.AS: at most 17 SIDs fit the stored header"
     sl=$((n - 2))
     # SRH: next header, hdr ext len, type 4, SL, last entry, flags, tag
     srh="$(printf '%02x %02x 04 %02x %02x 00 00 00' "$nh" $((2 * n)) "$sl" $((n - 1)))"
@@ -281,36 +383,22 @@ static_header() {
         srh+=" $(ip6_bytes "${segs[k]}")"
     done
     # IPv6: version 6, payload length filled in per packet, next header 43, hop limit 64
-    hdr="60 00 00 00 00 00 2b 40 $(ip6_bytes "$src") $(ip6_bytes "${segs[1]}") $srh"
+    hdr="60 00 00 00 00 00 2b 40 $(ip6_bytes "$SRPERF_AS_SRC") $(ip6_bytes "${segs[1]}") $srh"
     len=$((40 + 8 + 16 * n))
     echo "$(zeros 4) $(le32 "$len") $(zeros 8) $hdr $(zeros $((320 - len)))"
-}
-
-fib_flag() {
-    case "${SRPERF_EBPF_FIB:-1}" in
-        1) echo 0 ;;
-        0) echo "$F_NO_FIB" ;;
-        *) die "SRPERF_EBPF_FIB must be 0 or 1" ;;
-    esac
-}
-
-age_ns() {
-    local age=${SRPERF_AD_AGE:-1}
-    [[ "$age" =~ ^[0-9]+([.][0-9]+)?$ ]] || die "SRPERF_AD_AGE must be seconds >= 0: $age"
-    awk -v a="$age" 'BEGIN { printf "%.0f\n", a * 1e9 }'
 }
 
 # Routes every function needs: SIDs under SRPERF_SID_PREFIX (the next SID after
 # a VNF) and the inner destinations (bare packets of the caching proxy's "pass"
 # miss policy) go to the tester's rx port.
 base_routes() {
-    local out=${SRPERF_OUT_IF:-s1} via6=${SRPERF_TESTER_RX_IP6:-fd00:2::1}
-    local via4=${SRPERF_TESTER_RX_IP4:-192.0.2.1}
-    ip -6 route replace "${SRPERF_SID_PREFIX:-fc00::/16}" via "$via6" dev "$out" proto "$ROUTE_PROTO"
-    ip -6 route replace "${SRPERF_DST_PREFIX6:-2001:2:0:b::/64}" via "$via6" dev "$out" \
-        proto "$ROUTE_PROTO"
-    ip -4 route replace "${SRPERF_DST_PREFIX4:-198.19.0.0/16}" via "$via4" dev "$out" \
-        proto "$ROUTE_PROTO"
+    need "${ROUTE_VARS[@]}"
+    run ip -6 route replace "$SRPERF_SID_PREFIX" via "$SRPERF_TESTER_RX_IP6" \
+        dev "$SRPERF_OUT_IF" proto "$ROUTE_PROTO"
+    run ip -6 route replace "$SRPERF_DST_PREFIX6" via "$SRPERF_TESTER_RX_IP6" \
+        dev "$SRPERF_OUT_IF" proto "$ROUTE_PROTO"
+    run ip -4 route replace "$SRPERF_DST_PREFIX4" via "$SRPERF_TESTER_RX_IP4" \
+        dev "$SRPERF_OUT_IF" proto "$ROUTE_PROTO"
 }
 
 # --- attachments (the source of truth for counters and clean) ---------------------
@@ -326,52 +414,67 @@ attached() {
 # --- behaviors ----------------------------------------------------------------------
 
 end_ad() {
+    need "${PROXY_VARS[@]}" SRPERF_AD_AGE
+    [[ "$SRPERF_AD_AGE" =~ ^[0-9]+([.][0-9]+)?$ ]] || invalid SRPERF_AD_AGE "seconds >= 0"
+    local age_ns
+    age_ns=$(awk -v a="$SRPERF_AD_AGE" 'BEGIN { printf "%.0f\n", a * 1e9 }')
+    proxy_checks
     clean
-    load_proxy "$BEH_AD" "$(fib_flag)" "$(age_ns)" "${SRPERF_CACHE_SIZE:-65536}"
+    load_proxy "$BEH_AD" "$FIB_FLAG" "$age_ns"
 }
 
 end_as() {
+    need "${PROXY_VARS[@]}" SRPERF_AS_SRC SRPERF_AS_SEGS
+    local -a segs=()
+    IFS=, read -r -a segs <<<"$SRPERF_AS_SEGS"
+    ((${#segs[@]} <= 16)) ||
+        invalid SRPERF_AS_SEGS "at most 16 SIDs (17 with the VNF's fit the stored header)"
+    proxy_checks
     clean
-    load_proxy "$BEH_AS" "$(fib_flag)" 0 "${SRPERF_CACHE_SIZE:-65536}"
+    load_proxy "$BEH_AS" "$FIB_FLAG" 0
 }
 
 end_am() {
+    need "${PROXY_VARS[@]}"
+    proxy_checks
     clean
-    load_proxy "$BEH_AM" "$(fib_flag)" 0 "${SRPERF_CACHE_SIZE:-65536}"
+    load_proxy "$BEH_AM" "$FIB_FLAG" 0
 }
 
 end_cache() {
-    local flags
-    clean
-    flags=$(fib_flag)
-    case "${SRPERF_CACHE_MISS:-drop}" in
+    need "${PROXY_VARS[@]}" SRPERF_CACHE_MISS SRPERF_CACHE_NAT_KEY
+    local flags=0
+    case "$SRPERF_CACHE_MISS" in
         drop) ;;
         pass) flags=$((flags | F_MISS_PASS)) ;;
-        *) die "SRPERF_CACHE_MISS must be drop or pass" ;;
+        *) invalid SRPERF_CACHE_MISS "drop or pass" ;;
     esac
-    case "${SRPERF_CACHE_NAT_KEY:-0}" in
+    case "$SRPERF_CACHE_NAT_KEY" in
         0) ;;
         1) flags=$((flags | F_NAT_KEY)) ;;
-        *) die "SRPERF_CACHE_NAT_KEY must be 0 or 1" ;;
+        *) invalid SRPERF_CACHE_NAT_KEY "0 or 1" ;;
     esac
-    load_proxy "$BEH_CACHE" "$flags" 0 "${SRPERF_CACHE_SIZE:-65536}"
+    proxy_checks
+    clean
+    load_proxy "$BEH_CACHE" $((flags | FIB_FLAG)) 0
 }
 
 # SRNK's baseline: no proxy on the SUT, the VNF is SR-aware and runs End on its
 # SID itself (vnf.py configures that); the SUT routes each VNF SID to its VNF.
 end_baseline() {
-    local n i via
+    need "${ROUTE_VARS[@]}" SRPERF_VNF_IF_PREFIX SRPERF_VNF_SID_BASE SRPERF_VNF_IP6
+    local i
+    find_vnfs
     clean
-    n=$(require_vnfs)
     base_routes
-    via=${SRPERF_VNF_IP6:-fe80::2}
-    for ((i = 0; i < n; i++)); do
-        ip -6 route replace "$(vnf_sid "$i")/128" via "$via" dev "$(vnf_prefix)$i" \
-            proto "$ROUTE_PROTO"
+    for ((i = 0; i < VNF_N; i++)); do
+        run ip -6 route replace "$(vnf_sid "$i")/128" via "$SRPERF_VNF_IP6" \
+            dev "${SRPERF_VNF_IF_PREFIX}$i" proto "$ROUTE_PROTO"
     done
-    log "baseline: $n VNF SID route(s) via the VNFs (End runs inside each VNF)"
 }
 
+# clean: every srp_* program attached in this namespace, its filter and (when
+# nothing else is left on it) its clsact qdisc; our routes; our pins.
 clean() {
     local dev prog qdisc_filters
     if command -v bpftool >/dev/null 2>&1; then
@@ -388,7 +491,7 @@ clean() {
     fi
     ip -6 route flush proto "$ROUTE_PROTO" 2>/dev/null || true
     ip -4 route flush proto "$ROUTE_PROTO" 2>/dev/null || true
-    if [[ "$(stat -f -c %T "$(dirname "$(pin_dir)")" 2>/dev/null)" == "bpf_fs" ]]; then
+    if [[ "$(stat -f -c %T "$PIN_ROOT" 2>/dev/null)" == "bpf_fs" ]]; then
         rm -rf "$(pin_dir)"
     fi
     if [[ -n "$(attached)" ]]; then
@@ -414,28 +517,49 @@ counters() {
     die "no srp_stats map on program $prog ($dev)"
 }
 
-# A configuring function that fails leaves nothing half configured.
+# --- dispatch -------------------------------------------------------------------------
+
+is_behavior() {
+    local fn
+    for fn in "${BEHAVIORS[@]}"; do
+        [[ "$1" == "$fn" ]] && return 0
+    done
+    return 1
+}
+
+# EXIT trap: an unexpected failure becomes exit 1 naming the command; a behavior
+# that failed (1) or is unsupported (3) leaves nothing configured.
 on_exit() {
-    local rc=$1
-    if [[ "$rc" -ne 0 ]]; then
-        clean >/dev/null 2>&1 || true
+    local rc=$?
+    trap - EXIT
+    if ((rc != 0 && REPORTED == 0)); then
+        echo "$PROG: $FUNCTION: command failed (exit status $rc): ${FAILED_CMD:-unknown}" >&2
+        rc=1
     fi
+    if ((rc == 1 || rc == 3)) && is_behavior "$FUNCTION"; then
+        (clean) >/dev/null 2>&1 || echo "$PROG: clean after the failure failed too" >&2
+    fi
+    exit "$rc"
 }
 
 main() {
-    local fn=${1:-}
-    case "$fn" in
-        end_ad | end_as | end_am | end_cache | end_baseline)
-            trap 'on_exit $?' EXIT
+    if (($# != 1)); then
+        usage_error "usage: $PROG FUNCTION (one of: ${FUNCTIONS[*]}; or functions)"
+    fi
+    if [[ "$1" == functions ]]; then
+        printf '%s\n' "${FUNCTIONS[@]}"
+        return 0
+    fi
+    local fn
+    for fn in "${FUNCTIONS[@]}"; do
+        if [[ "$1" == "$fn" ]]; then
+            FUNCTION=$fn
+            trap on_exit EXIT
             "$fn"
-            trap - EXIT
-            ;;
-        clean | counters) "$fn" ;;
-        build) build "${SRPERF_CACHE_SIZE:-65536}" ;;
-        "") die "usage: ebpf.sh FUNCTION: end_ad end_as end_am end_cache end_baseline clean" \
-            "counters build" ;;
-        *) unsupported "the eBPF dataplane has no function $fn" ;;
-    esac
+            return 0
+        fi
+    done
+    usage_error "unknown function '$1' (known: ${FUNCTIONS[*]})"
 }
 
 main "$@"

@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
 # srperf CFG script for the Linux kernel forwarder.
 #
-# Usage: bash linux.sh FUNCTION
+# Usage: bash linux.sh FUNCTION      (bash linux.sh functions lists them)
 #   FUNCTION is `clean` or one behavior of the catalogue (srperf/behaviors.py):
 #   ipv4 ipv6 h_insert h_encaps h_encaps_v4 h_encaps_l2 h_encaps_red
 #   h_encaps_l2_red end end_x end_t end_dx2 end_dx4 end_dx6 end_dt4 end_dt6
 #   end_dt46 end_b6_encaps end_next_csid
 #
-# Every behavior function first calls `clean`, then installs the routes the
-# behavior needs; running a function twice gives the same state.  The SUT's
-# base setup (addresses, static neighbours, sysctls, `ip sr tunsrc`) belongs to
-# the testbed: this script neither needs to nor may change it.
+# The contract (exit codes, no defaults, idempotence, `functions`) is
+# cfg_scripts/README.md.  Every behavior function checks all its variables,
+# then calls `clean`, then installs the routes the behavior needs; running a
+# function twice gives the same state.  The SUT's base setup (addresses, static
+# neighbours, sysctls, `ip sr tunsrc`) belongs to the testbed: this script
+# neither needs to nor may change it.
 #
-# Exit status: 0 success (quiet); 1 a command failed (message on stderr);
-# 2 usage error (unknown function, missing variable); 3 the running kernel
-# cannot do the behavior: stderr says `unsupported: <step>: <kernel's error>`.
+# Exit status: 0 success (quiet); 1 a command failed (stderr names it);
+# 2 usage error (unknown function, missing variable: stderr names it); 3 the
+# running kernel cannot do the behavior: stderr says
+# `unsupported: <step>: <kernel's error>`.  After 1 or 3 nothing is configured.
 #
 # Parameters come ONLY from the environment (srperf.behaviors.cfg_env builds
-# them from the testbed's Addressing):
+# them from the testbed's Addressing); every function needs CLEAN_VARS (below)
+# and the variables its first `need` line adds:
 #   SRPERF_IN_IF             SUT port facing the tester's tx port (e.g. s0)
 #   SRPERF_OUT_IF            SUT port facing the tester's rx port (e.g. s1)
 #   SRPERF_TESTER_RX_IP6     IPv6 next hop towards the tester rx port
@@ -39,27 +43,46 @@
 # forwarders' scripts; this script does not use them.
 
 set -euo pipefail
+# The ERR trap (inherited by functions) records the command that failed, for
+# the report of an unexpected failure (see on_exit).
+set -o errtrace
+trap 'FAILED_CMD=$BASH_COMMAND' ERR
 
 readonly PROG="linux.sh"
 
+# What clean reads, so what every behavior needs (it cleans first).
+readonly CLEAN_VARS=(SRPERF_DST_PREFIX6 SRPERF_DST_PREFIX4 SRPERF_SID_SUT SRPERF_SID_PREFIX
+	SRPERF_TESTER_RX_IP4 SRPERF_TABLE SRPERF_VRF_DEV SRPERF_CSID_PREFIX
+	SRPERF_CSID_BLOCK_PREFIX)
+
+FUNCTION=""
+FAILED_CMD=""
+REPORTED=0 # 1 once the reason of a failure is on stderr
+
 die() {
 	echo "$PROG: $*" >&2
+	REPORTED=1
 	exit 1
 }
 
 usage_error() {
 	echo "$PROG: $*" >&2
+	REPORTED=1
 	exit 2
 }
 
-# need VAR...: fail with exit 2 unless every VAR is set and non-empty.
+# need VAR...: exit 2 naming every VAR that is unset or empty.
 need() {
 	local var
+	local -a missing=()
 	for var in "$@"; do
-		if [[ -z "${!var:-}" ]]; then
-			usage_error "environment variable $var is not set"
+		if [[ -z "${!var:-}" && " ${missing[*]} " != *" $var "* ]]; then
+			missing+=("$var")
 		fi
 	done
+	if ((${#missing[@]} > 0)); then
+		usage_error "missing environment variable(s): ${missing[*]}"
+	fi
 }
 
 # run CMD...: run an iproute2 command; on failure report it and exit 1.
@@ -72,8 +95,8 @@ run() {
 }
 
 # feature STEP CMD...: run a command whose failure means the kernel lacks a
-# feature the behavior needs: undo what was configured, then exit 3 with the
-# kernel's own error message.
+# feature the behavior needs: exit 3 with the kernel's own error message (the
+# EXIT trap then undoes what was configured).
 feature() {
 	local step="$1" err rc=0
 	shift
@@ -81,8 +104,8 @@ feature() {
 	if ((rc != 0)); then
 		err="$(printf '%s' "$err" | tr '\n' ' ')"
 		err="${err%"${err##*[![:space:]]}"}"
-		clean
 		echo "unsupported: $step: ${err:-exit status $rc} (from: $*)" >&2
+		REPORTED=1
 		exit 3
 	fi
 }
@@ -130,9 +153,7 @@ local_sid() {
 }
 
 clean() {
-	need SRPERF_DST_PREFIX6 SRPERF_DST_PREFIX4 SRPERF_SID_SUT SRPERF_SID_PREFIX \
-		SRPERF_TESTER_RX_IP4 SRPERF_TABLE SRPERF_VRF_DEV SRPERF_CSID_PREFIX \
-		SRPERF_CSID_BLOCK_PREFIX
+	need "${CLEAN_VARS[@]}"
 	local table
 	del_routes 4 "$SRPERF_TESTER_RX_IP4/32" main
 	for table in main "$SRPERF_TABLE"; do
@@ -145,17 +166,23 @@ clean() {
 	done
 	if ip link show dev "$SRPERF_VRF_DEV" >/dev/null 2>&1; then
 		run ip link del dev "$SRPERF_VRF_DEV"
+		# vrf_table turned strict mode on with the device: back to the kernel's default.
+		if [[ -e /proc/sys/net/vrf/strict_mode ]]; then
+			run sysctl -qw net.vrf.strict_mode=0
+		fi
 	fi
 }
 
 # --- plain forwarding ---------------------------------------------------------
 
 ipv6() {
+	need "${CLEAN_VARS[@]}" SRPERF_DST_PREFIX6 SRPERF_TESTER_RX_IP6 SRPERF_OUT_IF
 	clean
 	dst6_route
 }
 
 ipv4() {
+	need "${CLEAN_VARS[@]}" SRPERF_DST_PREFIX4 SRPERF_TESTER_RX_IP4 SRPERF_OUT_IF
 	clean
 	dst4_route
 }
@@ -169,28 +196,32 @@ encap_route() {
 }
 
 h_insert() {
-	need SRPERF_INSERT_SEGS SRPERF_DST_PREFIX6
+	need "${CLEAN_VARS[@]}" SRPERF_INSERT_SEGS SRPERF_DST_PREFIX6 SRPERF_SID_PREFIX \
+		SRPERF_TESTER_RX_IP6 SRPERF_OUT_IF
 	clean
 	sid_route
 	encap_route 6 "$SRPERF_DST_PREFIX6" inline "$SRPERF_INSERT_SEGS"
 }
 
 h_encaps() {
-	need SRPERF_ENCAP_SEGS SRPERF_DST_PREFIX6
+	need "${CLEAN_VARS[@]}" SRPERF_ENCAP_SEGS SRPERF_DST_PREFIX6 SRPERF_SID_PREFIX \
+		SRPERF_TESTER_RX_IP6 SRPERF_OUT_IF
 	clean
 	sid_route
 	encap_route 6 "$SRPERF_DST_PREFIX6" encap "$SRPERF_ENCAP_SEGS"
 }
 
 h_encaps_v4() {
-	need SRPERF_ENCAP_SEGS SRPERF_DST_PREFIX4
+	need "${CLEAN_VARS[@]}" SRPERF_ENCAP_SEGS SRPERF_DST_PREFIX4 SRPERF_SID_PREFIX \
+		SRPERF_TESTER_RX_IP6 SRPERF_OUT_IF
 	clean
 	sid_route
 	encap_route 4 "$SRPERF_DST_PREFIX4" encap "$SRPERF_ENCAP_SEGS"
 }
 
 h_encaps_red() {
-	need SRPERF_ENCAP_SEGS SRPERF_DST_PREFIX6
+	need "${CLEAN_VARS[@]}" SRPERF_ENCAP_SEGS SRPERF_DST_PREFIX6 SRPERF_SID_PREFIX \
+		SRPERF_TESTER_RX_IP6 SRPERF_OUT_IF
 	clean
 	sid_route
 	encap_route 6 "$SRPERF_DST_PREFIX6" encap.red "$SRPERF_ENCAP_SEGS"
@@ -199,14 +230,16 @@ h_encaps_red() {
 # H.Encaps.L2: the kernel pushes the received Ethernet header back and
 # encapsulates the whole frame of packets routed to the destination prefix.
 h_encaps_l2() {
-	need SRPERF_ENCAP_SEGS SRPERF_DST_PREFIX6
+	need "${CLEAN_VARS[@]}" SRPERF_ENCAP_SEGS SRPERF_DST_PREFIX6 SRPERF_SID_PREFIX \
+		SRPERF_TESTER_RX_IP6 SRPERF_OUT_IF
 	clean
 	sid_route
 	encap_route 6 "$SRPERF_DST_PREFIX6" l2encap "$SRPERF_ENCAP_SEGS"
 }
 
 h_encaps_l2_red() {
-	need SRPERF_ENCAP_SEGS SRPERF_DST_PREFIX6
+	need "${CLEAN_VARS[@]}" SRPERF_ENCAP_SEGS SRPERF_DST_PREFIX6 SRPERF_SID_PREFIX \
+		SRPERF_TESTER_RX_IP6 SRPERF_OUT_IF
 	clean
 	sid_route
 	encap_route 6 "$SRPERF_DST_PREFIX6" l2encap.red "$SRPERF_ENCAP_SEGS"
@@ -215,13 +248,14 @@ h_encaps_l2_red() {
 # --- SRv6 endpoint, no decapsulation ---------------------------------------------
 
 end() {
+	need "${CLEAN_VARS[@]}" SRPERF_SID_SUT SRPERF_SID_PREFIX SRPERF_TESTER_RX_IP6 SRPERF_OUT_IF
 	clean
 	sid_route
 	local_sid End
 }
 
 end_x() {
-	need SRPERF_TESTER_RX_IP6
+	need "${CLEAN_VARS[@]}" SRPERF_SID_SUT SRPERF_SID_PREFIX SRPERF_TESTER_RX_IP6 SRPERF_OUT_IF
 	clean
 	sid_route
 	local_sid End.X nh6 "$SRPERF_TESTER_RX_IP6"
@@ -230,14 +264,16 @@ end_x() {
 # End.T: the next SID is routed in SRPERF_TABLE only, so a lookup in the main
 # table would not forward the packet.
 end_t() {
-	need SRPERF_TABLE
+	need "${CLEAN_VARS[@]}" SRPERF_TABLE SRPERF_SID_SUT SRPERF_SID_PREFIX SRPERF_TESTER_RX_IP6 \
+		SRPERF_OUT_IF
 	clean
 	sid_route "$SRPERF_TABLE"
 	local_sid End.T table "$SRPERF_TABLE"
 }
 
 end_b6_encaps() {
-	need SRPERF_B6_SEGS
+	need "${CLEAN_VARS[@]}" SRPERF_B6_SEGS SRPERF_SID_SUT SRPERF_SID_PREFIX \
+		SRPERF_TESTER_RX_IP6 SRPERF_OUT_IF
 	clean
 	sid_route
 	local_sid End.B6.Encaps srh segs "$SRPERF_B6_SEGS"
@@ -246,7 +282,7 @@ end_b6_encaps() {
 # End with the NEXT-C-SID flavor: the SUT's C-SID prefix (block + function),
 # every other C-SID of the block routed to the tester.
 end_next_csid() {
-	need SRPERF_CSID_PREFIX SRPERF_CSID_BLOCK_PREFIX SRPERF_CSID_LBLEN \
+	need "${CLEAN_VARS[@]}" SRPERF_CSID_PREFIX SRPERF_CSID_BLOCK_PREFIX SRPERF_CSID_LBLEN \
 		SRPERF_CSID_NFLEN SRPERF_TESTER_RX_IP6 SRPERF_OUT_IF
 	clean
 	run ip -6 route add "$SRPERF_CSID_BLOCK_PREFIX" via "$SRPERF_TESTER_RX_IP6" \
@@ -259,7 +295,7 @@ end_next_csid() {
 # --- SRv6 endpoint with decapsulation ---------------------------------------------
 
 end_dx2() {
-	need SRPERF_OUT_IF
+	need "${CLEAN_VARS[@]}" SRPERF_SID_SUT SRPERF_OUT_IF
 	clean
 	local_sid End.DX2 oif "$SRPERF_OUT_IF"
 }
@@ -269,7 +305,7 @@ end_dx2() {
 # instead of nh4.  A host route to nh4 through nh4 itself makes the kernel
 # cross-connect to the adjacency nh4 as specified.
 end_dx4() {
-	need SRPERF_TESTER_RX_IP4 SRPERF_OUT_IF
+	need "${CLEAN_VARS[@]}" SRPERF_TESTER_RX_IP4 SRPERF_SID_SUT SRPERF_OUT_IF
 	clean
 	run ip -4 route add "$SRPERF_TESTER_RX_IP4/32" via "$SRPERF_TESTER_RX_IP4" \
 		dev "$SRPERF_OUT_IF" onlink
@@ -277,7 +313,7 @@ end_dx4() {
 }
 
 end_dx6() {
-	need SRPERF_TESTER_RX_IP6
+	need "${CLEAN_VARS[@]}" SRPERF_TESTER_RX_IP6 SRPERF_SID_SUT SRPERF_OUT_IF
 	clean
 	local_sid End.DX6 nh6 "$SRPERF_TESTER_RX_IP6"
 }
@@ -286,7 +322,8 @@ end_dx6() {
 # SRPERF_TABLE only.  (The `vrftable` mode would need a VRF device, like
 # End.DT4/End.DT46 below.)
 end_dt6() {
-	need SRPERF_TABLE
+	need "${CLEAN_VARS[@]}" SRPERF_TABLE SRPERF_DST_PREFIX6 SRPERF_TESTER_RX_IP6 SRPERF_SID_SUT \
+		SRPERF_OUT_IF
 	clean
 	dst6_route "$SRPERF_TABLE"
 	local_sid End.DT6 table "$SRPERF_TABLE"
@@ -302,7 +339,8 @@ vrf_table() {
 }
 
 end_dt4() {
-	need SRPERF_SID_SUT SRPERF_OUT_IF SRPERF_TABLE
+	need "${CLEAN_VARS[@]}" SRPERF_VRF_DEV SRPERF_TABLE SRPERF_DST_PREFIX4 SRPERF_TESTER_RX_IP4 \
+		SRPERF_SID_SUT SRPERF_OUT_IF
 	clean
 	vrf_table
 	dst4_route "$SRPERF_TABLE"
@@ -312,7 +350,8 @@ end_dt4() {
 }
 
 end_dt46() {
-	need SRPERF_SID_SUT SRPERF_OUT_IF SRPERF_TABLE
+	need "${CLEAN_VARS[@]}" SRPERF_VRF_DEV SRPERF_TABLE SRPERF_DST_PREFIX4 SRPERF_TESTER_RX_IP4 \
+		SRPERF_DST_PREFIX6 SRPERF_TESTER_RX_IP6 SRPERF_SID_SUT SRPERF_OUT_IF
 	clean
 	vrf_table
 	dst4_route "$SRPERF_TABLE"
@@ -324,17 +363,38 @@ end_dt46() {
 
 # --- dispatch -------------------------------------------------------------------
 
-readonly FUNCTIONS=(clean ipv4 ipv6 h_insert h_encaps h_encaps_v4 h_encaps_l2
+readonly FUNCTIONS=(ipv4 ipv6 h_insert h_encaps h_encaps_v4 h_encaps_l2
 	h_encaps_red h_encaps_l2_red end end_x end_t end_dx2 end_dx4 end_dx6
-	end_dt4 end_dt6 end_dt46 end_b6_encaps end_next_csid)
+	end_dt4 end_dt6 end_dt46 end_b6_encaps end_next_csid clean)
+
+# EXIT trap: an unexpected failure becomes exit 1 naming the command; a
+# behavior that failed (1) or is unsupported (3) leaves nothing configured.
+on_exit() {
+	local rc=$?
+	trap - EXIT
+	if ((rc != 0 && REPORTED == 0)); then
+		echo "$PROG: $FUNCTION: command failed (exit status $rc): ${FAILED_CMD:-unknown}" >&2
+		rc=1
+	fi
+	if ((rc == 1 || rc == 3)) && [[ "$FUNCTION" != clean ]]; then
+		(clean) >/dev/null 2>&1 || echo "$PROG: clean after the failure failed too" >&2
+	fi
+	exit "$rc"
+}
 
 main() {
 	if (($# != 1)); then
-		usage_error "usage: $PROG FUNCTION (one of: ${FUNCTIONS[*]})"
+		usage_error "usage: $PROG FUNCTION (one of: ${FUNCTIONS[*]}; or functions)"
+	fi
+	if [[ "$1" == functions ]]; then
+		printf '%s\n' "${FUNCTIONS[@]}"
+		return 0
 	fi
 	local fn
 	for fn in "${FUNCTIONS[@]}"; do
 		if [[ "$1" == "$fn" ]]; then
+			FUNCTION=$fn
+			trap on_exit EXIT
 			"$fn"
 			return 0
 		fi

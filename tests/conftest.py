@@ -8,7 +8,8 @@ import subprocess
 import pytest
 
 # Namespace prefixes the suite's tests use (one per test area).
-TEST_PREFIXES = ("srpt", "tgen", "lxc", "ebp", "srpcli", "srpsig", "sshq", "srpssh")
+TEST_PREFIXES = ("srpt", "tgen", "lxc", "ebp", "srpcli", "srpsig", "sshq", "srpssh",
+                 "cfgc")
 
 
 def _namespaces() -> set[str]:

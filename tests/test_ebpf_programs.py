@@ -1,21 +1,21 @@
 """The eBPF dataplane's programs and CFG script, without traffic.
 
 Builds (warning-free), verifier acceptance of every program on this kernel,
-counter naming, the script's contract (exit 3, clean on a clean SUT) and its
-defaults matching Addressing.
+counter naming, the script's own cases of the CFG-script contract (unknown
+function, clean on a clean SUT, missing VNFs; tests/test_cfg_contract.py
+checks the rest for every script).
 """
 
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from srperf.config.model import Addressing, TestbedConfig
+from srperf.config.model import TestbedConfig
 from srperf.forwarders.ebpf.counters import counter_names, parse_dump
 from srperf.netns import run
 from srperf.resources import cfg_script, ebpf_dir
@@ -89,26 +89,6 @@ def test_parse_dump_formatted_and_raw() -> None:
     assert parse_dump("") == {}
 
 
-def _script_default(var: str) -> str:
-    text = SCRIPT.read_text()
-    found = set(re.findall(r"\$\{" + var + r":-([^}]*)\}", text))
-    assert len(found) == 1, f"{var}: defaults {found}"
-    return found.pop()
-
-
-def test_script_defaults_match_addressing() -> None:
-    a = Addressing()
-    assert _script_default("SRPERF_VNF_IF_PREFIX") == a.vnf_if_prefix
-    assert _script_default("SRPERF_VNF_SID_BASE") == a.vnf_sid_base
-    assert _script_default("SRPERF_VNF_MAC_PREFIX") == a.vnf_mac_prefix
-    assert _script_default("SRPERF_VNF_IP6") == a.vnf_ip6
-    assert _script_default("SRPERF_SID_PREFIX") == a.sid_prefix
-    assert _script_default("SRPERF_DST_PREFIX6") == a.dst_prefix6
-    assert _script_default("SRPERF_DST_PREFIX4") == a.dst_prefix4
-    assert _script_default("SRPERF_TESTER_RX_IP6") == a.tester_rx_ip6
-    assert _script_default("SRPERF_TESTER_RX_IP4") == a.tester_rx_ip4
-
-
 @pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck not installed")
 def test_shellcheck_clean() -> None:
     proc = subprocess.run(["shellcheck", str(SCRIPT)], capture_output=True, text=True)
@@ -171,10 +151,11 @@ def _script(ns: str, function: str, **env: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.netns
-def test_unknown_function_is_unsupported(bare_ns: str) -> None:
+def test_unknown_function_is_a_usage_error(bare_ns: str) -> None:
     proc = _script(bare_ns, "end_bogus")
-    assert proc.returncode == 3
-    assert proc.stderr.startswith("unsupported:")
+    assert proc.returncode == 2
+    assert "unknown function 'end_bogus'" in proc.stderr and "end_cache" in proc.stderr
+    assert "unsupported" not in proc.stderr
 
 
 @pytest.mark.netns
@@ -186,9 +167,14 @@ def test_clean_succeeds_when_nothing_is_configured(bare_ns: str) -> None:
 
 
 @pytest.mark.netns
-def test_missing_vnfs_fail_and_leave_nothing(bare_ns: str) -> None:
-    run(["ip", "link", "add", "s0", "type", "veth", "peer", "name", "s0p"], ns=bare_ns)
-    proc = _script(bare_ns, "end_ad", SRPERF_EBPF_DIR=str(ebpf_dir()))
+def test_missing_vnfs_fail_and_leave_nothing(objects: Path, bare_ns: str) -> None:
+    from ebpf_helpers import local_env
+
+    tb = TestbedConfig(name="t")
+    run(["ip", "link", "add", tb.sut.in_port.name, "type", "veth", "peer", "name", "s0p"],
+        ns=bare_ns)
+    env = {**local_env(tb), "SRPERF_BUILD_DIR": str(objects)}
+    proc = _script(bare_ns, "end_ad", **env)
     assert proc.returncode == 1
     assert "no VNF interface vnf0" in proc.stderr
     assert "srp_" not in run(["bpftool", "net", "show"], ns=bare_ns).stdout

@@ -21,9 +21,9 @@ from srperf.config.model import TestbedConfig
 from srperf.drivers.linux import LinuxGenerator
 from srperf.forwarders.ebpf.counters import delta, read_counters
 from srperf.netns import run
-from ebpf_helpers import configure
+from ebpf_helpers import configure, local_env
 from srperf.behaviors.proxies import target_sid
-from srperf.forwarders.ebpf import ProxySettings, proxy_env
+from srperf.forwarders.ebpf import ProxySettings
 from srperf.resources import cfg_script
 from srperf.testbeds.virtual import VirtualTestbed
 from srperf.testbeds.vnf import VnfSet
@@ -222,9 +222,11 @@ def host_bpffs(tmp_path: Path):
 @pytest.mark.parametrize("function", ["end_ad", "end_as", "end_am", "end_cache",
                                       "end_baseline"])
 def test_clean_removes_everything(function: str, host_bpffs: Path) -> None:
-    env = {**behaviors.cfg_env(TB), **proxy_env(TB),
-           "SRPERF_BPF_PIN_ROOT": str(host_bpffs / "srperf")}
-    argv = ["env", *[f"{k}={v}" for k, v in env.items()], "bash", str(cfg_script("ebpf"))]
+    env = local_env(TB)
+    # ebpf.sh pins under /sys/fs/bpf/srperf; `ip netns exec` gives each command
+    # a private /sys, so the host bpffs is bind-mounted there to watch the pins.
+    argv = ["sh", "-c", 'mount --bind "$0" /sys/fs/bpf && exec "$@"', str(host_bpffs),
+            "env", *[f"{k}={v}" for k, v in env.items()], "bash", str(cfg_script("ebpf"))]
     run(argv + [function], ns=SUT)
     pins = host_bpffs / "srperf" / SUT
     progs = _attached(SUT)

@@ -39,13 +39,16 @@ class NetnsTransport(Transport):
 
     def run(self, argv: Sequence[str], env: Mapping[str, str] | None = None,
             timeout: float = 60.0, input_text: str | None = None) -> CommandResult:
+        """Run ``argv`` with ``env`` on top of this process's environment, whose own
+        ``SRPERF_*`` variables are left out (the node sees only what srperf passes, as over
+        SSH)."""
         full = (["ip", "netns", "exec", self.ns] if self.ns else []) + env_argv(argv, env)
         log.debug("%s: %s", self.where, " ".join(full))
         try:
             # Own session: a timeout kills the command and everything it started.
             proc = subprocess.Popen(full, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True,
-                                    start_new_session=True)
+                                    start_new_session=True, env=_node_environ())
         except FileNotFoundError as exc:
             if self.ns:
                 raise TransportError(f"{self.where}: cannot run ip: {exc}") from exc
@@ -77,3 +80,9 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+def _node_environ() -> dict[str, str]:
+    """This process's environment without its ``SRPERF_*`` variables (the controller's
+    settings, e.g. SRPERF_BUILD_DIR, must not reach a CFG script as parameters)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("SRPERF_")}

@@ -246,7 +246,7 @@ def assert_state(expected: dict[str, object], what: str) -> None:
 @pytest.fixture(scope="module")
 def objects() -> None:
     """The eBPF objects, built locally (the SUT's build dir, for a local namespace)."""
-    from srperf.ebpf_build import build_all
+    from srperf.forwarders.ebpf.build import build_all
 
     build_all()
 

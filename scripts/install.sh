@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 APT_PACKAGES=(clang llvm libbpf-dev bpftool gcc make iproute2 ethtool shellcheck
-              python3-venv util-linux procps openssh-client openssh-server nftables)
+              python3-venv util-linux procps openssh-client openssh-server nftables
+              chromium postgresql)  # chromium, postgresql: the report and store tests
 VENV="${SRPERF_VENV:-.venv}"
 
 if [[ "$(id -u)" -ne 0 ]]; then

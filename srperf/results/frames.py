@@ -37,12 +37,7 @@ def runs(store: ResultStore, run_ids: str | Iterable[str] | None = None) -> pd.D
     ``simulated`` is True when any trial of the run came from the SUT model."""
     df = store.frame("runs", _ids(run_ids))
     df["env"] = [parse_json(x) for x in df["environment"]]
-    sim = set()
-    if not df.empty:
-        t = store.frame("trials", list(df["run_id"]))
-        if not t.empty:
-            flagged = t[t["extra"].fillna("").str.contains('"simulated": true')]
-            sim = set(flagged["run_id"])
+    sim = store.simulated_runs(list(df["run_id"])) if not df.empty else set()
     df["simulated"] = df["run_id"].isin(sim)
     if run_ids is not None and not isinstance(run_ids, str):
         order = {r: i for i, r in enumerate(run_ids)}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import io
 import math
+from dataclasses import dataclass
 
 import matplotlib
 
@@ -80,57 +81,86 @@ def bars_png(summary: pd.DataFrame, run_labels: dict[str, str], title: str) -> s
     return png_data_uri(fig)
 
 
-def search_panels(trials: pd.DataFrame, search: dict, threshold_pct: float) -> list[str]:
+@dataclass
+class SearchTrials:
+    """One search's trials as plain lists (rates kpps, ratios 0-1, durations s)."""
+
+    offered_kpps: list[float]
+    received_kpps: list[float]
+    delivery_ratio: list[float]
+    loss_ratio: list[float]
+    duration_s: list[float]
+    usable: list[bool]
+    """False for generator-limited trials (drawn hollow, never decided on)."""
+
+    @classmethod
+    def split(cls, trials: pd.DataFrame, keys: list[str]) -> dict[tuple, "SearchTrials"]:
+        """Group a :func:`srperf.results.frames.trials` frame by ``keys`` (fast path:
+        one pass over plain lists instead of a pandas slice per search)."""
+        cols = [trials[c].tolist() for c in ("offered_kpps", "received_kpps",
+                                              "delivery_ratio", "loss_ratio", "duration_s")]
+        limited = trials["generator_limited"].fillna(0).tolist()
+        groups: dict[tuple, SearchTrials] = {}
+        for i, key in enumerate(zip(*(trials[k].tolist() for k in keys))):
+            g = groups.get(key)
+            if g is None:
+                g = groups[key] = cls([], [], [], [], [], [])
+            g.offered_kpps.append(cols[0][i])
+            g.received_kpps.append(cols[1][i])
+            g.delivery_ratio.append(cols[2][i])
+            g.loss_ratio.append(cols[3][i] if cols[3][i] == cols[3][i] else 0.0)
+            g.duration_s.append(cols[4][i])
+            g.usable.append(not limited[i])
+        return groups
+
+
+def _pick(values: list, mask: list[bool], want: bool = True) -> list:
+    return [v for v, m in zip(values, mask) if m == want]
+
+
+def search_panels(t: SearchTrials, search: dict, threshold_pct: float) -> list[str]:
     """Two inline SVGs for one search: Figure 4 and rate vs loss with bounds."""
-    usable = trials[(trials["generator_limited"] == 0)]
-    limited = trials[(trials["generator_limited"] != 0)]
-    offered = list(trials["offered_kpps"])
-    xmax = max(offered + [1.0]) * 1.05
-    xmin = 0.0
-    rx_max = max(list(trials["received_kpps"].fillna(0)) + [1.0]) * 1.05
-    fig4 = SvgPlot(Axis(xmin, xmax, label="offered rate, kpps"),
+    ok = t.usable
+    xmax = max(t.offered_kpps + [1.0]) * 1.05
+    rx_max = max([x for x in t.received_kpps if x == x] + [1.0]) * 1.05
+    fig4 = SvgPlot(Axis(0.0, xmax, label="offered rate, kpps"),
                    Axis(0, max(xmax, rx_max), label="received rate, kpps"),
                    title="received rate and delivery ratio",
                    y2=Axis(0, 105, label="delivery ratio, %"))
     fig4.line([0, xmax], [0, xmax], "#bbb", dash="3,3")
-    tips = [f"{o:.1f} kpps: received {r:.1f} kpps, DR {100 * d:.3f} %" for o, r, d in
-            zip(usable["offered_kpps"], usable["received_kpps"], usable["delivery_ratio"])]
-    fig4.points(list(usable["offered_kpps"]), list(usable["received_kpps"]), COLORS[0],
-                "received kpps", tips=tips)
-    fig4.points(list(usable["offered_kpps"]), list(100 * usable["delivery_ratio"]), COLORS[1],
-                "delivery ratio %", shape="triangle", right=True)
-    if len(limited):
-        fig4.points(list(limited["offered_kpps"]), list(limited["received_kpps"]), "#888",
-                    "generator-limited", hollow=True)
+    off, rx = _pick(t.offered_kpps, ok), _pick(t.received_kpps, ok)
+    dr = [100 * d for d in _pick(t.delivery_ratio, ok)]
+    tips = [f"{o:.1f} kpps: received {r:.1f} kpps, DR {d:.3f} %" for o, r, d in zip(off, rx, dr)]
+    fig4.points(off, rx, COLORS[0], "received kpps", tips=tips)
+    fig4.points(off, dr, COLORS[1], "delivery ratio %", shape="triangle", right=True)
+    if not all(ok):
+        fig4.points(_pick(t.offered_kpps, ok, False), _pick(t.received_kpps, ok, False),
+                    "#888", "generator-limited", hollow=True)
 
-    loss_pct = [max(100 * x, LOSS_FLOOR_PCT) for x in trials["loss_ratio"].fillna(0)]
+    loss_pct = [max(100 * x, LOSS_FLOOR_PCT) for x in t.loss_ratio]
     ymax = max(loss_pct + [threshold_pct * 10 if threshold_pct > 0 else 1.0, 1.0]) * 2
-    lo_x = min(offered + [xmax]) * 0.9  # the loss plot zooms on the trials
+    lo_x = min(t.offered_kpps + [xmax]) * 0.9  # the loss plot zooms on the trials
     lp = SvgPlot(Axis(lo_x, xmax, label="offered rate, kpps"),
                  Axis(LOSS_FLOOR_PCT, ymax, log=True, label="loss, % (0 drawn at 0.001)"),
                  title="trials, bounds and estimate")
-    est, est_lo, est_hi = (search.get(k) for k in ("estimate_pps", "estimate_low_pps",
-                                                    "estimate_high_pps"))
 
     def k(v: object) -> float | None:
         return v / 1000.0 if isinstance(v, (int, float)) and math.isfinite(v) else None
 
-    if k(est) is not None:
-        lp.band(k(est_lo), k(est_hi), COLORS[4], "estimate 95 % interval")
-        lp.vline(k(est), COLORS[4], "estimate", dash="4,2")
+    est = k(search.get("estimate_pps"))
+    if est is not None:
+        lp.band(k(search.get("estimate_low_pps")), k(search.get("estimate_high_pps")),
+                COLORS[4], "estimate 95 % interval")
+        lp.vline(est, COLORS[4], "estimate", dash="4,2")
     lp.hline(max(threshold_pct, LOSS_FLOOR_PCT), "#d62728", f"threshold {threshold_pct:g} %",
              dash="2,2")
     lp.vline(k(search.get("lower_pps")), COLORS[2], "lower bound")
     lp.vline(k(search.get("upper_pps")), COLORS[3], "upper bound")
-    mask = list(trials["generator_limited"] == 0)
-    xs = list(trials["offered_kpps"])
-    durations = list(trials["duration_s"])
     tips = [f"{x:.1f} kpps, {d:g} s: loss {100 * lr:.4f} %" for x, d, lr in
-            zip(xs, durations, trials["loss_ratio"].fillna(0))]
-    lp.points([x for x, m in zip(xs, mask) if m], [y for y, m in zip(loss_pct, mask) if m],
-              COLORS[0], "trial", tips=[t for t, m in zip(tips, mask) if m])
-    if not all(mask):
-        lp.points([x for x, m in zip(xs, mask) if not m],
-                  [y for y, m in zip(loss_pct, mask) if not m], "#888", "generator-limited",
-                  hollow=True)
+            zip(t.offered_kpps, t.duration_s, t.loss_ratio)]
+    lp.points(_pick(t.offered_kpps, ok), _pick(loss_pct, ok), COLORS[0], "trial",
+              tips=_pick(tips, ok))
+    if not all(ok):
+        lp.points(_pick(t.offered_kpps, ok, False), _pick(loss_pct, ok, False), "#888",
+                  "generator-limited", hollow=True)
     return [fig4.render(), lp.render()]

@@ -200,15 +200,14 @@ def _kpps(v: Any) -> float:
 def _behavior_views(s_df: pd.DataFrame, t_df: pd.DataFrame) -> list[BehaviorView]:
     if s_df.empty:
         return []
-    by_search = {k: g for k, g in t_df.groupby(["run_id", "search_seq"], sort=False)} \
+    by_search = plots.SearchTrials.split(t_df, ["run_id", "search_seq"]) \
         if not t_df.empty else {}
     views: dict[tuple[str, str, int], BehaviorView] = {}
-    empty = t_df.iloc[0:0]
     for s in s_df.to_dict("records"):
         key = (s["run_id"], s["behavior"], int(s["packet_size"]))
         view = views.setdefault(key, BehaviorView(*key))
-        trials = by_search.get((s["run_id"], s["search_seq"]), empty)
-        svgs = plots.search_panels(trials, s, float(s["threshold_pct"])) if len(trials) else []
+        trials = by_search.get((s["run_id"], s["search_seq"]))
+        svgs = plots.search_panels(trials, s, float(s["threshold_pct"])) if trials else []
         view.searches.append(SearchView(
             int(s["repetition"]), float(s["threshold_pct"]), s["algorithm"] or "",
             s["status"] or "", _kpps(s["lower_pps"]), _kpps(s["upper_pps"]),

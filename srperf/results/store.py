@@ -197,6 +197,16 @@ class ResultStore:
         with self.engine.connect() as conn:
             return pd.read_sql_query(query, conn)
 
+    def simulated_runs(self, run_ids: Iterable[str]) -> set[str]:
+        """Those of ``run_ids`` with a trial from the simulated SUT model
+        (``extra["simulated"]``, see drivers/simulated.py)."""
+        t = schema.trials
+        query = (sa.select(t.c.run_id).distinct()
+                 .where(t.c.run_id.in_(list(run_ids)),
+                        t.c.extra.like('%"simulated": true%')))
+        with self.engine.connect() as conn:
+            return set(conn.execute(query).scalars())
+
     def last_run_id(self) -> str | None:
         with self.engine.connect() as conn:
             return conn.execute(sa.select(schema.runs.c.run_id)

@@ -30,6 +30,7 @@ from srperf.drivers.base import TrafficGenerator, TrialResult
 from srperf.errors import (CfgError, ConfigError, SrperfError, UnsupportedBehavior,
                            VerificationError)
 from srperf.generators import create_generator
+from srperf.progress import ProgressEvents
 from srperf.results.store import ResultStore, TrialKey
 from srperf.results.summary import summarize
 from srperf.search import create as create_search
@@ -97,6 +98,7 @@ class Orchestrator:
         self.exp, self.tb = exp, tb
         self.results_dir = Path(results_dir)
         self.progress = progress or (lambda msg: log.info("%s", msg))
+        self.events = progress if isinstance(progress, ProgressEvents) else ProgressEvents()
         self.keep_testbed = keep_testbed
         self.settings = search_settings(exp, tb)
         self.behaviors = [catalogue.get(name) for name in exp.behaviors]
@@ -110,6 +112,9 @@ class Orchestrator:
                    search=dataclasses.asdict(self.settings))
         run_id = store.begin_run(self.exp.name, self.tb.name, self.exp.forwarder, env)
         report = RunReport(run_id, store.path)
+        self.events.run_started(run_id, self.exp.name, self.tb.name, self.exp.forwarder,
+                                len(self.exp.packet_sizes) * self.exp.repetitions
+                                * len(self.behaviors))
         self.progress(f"run {run_id}: {self.exp.name} on {self.tb.name} "
                       f"({self.exp.forwarder}), results in {store.path}")
         testbed_made = False
@@ -139,6 +144,7 @@ class Orchestrator:
             report.summary.to_csv(csv, index=False)
             report.summary_csv = csv
             store.close()
+            self.events.run_done(report.status)
         return report
 
     def _testbed_up(self) -> bool:
@@ -258,6 +264,7 @@ class Orchestrator:
                 delta = {k: after[k] - before.get(k, 0) for k in after}
                 trial = dataclasses.replace(trial, extra={**trial.extra, "dataplane": delta})
             store.add_trial(run_id, key, trial)
+            self.events.trial_done(rate_pps, duration_s, trial.loss_ratio, usable=trial.usable)
             log.debug("%s %.0f pps %.2f s -> loss %.4f%%", key.behavior, rate_pps,
                       duration_s, 100 * trial.loss_ratio)
             return trial
@@ -265,7 +272,10 @@ class Orchestrator:
         algorithm = create_search(self.exp.search.algorithm,
                                   dataclasses.replace(self.settings, seed=key.search_seq))
         started = time.monotonic()
+        self.events.search_started(key.behavior, key.packet_size, key.repetition,
+                                   key.search_seq, self.settings.thresholds_pct)
         result = algorithm.run(measure)
+        self.events.search_done()
         result.wall_s = result.wall_s or time.monotonic() - started
         store.add_search(run_id, key, result)
         return result

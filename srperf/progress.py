@@ -177,8 +177,7 @@ class PlainProgress(_Base):
 
     def run_started(self, *args: object, **kw: object) -> None:
         super().run_started(*args, **kw)  # type: ignore[arg-type]
-        self._line(f"run {self.state.run_id}: {self.state.title}, "
-                   f"{self.state.total_searches} searches planned")
+        self._line(f"run {self.state.run_id}: {self.state.total_searches} searches planned")
 
     def trial_done(self, rate_pps: float, duration_s: float, loss_ratio: float,
                    lower_pps: float | None = None, upper_pps: float | None = None,

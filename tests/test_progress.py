@@ -34,7 +34,7 @@ def test_plain_lines_when_not_a_terminal() -> None:
     assert isinstance(view, PlainProgress)
     _drive(view)
     lines = out.getvalue().splitlines()
-    assert lines[0] == "run r1: quick on virtual (linux), 4 searches planned"
+    assert lines[0] == "run r1: 4 searches planned"
     # Each trial: search i/n, behavior, repetition, trial count, rate, loss, bounds.
     assert lines[3].startswith("  search 1/4 end 64B rep 1: trial 3 at 600.0 kpps, "
                                "loss 0.100 %, bounds seen [600.0, 800.0] kpps")

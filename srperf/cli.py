@@ -139,11 +139,12 @@ def cmd_testbed(args: argparse.Namespace) -> int:
 
 def _run(exp: Experiment, args: argparse.Namespace) -> int:
     from srperf.orchestrator import Orchestrator
+    from srperf.progress import make_progress
     from srperf.results.summary import format_table
 
     tb = _load_testbed(args.testbed, exp)
     orch = Orchestrator(exp, tb, Path(args.results), algorithm=args.algorithm,
-                        progress=lambda msg: print(msg, flush=True),
+                        progress=make_progress(sys.stdout),
                         keep_testbed=args.keep_testbed)
     report = orch.run()
     print()

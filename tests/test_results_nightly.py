@@ -52,6 +52,7 @@ def test_nightly_twice_then_a_planted_regression(tmp_path: Path,
     assert main(["nightly", str(suite)]) == 0
     out = capsys.readouterr().out
     assert f"baseline {first}" in out
+    assert "**MODEL: a run compared here comes from the simulated SUT" in out
     html = sorted((tmp_path / "reports").glob("nightly-sim-nightly-quick-*.html"))
     assert len(html) == 2 and "Comparison with baseline" in html[-1].read_text()
 

@@ -65,6 +65,8 @@ class Comparison:
     """Regression threshold, % of the baseline mean."""
     method: str
     changes: list[BehaviorChange] = field(default_factory=list)
+    model: bool = False
+    """True when either run came from the simulated SUT (a model, not a measurement)."""
 
     @property
     def verdict(self) -> str:
@@ -180,9 +182,11 @@ def compare_runs(store: ResultStore, baseline: str, current: str,
                  baseline_store: ResultStore | None = None) -> Comparison:
     """Compare two stored runs (the baseline may live in another store)."""
     bstore = baseline_store or store
-    return compare_frames(frames.searches(bstore, baseline), frames.searches(store, current),
-                          frames.outcomes(bstore, baseline), frames.outcomes(store, current),
-                          threshold_pct, method, baseline, current)
+    result = compare_frames(frames.searches(bstore, baseline), frames.searches(store, current),
+                            frames.outcomes(bstore, baseline), frames.outcomes(store, current),
+                            threshold_pct, method, baseline, current)
+    result.model = bool(bstore.simulated_runs([baseline]) or store.simulated_runs([current]))
+    return result
 
 
 def _num(x: float, fmt: str = "{:.1f}") -> str:
@@ -197,6 +201,9 @@ def format_markdown(c: Comparison) -> str:
              "| behavior | size | loss % | baseline kpps (n) | current kpps (n) | change % "
              "| 95 % CI % | verdict | note |",
              "|---|---:|---:|---:|---:|---:|---|---|---|"]
+    if c.model:
+        lines.insert(1, "\n**MODEL: a run compared here comes from the simulated SUT; "
+                        "its figures are not measurements.**")
     for x in c.changes:
         base = f"{_num(x.baseline.mean)} ({x.baseline.n})" if x.baseline else x.baseline_status
         cur = f"{_num(x.current.mean)} ({x.current.n})" if x.current else x.current_status

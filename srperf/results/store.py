@@ -26,6 +26,7 @@ import pandas as pd
 import sqlalchemy as sa
 
 from srperf.drivers.base import TrialResult
+from srperf.errors import SrperfError
 from srperf.results import schema
 from srperf.search.base import SearchResult
 
@@ -77,7 +78,11 @@ class ResultStore:
         if not is_url(location):
             self.path = Path(location)
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.engine = sa.create_engine(engine_url(location))
+        try:
+            self.engine = sa.create_engine(engine_url(location))
+        except ModuleNotFoundError as exc:
+            raise SrperfError(f"results database {location}: {exc}; for PostgreSQL "
+                              "install srperf's pg extra (psycopg)") from None
         self.url = self.engine.url.render_as_string(hide_password=True)
         if self.engine.dialect.name == "sqlite":
             sa.event.listen(self.engine, "connect", _sqlite_pragmas)

@@ -102,3 +102,15 @@ def test_suite_file_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="nights"):
         load_suite(bad)
     assert main(["nightly", str(bad)]) == 2
+
+
+def test_a_run_that_cannot_start_is_a_junit_error(tmp_path: Path) -> None:
+    suite = load_suite(_suite(tmp_path))
+
+    def broken(exp: object, tb: object, results_dir: Path) -> object:
+        raise ConfigError("quick.yaml", "forwarder", "vpp", "the virtual testbed runs Linux")
+
+    out = run_nightly(suite, progress=lambda msg: None, runner=broken)
+    assert out.errors and not out.regression and out.results[0].run_id is None
+    root = ET.parse(out.junit_path).getroot()
+    assert root.get("errors") == "1" and "runs Linux" in root.find(".//error").get("message")

@@ -155,11 +155,13 @@ def run_nightly(suite: Suite, progress: Callable[[str], None] | None = None,
             started = time.monotonic()
             result = SuiteResult(exp.name, None)
             out.results.append(result)
+            before = local.last_run_id()
             try:
                 run_id = runner(exp, tb, results_dir).run_id
             except SrperfError as exc:
                 result.error = f"{type(exc).__name__}: {exc}"
-                result.run_id = local.last_run_id()
+                last = local.last_run_id()  # the failed run, if it got as far as a run
+                result.run_id = last if last != before else None
                 say(f"nightly {suite.name}: {exp.name} failed: {exc}")
                 continue
             finally:

@@ -71,6 +71,11 @@ def bars_png(summary: pd.DataFrame, run_labels: dict[str, str], title: str) -> s
                         ha="center", va="bottom", fontsize=7, color="#555")
         ax.bar(xs, hs, width * 0.95, yerr=es, capsize=2, color=COLORS[i % len(COLORS)],
                label=run_labels[run], error_kw={"elinewidth": 0.8})
+    if not (summary["n"] > 0).any():  # only statuses: no rate axis to draw
+        ax.set_ylim(0, 1)
+        ax.set_yticks([])
+        ax.text(0.5, 0.6, "no rate to plot: every search ended with a status",
+                transform=ax.transAxes, ha="center", fontsize=9, color="#555")
     ax.set_xticks(range(len(behaviors)), behaviors, rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("kpps (mean, CI95 bars)")
     ax.set_title(title, fontsize=10)

@@ -7,8 +7,9 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 APT_PACKAGES=(clang llvm libbpf-dev bpftool gcc make iproute2 ethtool shellcheck
-              python3-venv util-linux procps openssh-client openssh-server nftables
-              chromium postgresql)  # chromium, postgresql: the report and store tests
+              python3-venv util-linux procps openssh-client openssh-server nftables)
+# The report and store tests open reports in headless Chromium and start a PostgreSQL server.
+APT_PACKAGES+=(chromium postgresql)
 VENV="${SRPERF_VENV:-.venv}"
 
 if [[ "$(id -u)" -ne 0 ]]; then

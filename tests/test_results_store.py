@@ -175,3 +175,10 @@ def test_postgresql_round_trip(pg_url: str, tmp_path: Path) -> None:
         assert len(again.frame("runs")) == 2
         with again.engine.connect() as conn:
             assert schema.current_version(conn) == schema.CURRENT_VERSION
+
+
+def test_update_environment(tmp_path: Path) -> None:
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        run = store.begin_run("e", "t", "linux", {"kernel": "x"})
+        store.update_environment(run, {"nodes": {"sut": {"kernel": "6.18"}}})
+        assert frames.runs(store, [run]).loc[0, "env"] == {"nodes": {"sut": {"kernel": "6.18"}}}

@@ -116,6 +116,12 @@ class ResultStore:
             purpose=purpose, suite=suite))
         return run_id
 
+    def update_environment(self, run_id: str, environment: dict[str, Any]) -> None:
+        """Replace a run's environment (once the testbed's nodes could be read)."""
+        with self.engine.begin() as conn:
+            conn.execute(schema.runs.update().where(schema.runs.c.run_id == run_id).values(
+                environment=json.dumps(environment, sort_keys=True, default=str)))
+
     def end_run(self, run_id: str, status: str) -> None:
         with self.engine.begin() as conn:
             conn.execute(schema.runs.update().where(schema.runs.c.run_id == run_id)

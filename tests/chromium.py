@@ -21,7 +21,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 
 MEASURE = """<script>
 document.body.setAttribute('data-plot-boxes', JSON.stringify(
-  Array.from(document.querySelectorAll('.plot')).map(function (e) {
+  Array.from(document.querySelectorAll('%s')).map(function (e) {
     var r = e.getBoundingClientRect();
     return [Math.round(r.left), Math.round(r.top), Math.round(r.width), Math.round(r.height)];
   })));
@@ -38,13 +38,15 @@ def _run(args: list[str], profile: Path, size: tuple[int, int]) -> subprocess.Co
                           capture_output=True, text=True, timeout=120)
 
 
-def screenshot(page: Path, png: Path, size: tuple[int, int]) -> list[tuple[int, int, int, int]]:
-    """Screenshot ``page`` into ``png``; returns the boxes (x, y, w, h) of its ``.plot``
-    elements, measured by the browser in a copy of the page at the same window size."""
+def screenshot(page: Path, png: Path, size: tuple[int, int],
+               selector: str = ".plot") -> list[tuple[int, int, int, int]]:
+    """Screenshot ``page`` into ``png``; returns the boxes (x, y, w, h) of the elements
+    matching ``selector``, measured by the browser in a copy of the page at the same
+    window size."""
     work = Path(tempfile.mkdtemp(prefix="srperf-chromium-"))
     try:
         probe = work / "probe.html"
-        probe.write_text(page.read_text(encoding="utf-8").replace("</body>", MEASURE + "</body>"),
+        probe.write_text(page.read_text(encoding="utf-8").replace("</body>", MEASURE % selector + "</body>"),
                          encoding="utf-8")
         dom = _run(["--dump-dom", probe.as_uri()], work / "profile1", size)
         match = re.search(r'data-plot-boxes="([^"]*)"', dom.stdout)

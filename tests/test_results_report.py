@@ -117,8 +117,11 @@ def test_report_renders_in_headless_chromium(two_runs: tuple[Path, list[str]]) -
         report.write_report(store, ids[:1], path / "one.html")
     png = path / "shot.png"
     size = (1200, 3000)
-    boxes = chromium.screenshot(path / "one.html", png, size)
-    assert len(boxes) == 1 + 2 * 6  # the bar chart and two plots per search
+    boxes = chromium.screenshot(path / "one.html", png, size, ".plot, table.summary")
+    # The summary table, the bar chart and two plots per search, in page order.
+    assert len(boxes) == 1 + 1 + 2 * 6
+    table = boxes[1]
+    assert table[2] > 300 and table[3] > 3 * 15  # laid out: header + 3 behaviors
     img = Image.open(png).convert("RGB")
     assert img.size == size
     checked = 0

@@ -96,6 +96,7 @@ def test_report_content(two_runs: tuple[Path, list[str]]) -> None:
     assert "avg_us" in text  # latency where there is some
     md = (path / "r.md").read_text()
     assert "| ipv6 | #1 linux" in md and "MODEL" in md and "unsupported: Error: no VRF" in md
+    assert "finished (MODEL (simulated SUT))" in md and "virtual (linux), finished\n" in md
     assert "http" not in text.replace("http://www.w3.org/2000/svg", "")  # self-contained
 
 

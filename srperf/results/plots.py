@@ -32,7 +32,7 @@ LOSS_FLOOR_PCT = 0.001
 
 def png_data_uri(fig: "plt.Figure") -> str:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=80)
+    fig.savefig(buf, format="png", dpi=80, pil_kwargs={"compress_level": 1})
     plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
@@ -47,8 +47,10 @@ def bars_png(summary: pd.DataFrame, run_labels: dict[str, str], title: str) -> s
     runs = [r for r in run_labels if r in set(summary["run_id"])]
     n_runs = max(len(runs), 1)
     width = 0.8 / n_runs
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.5 * len(behaviors) * max(1, n_runs / 3) + 2),
-                                    3.6))
+    # At most 16 x 4 inches at 80 dpi (1280 px wide): 200 bars still get 5 px each,
+    # and drawing time grows with the canvas.
+    fig, ax = plt.subplots(figsize=(min(16.0, max(6.0, 0.5 * len(behaviors)
+                                                  * max(1, n_runs / 3) + 2)), 4.0))
     top = summary["mean_kpps"].max() if "mean_kpps" in summary else math.nan
     top = top if isinstance(top, float) and math.isfinite(top) and top > 0 else 1.0
     for i, run in enumerate(runs):
@@ -82,7 +84,10 @@ def bars_png(summary: pd.DataFrame, run_labels: dict[str, str], title: str) -> s
     ax.grid(axis="y", alpha=0.3)
     if runs:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fig.tight_layout()
+    # Fixed margins (tight_layout would draw the figure one more time): the legend
+    # sits right of the axes, rotated behavior names below them.
+    width_in = fig.get_figwidth()
+    fig.subplots_adjust(left=0.7 / width_in, right=1 - 2.6 / width_in, bottom=0.3, top=0.91)
     return png_data_uri(fig)
 
 

@@ -76,6 +76,13 @@ class RunInfo:
     simulated: bool
     environment: dict[str, Any]
 
+    @property
+    def data_kind(self) -> str:
+        """measured, MODEL (simulated SUT) or SYNTHETIC (made up by a benchmark)."""
+        if self.simulated:
+            return "MODEL (simulated SUT)"
+        return "SYNTHETIC" if self.environment.get("synthetic") else "measured"
+
 
 @dataclass
 class SearchView:

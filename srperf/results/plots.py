@@ -20,6 +20,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from srperf.results.svgplot import Axis, SvgPlot  # noqa: E402
@@ -51,6 +52,7 @@ def bars_png(summary: pd.DataFrame, run_labels: dict[str, str], title: str) -> s
     # and drawing time grows with the canvas.
     fig, ax = plt.subplots(figsize=(min(16.0, max(6.0, 0.5 * len(behaviors)
                                                   * max(1, n_runs / 3) + 2)), 4.0))
+    handles: list[Patch] = []  # one per run, also for a run with statuses only
     top = summary["mean_kpps"].max() if "mean_kpps" in summary else math.nan
     top = top if isinstance(top, float) and math.isfinite(top) and top > 0 else 1.0
     for i, run in enumerate(runs):
@@ -71,8 +73,11 @@ def bars_png(summary: pd.DataFrame, run_labels: dict[str, str], title: str) -> s
             else:
                 ax.text(x, top * 0.02, str(r.get("status", "")).split(" x")[0], rotation=90,
                         ha="center", va="bottom", fontsize=7, color="#555")
-        ax.bar(xs, hs, width * 0.95, yerr=es, capsize=2, color=COLORS[i % len(COLORS)],
-               label=run_labels[run], error_kw={"elinewidth": 0.8})
+        color = COLORS[i % len(COLORS)]
+        if xs:
+            ax.bar(xs, hs, width * 0.95, yerr=es, capsize=2, color=color,
+                   error_kw={"elinewidth": 0.8})
+        handles.append(Patch(color=color, label=run_labels[run]))
     if not (summary["n"] > 0).any():  # only statuses: no rate axis to draw
         ax.set_ylim(0, 1)
         ax.set_yticks([])
@@ -83,7 +88,7 @@ def bars_png(summary: pd.DataFrame, run_labels: dict[str, str], title: str) -> s
     ax.set_title(title, fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     if runs:
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     # Fixed margins (tight_layout would draw the figure one more time): the legend
     # sits right of the axes, rotated behavior names below them.
     width_in = fig.get_figwidth()

@@ -10,6 +10,8 @@ APT_PACKAGES=(clang llvm libbpf-dev bpftool gcc make iproute2 ethtool shellcheck
               python3-venv util-linux procps openssh-client openssh-server nftables
               netcat-openbsd)
 VENV="${SRPERF_VENV:-.venv}"
+# The report and store tests open reports in headless Chromium and start a PostgreSQL server.
+APT_PACKAGES+=(chromium postgresql)
 
 if [[ "$(id -u)" -ne 0 ]]; then
     echo "install.sh: run as root (apt-get, network namespaces, BPF)" >&2

@@ -35,7 +35,7 @@ def results_dir() -> Path:
 
 
 class BenchSession(MeasurementSession):
-    """A session whose searches are stored as one bench run (``experiment = bench:NAME``)."""
+    """A session whose searches are stored as one bench run (``experiment = bench:NAME``, ``purpose = bench``)."""
 
     def __init__(self, bench: str, tb: TestbedConfig, forwarder: str,
                  options: Settings | None = None, keep_testbed: bool = False) -> None:
@@ -47,9 +47,9 @@ class BenchSession(MeasurementSession):
     def open(self) -> "BenchSession":
         super().open()
         self.store = ResultStore(results_dir() / "srperf.sqlite")
-        env = {**environment.collect(), **self.environment(), "purpose": "bench"}
+        env = {**environment.collect(), **self.environment()}
         self.run_id = self.store.begin_run(f"bench:{self.bench}", self.tb.name,
-                                           self.forwarder.name, env)
+                                           self.forwarder.name, env, purpose="bench")
         return self
 
     def close(self) -> None:

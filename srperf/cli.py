@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from srperf import resources
+from srperf import cli_results, resources
 from srperf.config.loader import load_experiment, load_testbed, validate_file
 from srperf.config.model import Experiment
 from srperf.errors import ConfigError, SrperfError
@@ -61,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("behaviors", help="list the behavior catalogue")
     sub.add_parser("build", help="compile the traffic generator and the eBPF dataplane")
+    cli_results.add_parsers(sub)  # report, compare, export, nightly
     return p
 
 
@@ -137,11 +138,12 @@ def cmd_testbed(args: argparse.Namespace) -> int:
 
 def _run(exp: Experiment, args: argparse.Namespace) -> int:
     from srperf.orchestrator import Orchestrator
+    from srperf.progress import make_progress
     from srperf.results.summary import format_table
 
     tb = _load_testbed(args.testbed, exp)
     orch = Orchestrator(exp, tb, Path(args.results), algorithm=args.algorithm,
-                        progress=lambda msg: print(msg, flush=True),
+                        progress=make_progress(sys.stdout),
                         keep_testbed=args.keep_testbed)
 
     report = orch.run()
@@ -211,6 +213,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 COMMANDS = {"validate": cmd_validate, "testbed": cmd_testbed, "run": cmd_run, "pdr": cmd_pdr,
             "behaviors": cmd_behaviors, "build": cmd_build}
+COMMANDS.update(cli_results.COMMANDS)
 
 if __name__ == "__main__":
     sys.exit(main())

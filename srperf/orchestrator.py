@@ -26,6 +26,7 @@ from srperf import environment, forwarders, testbeds
 from srperf.config.model import Experiment, TestbedConfig
 from srperf.errors import (CfgError, ConfigError, SrperfError, UnsupportedBehavior,
                            VerificationError)
+from srperf.progress import ProgressEvents
 from srperf.results.store import ResultStore, TrialKey
 from srperf.results.summary import summarize
 from srperf.search.base import GoalResult, SearchResult, SearchSettings
@@ -92,6 +93,7 @@ class Orchestrator:
         self.options = self.forwarder.parse_options(exp.options)
         self.results_dir = Path(results_dir)
         self.progress = progress or (lambda msg: log.info("%s", msg))
+        self.events = progress if isinstance(progress, ProgressEvents) else ProgressEvents()
         self.keep_testbed = keep_testbed
         self.settings = search_settings(exp, tb)
         self.behaviors = [catalogue.get(name) for name in exp.behaviors]
@@ -108,6 +110,10 @@ class Orchestrator:
                       f"({self.exp.forwarder}), results in {store.path}")
         session = MeasurementSession(self.testbed, self.forwarder, self.options, store, run_id,
                                      keep_testbed=self.keep_testbed, verify=self.exp.verify)
+        session.events = self.events
+        self.events.run_started(run_id, self.exp.name, self.tb.name, self.exp.forwarder,
+                                len(self.exp.packet_sizes) * self.exp.repetitions
+                                * len(self.behaviors))
         try:
             if not self.testbed.is_up():
                 self.progress(f"bringing up {self.testbed.kind} testbed {self.tb.name}")
@@ -128,6 +134,7 @@ class Orchestrator:
             report.summary.to_csv(csv, index=False)
             report.summary_csv = csv
             store.close()
+            self.events.run_done(report.status)
         return report
 
     # -- the plan -------------------------------------------------------------------

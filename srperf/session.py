@@ -23,6 +23,7 @@ from typing import Any, Callable
 from srperf.config.settings import Settings
 from srperf.drivers.base import TrafficGenerator, TrialResult
 from srperf.forwarders.base import Forwarder
+from srperf.progress import ProgressEvents
 from srperf.results.store import ResultStore, TrialKey
 from srperf.search import create as create_search
 from srperf.search.base import SearchResult, SearchSettings
@@ -44,6 +45,7 @@ class MeasurementSession:
         self.forwarder = forwarder
         self.options = options if options is not None else forwarder.parse_options({})
         self.store, self.run_id = store, run_id
+        self.events = ProgressEvents()  # the orchestrator sets its progress view here
         self.keep_testbed = keep_testbed
         self.verify_enabled = verify
         self._made = False
@@ -134,6 +136,7 @@ class MeasurementSession:
                 trial = dataclasses.replace(trial, extra={**trial.extra, "dataplane": delta})
             if self.store is not None and self.run_id is not None and key is not None:
                 self.store.add_trial(self.run_id, key, trial)
+            self.events.trial_done(rate_pps, duration_s, trial.loss_ratio, usable=trial.usable)
             if log_to is not None:
                 log_to.append({"rate_pps": rate_pps, "loss": trial.loss_ratio,
                                "limited": trial.generator_limited,
@@ -148,7 +151,11 @@ class MeasurementSession:
                key: TrialKey | None = None) -> SearchResult:
         """One search on what is configured now; stored when the session has a store."""
         started = time.monotonic()
+        if key is not None:
+            self.events.search_started(key.behavior, key.packet_size, key.repetition,
+                                       key.search_seq, settings.thresholds_pct)
         result = create_search(algorithm, settings).run(self.measure_fn(behavior, key))
+        self.events.search_done()
         result.wall_s = result.wall_s or time.monotonic() - started
         if self.store is not None and self.run_id is not None and key is not None:
             self.store.add_search(self.run_id, key, result)

@@ -6,18 +6,7 @@ import math
 
 import pandas as pd
 
-# Two-sided 95 % Student t quantiles by degrees of freedom (1..30); 1.96 beyond.
-_T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-        2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
-
-
-def t95(n: int) -> float:
-    """Student t quantile for a two-sided 95 % interval of the mean of n samples."""
-    df = n - 1
-    if df < 1:
-        return math.nan
-    return _T95[df - 1] if df <= len(_T95) else 1.96
+from srperf.results.stats import t95  # noqa: F401  (Student t for any n; was a table)
 
 
 def summarize(searches: pd.DataFrame, outcomes: pd.DataFrame | None = None) -> pd.DataFrame:

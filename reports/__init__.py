@@ -1,0 +1,1 @@
+"""Jinja2 templates of srperf reports (shipped as srperf.data.reports)."""

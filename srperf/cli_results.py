@@ -1,0 +1,142 @@
+"""The results subcommands of ``srperf``: report, compare, export, nightly.
+
+Registered by :mod:`srperf.cli` (``add_parsers`` and ``COMMANDS``); like it,
+this command-line module prints, the library modules it calls only log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from srperf.errors import ConfigError
+
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+def _store_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--results", default=os.environ.get("SRPERF_RESULTS", "srperf-results"),
+                   help="results directory (its srperf.sqlite); default ./srperf-results")
+    p.add_argument("--db", default=os.environ.get("SRPERF_DB"),
+                   help="a results database instead: SQLite file or postgresql:// URL")
+
+
+def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    r = sub.add_parser("report", help="HTML report (+ Markdown summary) of one or more runs")
+    r.add_argument("runs", nargs="+", metavar="RUN", help="run id, unique prefix, or 'last'")
+    r.add_argument("-o", "--output", help="HTML file (default: RESULTS/report-<run>.html)")
+    r.add_argument("--markdown", help="also write the Markdown summary to this file")
+    r.add_argument("--title", default="")
+    _store_args(r)
+
+    c = sub.add_parser("compare", help="per behavior change with its 95 %% interval; "
+                       "exit 1 on regression")
+    c.add_argument("baseline", metavar="BASELINE")
+    c.add_argument("current", metavar="CURRENT")
+    c.add_argument("--threshold", type=float, default=None,
+                   help="regression threshold in %% of the baseline mean (default 5)")
+    c.add_argument("--method", choices=["welch", "bootstrap"], default="welch")
+    _store_args(c)
+
+    e = sub.add_parser("export", help="export runs as csv, parquet or json")
+    e.add_argument("runs", nargs="+", metavar="RUN")
+    e.add_argument("--format", "-f", choices=["csv", "parquet", "json"], default="csv")
+    e.add_argument("-o", "--output", help="directory (json: a .json file or a directory)")
+    _store_args(e)
+
+    n = sub.add_parser("nightly", help="run a suite, compare with the last good run, "
+                       "write report and JUnit XML; exit 1 on regression")
+    n.add_argument("suite", metavar="SUITE.yaml")
+    n.add_argument("--results", help="override the suite's results directory")
+    n.add_argument("--db", help="override the suite's shared database URL")
+    n.add_argument("--reports", help="override the suite's reports directory")
+    n.add_argument("--testbed", "-t", help="override the suite's testbed")
+    n.add_argument("--repetitions", type=int, help="override the suite's repetitions")
+
+
+def _open(args: argparse.Namespace):
+    from srperf.results.store import ResultStore
+
+    location = args.db or str(Path(args.results) / "srperf.sqlite")
+    if not args.db and not Path(location).exists():
+        raise ConfigError("--results", "results", args.results,
+                          f"no results store {location} (run something first, or --db)")
+    return ResultStore(location)
+
+
+def _resolve(store: object, specs: list[str]) -> list[str]:
+    ids: list[str] = []
+    for spec in specs:
+        found = store.run_ids(spec)  # type: ignore[attr-defined]
+        if len(found) != 1:
+            why = "no such run" if not found else f"ambiguous: {', '.join(found[:5])}"
+            raise ConfigError(str(store.url), "run", spec, why)  # type: ignore[attr-defined]
+        ids.extend(found)
+    return ids
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from srperf.results.report import render_markdown, write_report
+
+    with _open(args) as store:
+        ids = _resolve(store, args.runs)
+        html = Path(args.output) if args.output else Path(args.results) / f"report-{ids[0]}.html"
+        data = write_report(store, ids, html, Path(args.markdown) if args.markdown else None,
+                            title=args.title)
+    print(render_markdown(data))
+    print(f"report: {html}")
+    return EXIT_OK
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from srperf.results.compare import DEFAULT_THRESHOLD_PCT, REGRESSION, compare_runs, \
+        format_markdown
+
+    threshold = DEFAULT_THRESHOLD_PCT if args.threshold is None else args.threshold
+    if threshold < 0:
+        raise ConfigError("--threshold", "threshold", threshold, "must be >= 0 (percent)")
+    with _open(args) as store:
+        base, cur = _resolve(store, [args.baseline, args.current])
+        result = compare_runs(store, base, cur, threshold, args.method)
+    print(format_markdown(result))
+    return EXIT_FAILED if result.verdict == REGRESSION else EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from srperf.results.export import export
+
+    with _open(args) as store:
+        ids = _resolve(store, args.runs)
+        dest = Path(args.output) if args.output else Path(args.results) / f"export-{ids[0]}"
+        for path in export(store, ids, args.format, dest):
+            print(path)
+    return EXIT_OK
+
+
+def cmd_nightly(args: argparse.Namespace) -> int:
+    from srperf.progress import make_progress
+    from srperf.results.nightly import load_suite, run_nightly
+
+    suite = load_suite(args.suite)
+    if args.repetitions is not None and args.repetitions < 1:
+        raise ConfigError("--repetitions", "repetitions", args.repetitions, "must be >= 1")
+    progress = make_progress(sys.stdout)
+    try:
+        out = run_nightly(suite, progress, overrides={
+            "results": args.results, "database": args.db, "reports": args.reports,
+            "testbed": args.testbed, "repetitions": args.repetitions})
+    finally:
+        progress.close()
+    print(out.markdown)
+    for r in out.results:
+        print(f"{r.name}: run {r.run_id}, baseline {r.baseline_run_id or 'none'}, "
+              f"{r.comparison.verdict if r.comparison else ('error' if r.error else 'no baseline')}"
+              f"{', report ' + str(r.report) if r.report else ''}")
+    print(f"junit: {out.junit_path}")
+    return EXIT_FAILED if out.regression or out.errors else EXIT_OK
+
+
+COMMANDS = {"report": cmd_report, "compare": cmd_compare, "export": cmd_export,
+            "nightly": cmd_nightly}

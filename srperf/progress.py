@@ -1,0 +1,276 @@
+"""Progress of a run while it runs: a live view on a terminal, plain lines otherwise.
+
+The orchestrator reports a few events (:class:`ProgressEvents`): run started,
+search started, trial done, search done, message, run done.  Two views:
+
+* :class:`RichProgress`: a live panel (rich) with the run, behavior,
+  repetition, current rate, bounds, trial count and time left, messages
+  scrolling above it;
+* :class:`PlainProgress`: one line per event, for CI logs and pipes.
+
+:func:`make_progress` picks one by ``isatty``.  A view is also a
+``Callable[[str], None]`` (a call is a message), so it can be passed wherever a
+plain progress callback is expected.  Rates are pps in the events and kpps on
+screen; loss ratios are in [0, 1] in the events and % on screen.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import IO, Sequence
+
+log = logging.getLogger(__name__)
+
+
+class ProgressEvents:
+    """The event interface; every method does nothing here (the null view)."""
+
+    def run_started(self, run_id: str, experiment: str, testbed: str, forwarder: str,
+                    total_searches: int) -> None:
+        """A run began; it plans ``total_searches`` searches (behaviors x sizes x reps)."""
+
+    def search_started(self, behavior: str, packet_size: int, repetition: int,
+                       search_seq: int, thresholds_pct: Sequence[float] = ()) -> None:
+        """A search began; thresholds in % (0 = NDR)."""
+
+    def trial_done(self, rate_pps: float, duration_s: float, loss_ratio: float,
+                   lower_pps: float | None = None, upper_pps: float | None = None,
+                   usable: bool = True) -> None:
+        """A trial ended: intended rate (pps), duration (s), loss ratio (0-1) and, when
+        the caller knows them, the search's current bounds (pps)."""
+
+    def search_done(self, text: str = "") -> None:
+        """The current search ended (``text``: its result line, if any)."""
+
+    def message(self, text: str) -> None:
+        """Anything else worth a line."""
+
+    def run_done(self, status: str) -> None:
+        """The run ended with ``status`` (finished, failed)."""
+
+    def close(self) -> None:
+        """Release the terminal (live views)."""
+
+    def __call__(self, text: str) -> None:
+        self.message(text)
+
+
+@dataclass
+class ProgressState:
+    """What the views show, updated by the events (rates pps, times s)."""
+
+    run_id: str = ""
+    title: str = ""
+    total_searches: int = 0
+    searches_done: int = 0
+    behavior: str = ""
+    packet_size: int = 0
+    repetition: int = 0
+    thresholds_pct: tuple[float, ...] = ()
+    trials: int = 0
+    rate_pps: float | None = None
+    loss_ratio: float | None = None
+    lower_pps: float | None = None
+    upper_pps: float | None = None
+    bounds_seen: bool = False
+    run_start: float = field(default_factory=time.monotonic)
+    search_start: float = field(default_factory=time.monotonic)
+    last_done_at: float | None = None
+    """When the last search ended (monotonic s)."""
+
+    def on_trial(self, rate_pps: float, loss_ratio: float, lower_pps: float | None,
+                 upper_pps: float | None, usable: bool) -> None:
+        self.trials += 1
+        self.rate_pps, self.loss_ratio = rate_pps, loss_ratio
+        if lower_pps is not None or upper_pps is not None:
+            self.lower_pps, self.upper_pps, self.bounds_seen = lower_pps, upper_pps, False
+            return
+        if not usable or not self.thresholds_pct:
+            return
+        # Bounds seen so far for the lowest threshold: highest passing rate below
+        # the lowest failing one (an indication; the search decides its own bounds).
+        self.bounds_seen = True
+        if 100.0 * loss_ratio <= min(self.thresholds_pct):
+            if self.lower_pps is None or rate_pps > self.lower_pps:
+                self.lower_pps = rate_pps
+        elif self.upper_pps is None or rate_pps < self.upper_pps:
+            self.upper_pps = rate_pps
+
+    def time_left_s(self, now: float | None = None) -> float | None:
+        """Seconds left, from the mean duration of the searches done so far."""
+        if not self.searches_done or not self.total_searches:
+            return None
+        now = time.monotonic() if now is None else now
+        done_at = self.last_done_at if self.last_done_at is not None else now
+        per = (done_at - self.run_start) / self.searches_done
+        left = max(self.total_searches - self.searches_done, 0)
+        return max(per * left - (now - done_at if left else 0.0), 0.0)
+
+
+def _kpps(v: float | None) -> str:
+    return "?" if v is None else f"{v / 1000:.1f}"
+
+
+def _duration(s: float | None) -> str:
+    if s is None:
+        return "?"
+    s = int(round(s))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+def describe_state(st: ProgressState) -> str:
+    """One line: search i/n, behavior, rep, trial count, rate, loss, bounds, time left."""
+    where = (f"search {st.searches_done + 1}/{st.total_searches} {st.behavior} "
+             f"{st.packet_size}B rep {st.repetition}")
+    rate = "" if st.rate_pps is None else (
+        f": trial {st.trials} at {_kpps(st.rate_pps)} kpps, loss "
+        f"{100 * (st.loss_ratio or 0):.3f} %")
+    bounds = (f", bounds{' seen' if st.bounds_seen else ''} [{_kpps(st.lower_pps)}, "
+              f"{_kpps(st.upper_pps)}] kpps")
+    return f"{where}{rate}{bounds}, about {_duration(st.time_left_s())} left"
+
+
+class _Base(ProgressEvents):
+    def __init__(self) -> None:
+        self.state = ProgressState()
+        self._lock = threading.Lock()
+
+    def run_started(self, run_id: str, experiment: str, testbed: str, forwarder: str,
+                    total_searches: int) -> None:
+        self.state = ProgressState(run_id=run_id, total_searches=total_searches,
+                                   title=f"{experiment} on {testbed} ({forwarder})")
+
+    def search_started(self, behavior: str, packet_size: int, repetition: int,
+                       search_seq: int, thresholds_pct: Sequence[float] = ()) -> None:
+        st = self.state
+        st.behavior, st.packet_size, st.repetition = behavior, packet_size, repetition
+        st.thresholds_pct = tuple(thresholds_pct)
+        st.trials, st.rate_pps, st.loss_ratio = 0, None, None
+        st.lower_pps = st.upper_pps = None
+        st.search_start = time.monotonic()
+
+    def trial_done(self, rate_pps: float, duration_s: float, loss_ratio: float,
+                   lower_pps: float | None = None, upper_pps: float | None = None,
+                   usable: bool = True) -> None:
+        self.state.on_trial(rate_pps, loss_ratio, lower_pps, upper_pps, usable)
+
+    def search_done(self, text: str = "") -> None:
+        self.state.searches_done += 1
+        self.state.last_done_at = time.monotonic()
+
+
+class PlainProgress(_Base):
+    """One line per event on ``stream`` (CI logs, pipes)."""
+
+    def __init__(self, stream: IO[str] | None = None) -> None:
+        super().__init__()
+        self.stream = stream or sys.stdout
+
+    def _line(self, text: str) -> None:
+        with self._lock:
+            self.stream.write(text + "\n")
+            self.stream.flush()
+
+    def run_started(self, *args: object, **kw: object) -> None:
+        super().run_started(*args, **kw)  # type: ignore[arg-type]
+        self._line(f"run {self.state.run_id}: {self.state.total_searches} searches planned")
+
+    def trial_done(self, rate_pps: float, duration_s: float, loss_ratio: float,
+                   lower_pps: float | None = None, upper_pps: float | None = None,
+                   usable: bool = True) -> None:
+        super().trial_done(rate_pps, duration_s, loss_ratio, lower_pps, upper_pps, usable)
+        flag = "" if usable else " (generator-limited)"
+        self._line(f"  {describe_state(self.state)} [{duration_s:g} s trial{flag}]")
+
+    def search_done(self, text: str = "") -> None:
+        super().search_done(text)
+
+    def message(self, text: str) -> None:
+        self._line(text)
+
+    def run_done(self, status: str) -> None:
+        st = self.state
+        self._line(f"run {st.run_id} {status}: {st.searches_done} searches in "
+                   f"{_duration(time.monotonic() - st.run_start)}")
+
+
+class RichProgress(_Base):
+    """A live panel at the bottom of the terminal; messages scroll above it."""
+
+    def __init__(self, console: object | None = None) -> None:
+        super().__init__()
+        from rich.console import Console
+        from rich.live import Live
+
+        self.console = console or Console()
+        self.live = Live(self._render(), console=self.console,  # type: ignore[arg-type]
+                         refresh_per_second=4, transient=True, get_renderable=self._render)
+        self._started = False
+
+    def _render(self) -> object:
+        from rich.panel import Panel
+        from rich.progress_bar import ProgressBar
+        from rich.table import Table
+
+        st = self.state
+        t = Table.grid(padding=(0, 2))
+        t.add_column(style="bold")
+        t.add_column()
+        t.add_row("run", f"{st.run_id} {st.title}")
+        t.add_row("search", f"{min(st.searches_done + 1, max(st.total_searches, 1))}/"
+                  f"{st.total_searches}  {st.behavior} {st.packet_size}B rep {st.repetition}")
+        t.add_row("rate", "-" if st.rate_pps is None else
+                  f"{_kpps(st.rate_pps)} kpps, loss {100 * (st.loss_ratio or 0):.3f} %")
+        t.add_row("bounds" + (" seen" if st.bounds_seen else ""),
+                  f"[{_kpps(st.lower_pps)}, {_kpps(st.upper_pps)}] kpps")
+        t.add_row("trials", str(st.trials))
+        t.add_row("time left", _duration(st.time_left_s()))
+        bar = ProgressBar(total=max(st.total_searches, 1), completed=st.searches_done,
+                          width=40)
+        t.add_row("", bar)
+        return Panel(t, title="srperf", expand=False)
+
+    def _ensure(self) -> None:
+        if not self._started:
+            self.live.start()
+            self._started = True
+
+    def run_started(self, *args: object, **kw: object) -> None:
+        super().run_started(*args, **kw)  # type: ignore[arg-type]
+        self._ensure()
+
+    def trial_done(self, *args: object, **kw: object) -> None:
+        super().trial_done(*args, **kw)  # type: ignore[arg-type]
+        self._ensure()
+        self.live.refresh()
+
+    def message(self, text: str) -> None:
+        self.console.print(text, highlight=False, markup=False)  # type: ignore[attr-defined]
+
+    def run_done(self, status: str) -> None:
+        self.message(f"run {self.state.run_id} {status}: {self.state.searches_done} searches "
+                     f"in {_duration(time.monotonic() - self.state.run_start)}")
+        self.close()
+
+    def close(self) -> None:
+        if self._started:
+            self.live.stop()
+            self._started = False
+
+
+def make_progress(stream: IO[str] | None = None) -> ProgressEvents:
+    """A live view when ``stream`` (default stdout) is a terminal, plain lines otherwise."""
+    stream = stream or sys.stdout
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    if tty:
+        from rich.console import Console
+
+        return RichProgress(Console(file=stream))
+    return PlainProgress(stream)

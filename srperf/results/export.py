@@ -1,0 +1,55 @@
+"""Export runs as CSV, Parquet or JSON (tables runs, searches, trials, outcomes, summary).
+
+CSV and Parquet write one file per table into a directory; JSON writes one file
+with a list of records per table.  Rates are pps, except the summary's kpps.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Iterable
+
+import pandas as pd
+
+from srperf.results import frames
+from srperf.results.store import ResultStore
+
+log = logging.getLogger(__name__)
+
+FORMATS = ("csv", "parquet", "json")
+
+
+def tables(store: ResultStore, run_ids: Iterable[str]) -> dict[str, pd.DataFrame]:
+    """The runs' tables as DataFrames (``runs`` without the parsed ``env`` column)."""
+    ids = list(run_ids)
+    s, o = frames.searches(store, ids), frames.outcomes(store, ids)
+    runs = frames.runs(store, ids).drop(columns=["env"])
+    return {"runs": runs, "searches": s, "trials": frames.trials(store, ids),
+            "outcomes": o, "summary": frames.summaries(store, ids, s, o)}
+
+
+def export(store: ResultStore, run_ids: Iterable[str], fmt: str, dest: Path) -> list[Path]:
+    """Write the runs in ``fmt`` under ``dest`` (a directory; for json a ``.json`` file
+    path or a directory).  Returns the files written."""
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {FORMATS}, not {fmt!r}")
+    data = tables(store, run_ids)
+    if fmt == "json":
+        path = dest if dest.suffix == ".json" else dest / "srperf-export.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        doc = {name: json.loads(df.to_json(orient="records")) for name, df in data.items()}
+        path.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+        return [path]
+    dest.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, df in data.items():
+        path = dest / f"{name}.{fmt}"
+        if fmt == "csv":
+            df.to_csv(path, index=False)
+        else:
+            df.to_parquet(path, index=False)
+        written.append(path)
+    log.info("exported %d tables to %s", len(written), dest)
+    return written

@@ -1,0 +1,95 @@
+"""Runs, searches, trials and summaries of a results store as pandas DataFrames.
+
+Rates are pps in the stored columns and kpps in the summary (``*_kpps``);
+ratios are in [0, 1] and percentages are named ``*_pct``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, Iterable
+
+import pandas as pd
+
+from srperf.results.store import ResultStore
+from srperf.results.summary import summarize
+
+log = logging.getLogger(__name__)
+
+
+def _ids(run_ids: str | Iterable[str] | None) -> str | list[str] | None:
+    return run_ids if run_ids is None or isinstance(run_ids, str) else list(run_ids)
+
+
+def parse_json(text: Any) -> Any:
+    """A stored JSON column value as Python data ({} for empty or invalid text)."""
+    if not isinstance(text, str) or not text:
+        return {}
+    try:
+        return json.loads(text)
+    except ValueError:
+        return {"unparsed": text}
+
+
+def runs(store: ResultStore, run_ids: str | Iterable[str] | None = None) -> pd.DataFrame:
+    """One row per run; ``env`` holds the parsed environment (flat or nested per node),
+    ``simulated`` is True when any trial of the run came from the SUT model."""
+    df = store.frame("runs", _ids(run_ids))
+    df["env"] = [parse_json(x) for x in df["environment"]]
+    sim = store.simulated_runs(list(df["run_id"])) if not df.empty else set()
+    df["simulated"] = df["run_id"].isin(sim)
+    if run_ids is not None and not isinstance(run_ids, str):
+        order = {r: i for i, r in enumerate(run_ids)}
+        df = df.sort_values("run_id", key=lambda s: s.map(order)).reset_index(drop=True)
+    return df
+
+
+def trials(store: ResultStore, run_ids: str | Iterable[str] | None = None) -> pd.DataFrame:
+    """One row per trial with derived columns: ``received_rate_pps`` (received per
+    second of intended duration), ``delivery_ratio`` (received / intended, the
+    SRPerf paper's DR) and ``offered_kpps``/``received_kpps``."""
+    df = store.frame("trials", _ids(run_ids))
+    dur = df["duration_s"].where(df["duration_s"] > 0)
+    df["received_rate_pps"] = df["received"] / dur
+    df["delivery_ratio"] = (df["received"] / df["intended"].where(df["intended"] > 0)).fillna(1.0)
+    df["offered_kpps"] = df["rate_pps"] / 1000.0
+    df["received_kpps"] = df["received_rate_pps"] / 1000.0
+    return df
+
+
+def searches(store: ResultStore, run_ids: str | Iterable[str] | None = None) -> pd.DataFrame:
+    """One row per search goal (threshold in %, bounds and estimates in pps)."""
+    return store.frame("searches", _ids(run_ids))
+
+
+def outcomes(store: ResultStore, run_ids: str | Iterable[str] | None = None) -> pd.DataFrame:
+    """Per run, behavior and size: measured, unsupported, verify_failed, error."""
+    return store.frame("outcomes", _ids(run_ids))
+
+
+def summaries(store: ResultStore, run_ids: str | Iterable[str] | None = None,
+              search_frame: pd.DataFrame | None = None,
+              outcome_frame: pd.DataFrame | None = None) -> pd.DataFrame:
+    """:func:`srperf.results.summary.summarize` per run, one frame with ``run_id`` and
+    ``forwarder`` first (rates in kpps, CV and CI95 also as % of the mean)."""
+    s_all = search_frame if search_frame is not None else searches(store, run_ids)
+    o_all = outcome_frame if outcome_frame is not None else outcomes(store, run_ids)
+    ids = list(dict.fromkeys(list(s_all["run_id"]) + list(o_all["run_id"])))
+    parts = []
+    for run_id in ids:
+        s = s_all[s_all["run_id"] == run_id]
+        o = o_all[o_all["run_id"] == run_id]
+        summary = summarize(s, o)
+        if summary.empty:
+            continue
+        fwd = pd.concat([s["forwarder"], o["forwarder"]]).dropna()
+        summary.insert(0, "forwarder", fwd.iloc[0] if len(fwd) else "")
+        summary.insert(0, "run_id", run_id)
+        parts.append(summary)
+    if not parts:
+        return pd.DataFrame()
+    df = pd.concat(parts, ignore_index=True)
+    if "mean_kpps" in df:
+        df["ci95_pct"] = 100.0 * df["ci95_kpps"] / df["mean_kpps"]
+    return df

@@ -1,0 +1,103 @@
+"""JUnit XML for CI servers (Jenkins, GitHub Actions test reporters).
+
+One ``testsuite`` per nightly experiment, one ``testcase`` per behavior,
+packet size and loss threshold: a regression is a ``failure``, a run that could
+not be made an ``error``, a behavior without numbers on one side (unsupported,
+generator-limited...) ``skipped``; no change, improvement and inconclusive pass,
+with the change and its interval in ``system-out``.
+"""
+
+from __future__ import annotations
+
+import math
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from srperf.results.compare import (IMPROVEMENT, NOT_COMPARABLE, REGRESSION, BehaviorChange,
+                                    Comparison)
+
+
+@dataclass
+class SuiteResult:
+    """What one experiment of a nightly suite produced."""
+
+    name: str
+    run_id: str | None
+    baseline_run_id: str | None = None
+    comparison: Comparison | None = None
+    error: str = ""
+    seconds: float = 0.0
+    report: Path | None = None
+    cases: list[str] = field(default_factory=list)
+    """Behavior/size/threshold names of the run when there is no comparison."""
+
+
+def _case_name(c: BehaviorChange) -> str:
+    thr = "" if math.isnan(c.threshold_pct) else (
+        " NDR" if c.threshold_pct == 0 else f" PDR@{c.threshold_pct:g}%")
+    return f"{c.behavior} {c.packet_size}B{thr}"
+
+
+def _describe(c: BehaviorChange) -> str:
+    if c.diff is None:
+        return f"{c.verdict}: {c.reason}"
+    return (f"{c.verdict}: {c.diff.delta_pct:+.2f} % (95 % interval {c.diff.low_pct:+.2f} "
+            f"to {c.diff.high_pct:+.2f} %, {c.diff.method}); baseline "
+            f"{c.baseline.mean if c.baseline else math.nan:.1f} kpps, current "
+            f"{c.current.mean if c.current else math.nan:.1f} kpps; {c.reason}")
+
+
+def build(suite: str, results: list[SuiteResult]) -> ET.ElementTree:
+    root = ET.Element("testsuites", name=f"srperf nightly {suite}")
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for r in results:
+        ts = ET.SubElement(root, "testsuite", name=f"{suite}.{r.name}")
+        props = ET.SubElement(ts, "properties")
+        for k, v in (("run_id", r.run_id), ("baseline_run_id", r.baseline_run_id),
+                     ("report", str(r.report) if r.report else None)):
+            ET.SubElement(props, "property", name=k, value=v or "")
+        counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+        classname = f"srperf.{suite}.{r.name}"
+        if r.error:
+            case = ET.SubElement(ts, "testcase", classname=classname, name="run")
+            ET.SubElement(case, "error", message=r.error[:500], type="run").text = r.error
+            counts["tests"] += 1
+            counts["errors"] += 1
+        elif r.comparison is None:
+            for name in r.cases or ["run"]:
+                case = ET.SubElement(ts, "testcase", classname=classname, name=name)
+                ET.SubElement(case, "system-out").text = (
+                    "no baseline: this is the first good nightly run of the suite here")
+                counts["tests"] += 1
+        else:
+            for c in r.comparison.changes:
+                case = ET.SubElement(ts, "testcase", classname=classname, name=_case_name(c))
+                text = _describe(c)
+                counts["tests"] += 1
+                if c.verdict == REGRESSION:
+                    ET.SubElement(case, "failure", message=text[:500],
+                                  type="regression").text = text
+                    counts["failures"] += 1
+                elif c.verdict == NOT_COMPARABLE:
+                    ET.SubElement(case, "skipped", message=text[:500])
+                    counts["skipped"] += 1
+                else:
+                    ET.SubElement(case, "system-out").text = text + (
+                        "" if c.verdict != IMPROVEMENT else " (improvement)")
+        for k, v in counts.items():
+            ts.set(k, str(v))
+            totals[k] += v
+        ts.set("time", f"{r.seconds:.1f}")
+    for k, v in totals.items():
+        root.set(k, str(v))
+    root.set("time", f"{sum(r.seconds for r in results):.1f}")
+    return ET.ElementTree(root)
+
+
+def write(path: Path, suite: str, results: list[SuiteResult]) -> Path:
+    tree = build(suite, results)
+    ET.indent(tree)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tree.write(path, encoding="utf-8", xml_declaration=True)
+    return path

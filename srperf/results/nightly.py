@@ -1,0 +1,202 @@
+"""The nightly regression job: run a suite, store it, compare, report, JUnit.
+
+A suite file (YAML)::
+
+    name: nightly-linux            # runs of the suite are tagged with this name
+    testbed: virtual               # file or shipped name
+    experiments: [quick]           # files or shipped names, run one after another
+    repetitions: 5                 # optional: overrides each experiment's
+    algorithm: mlr                 # optional: overrides each experiment's
+    compare: {threshold_pct: 5, method: welch}   # regression threshold, %
+    results: srperf-results        # local results directory (SQLite), as `srperf run`
+    database: postgresql://u@h/db  # optional: a shared store; runs are copied there
+    reports: nightly-reports       # HTML/Markdown reports and junit.xml go here
+
+Each experiment is run through the orchestrator into the local SQLite store,
+tagged ``purpose='nightly'`` with the suite name, copied to the shared store
+when there is one, and compared with the last good run of the same suite,
+experiment and testbed there (a finished nightly run not itself judged a
+regression).  The verdict is stored in ``comparisons``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from srperf import resources
+from srperf.config.loader import load_experiment, load_testbed, read_yaml
+from srperf.errors import ConfigError, SrperfError
+from srperf.results import junit, report
+from srperf.results.compare import (DEFAULT_THRESHOLD_PCT, REGRESSION, Comparison,
+                                    compare_runs, format_markdown)
+from srperf.results.junit import SuiteResult
+from srperf.results.store import ResultStore
+
+log = logging.getLogger(__name__)
+
+SUITE_KEYS = {"name", "testbed", "experiments", "repetitions", "algorithm", "compare",
+              "results", "database", "reports"}
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A nightly suite (threshold in % of the baseline mean)."""
+
+    name: str
+    testbed: str
+    experiments: tuple[str, ...]
+    source: str
+    repetitions: int | None = None
+    algorithm: str | None = None
+    threshold_pct: float = DEFAULT_THRESHOLD_PCT
+    method: str = "welch"
+    results: str = "srperf-results"
+    database: str | None = None
+    reports: str = "nightly-reports"
+
+
+def load_suite(path: str | Path) -> Suite:
+    """Read and check a suite file; :class:`ConfigError` names file, key and value."""
+    file = str(path)
+    data = read_yaml(Path(path))
+    unknown = set(data) - SUITE_KEYS
+    if unknown:
+        key = sorted(unknown)[0]
+        raise ConfigError(file, key, data[key], f"unknown key (known: {sorted(SUITE_KEYS)})")
+    for key in ("name", "experiments"):
+        if key not in data:
+            raise ConfigError(file, key, None, "required")
+    exps = data["experiments"]
+    if isinstance(exps, str):
+        exps = [exps]
+    if not isinstance(exps, list) or not exps or not all(isinstance(e, str) for e in exps):
+        raise ConfigError(file, "experiments", exps, "a list of experiment files or names")
+    reps = data.get("repetitions")
+    if reps is not None and (not isinstance(reps, int) or reps < 1):
+        raise ConfigError(file, "repetitions", reps, "an integer >= 1")
+    cmp: dict[str, Any] = data.get("compare") or {}
+    if not isinstance(cmp, dict) or set(cmp) - {"threshold_pct", "method"}:
+        raise ConfigError(file, "compare", cmp, "a mapping with threshold_pct and method")
+    thr = cmp.get("threshold_pct", DEFAULT_THRESHOLD_PCT)
+    if not isinstance(thr, (int, float)) or thr < 0:
+        raise ConfigError(file, "compare.threshold_pct", thr, "a number >= 0 (percent)")
+    method = cmp.get("method", "welch")
+    if method not in ("welch", "bootstrap"):
+        raise ConfigError(file, "compare.method", method, "welch or bootstrap")
+    return Suite(name=str(data["name"]), testbed=str(data.get("testbed", "virtual")),
+                 experiments=tuple(exps), source=file, repetitions=reps,
+                 algorithm=data.get("algorithm"), threshold_pct=float(thr), method=method,
+                 results=str(data.get("results", "srperf-results")),
+                 database=data.get("database"),
+                 reports=str(data.get("reports", "nightly-reports")))
+
+
+@dataclass
+class NightlyResult:
+    """What a nightly job produced; ``regression`` decides the exit code."""
+
+    suite: Suite
+    results: list[SuiteResult] = field(default_factory=list)
+    junit_path: Path | None = None
+    markdown: str = ""
+
+    @property
+    def regression(self) -> bool:
+        return any(r.comparison is not None and r.comparison.verdict == REGRESSION
+                   for r in self.results)
+
+    @property
+    def errors(self) -> bool:
+        return any(r.error for r in self.results)
+
+
+Runner = Callable[[Any, Any, Path], Any]
+"""(experiment, testbed, results_dir) -> an object with ``run_id`` (the orchestrator)."""
+
+
+def _orchestrate(progress: Callable[[str], None] | None, algorithm: str | None) -> Runner:
+    def run(exp: Any, tb: Any, results_dir: Path) -> Any:
+        from srperf.orchestrator import Orchestrator
+
+        return Orchestrator(exp, tb, results_dir, algorithm=algorithm,
+                            progress=progress).run()
+    return run
+
+
+def run_nightly(suite: Suite, progress: Callable[[str], None] | None = None,
+                runner: Runner | None = None, overrides: dict[str, Any] | None = None
+                ) -> NightlyResult:
+    """Run every experiment of ``suite``; see the module docstring."""
+    if overrides:
+        suite = dataclasses.replace(suite, **{k: v for k, v in overrides.items()
+                                              if v is not None})
+    runner = runner or _orchestrate(progress, suite.algorithm)
+    say = progress or (lambda msg: log.info("%s", msg))
+    tb = load_testbed(resources.find_config(suite.testbed, "testbed"))
+    results_dir = Path(suite.results)
+    reports_dir = Path(suite.reports)
+    out = NightlyResult(suite)
+    local = ResultStore(results_dir / "srperf.sqlite")
+    shared = ResultStore(suite.database) if suite.database else local
+    md_parts = [f"# srperf nightly {suite.name} on {tb.name}\n"]
+    if tb.kind == "simulated":
+        md_parts.append("**MODEL: the testbed is the simulated SUT; these are not "
+                        "measurements.**")
+    try:
+        for name in suite.experiments:
+            exp = load_experiment(resources.find_config(name, "experiment"))
+            if suite.repetitions:
+                exp = dataclasses.replace(exp, repetitions=suite.repetitions)
+            started = time.monotonic()
+            result = SuiteResult(exp.name, None)
+            out.results.append(result)
+            before = local.last_run_id()
+            try:
+                run_id = runner(exp, tb, results_dir).run_id
+            except SrperfError as exc:
+                result.error = f"{type(exc).__name__}: {exc}"
+                last = local.last_run_id()  # the failed run, if it got as far as a run
+                result.run_id = last if last != before else None
+                say(f"nightly {suite.name}: {exp.name} failed: {exc}")
+                continue
+            finally:
+                result.seconds = time.monotonic() - started
+            result.run_id = run_id
+            local.tag_run(run_id, purpose="nightly", suite=suite.name)
+            if shared is not local:
+                local.copy_run(run_id, shared)
+            baseline = shared.last_good_run(exp.name, tb.name, suite.name, exclude=run_id)
+            result.baseline_run_id = baseline
+            comparison: Comparison | None = None
+            if baseline:
+                comparison = compare_runs(shared, baseline, run_id, suite.threshold_pct,
+                                          suite.method)
+            result.comparison = comparison
+            verdict = comparison.verdict if comparison else "no_baseline"
+            shared.add_comparison(run_id, baseline, suite.threshold_pct, verdict,
+                                  {"suite": suite.name, "method": suite.method})
+            html = reports_dir / f"nightly-{suite.name}-{exp.name}-{run_id}.html"
+            data = report.write_report(
+                shared, [baseline, run_id] if baseline else [run_id], html,
+                html.with_suffix(".md"),
+                title=f"srperf nightly {suite.name}: {exp.name} on {tb.name}",
+                comparison=comparison)
+            result.report = html
+            result.cases = [f"{r['behavior']} {t.packet_size}B {t.title.split(',')[0]}"
+                            for t in data.tables for r in t.rows if r["run"].endswith(run_id)]
+            md_parts.append(format_markdown(comparison) if comparison else
+                            f"{exp.name}: run {run_id}, no baseline yet (first good run)")
+            say(f"nightly {suite.name}: {exp.name} run {run_id}: {verdict}; report {html}")
+        out.junit_path = junit.write(reports_dir / f"junit-{suite.name}.xml", suite.name,
+                                     out.results)
+    finally:
+        local.close()
+        if shared is not local:
+            shared.close()
+    out.markdown = "\n\n".join(md_parts)
+    return out

@@ -1,0 +1,264 @@
+"""Reports people read: one self-contained HTML file and a Markdown summary.
+
+The HTML report (template ``reports/report.html.j2``) shows, for the runs given:
+per behavior the mean, CV and CI95 of the reported rate (as the SRPerf paper's
+Tables II-V), bars with CI95 error bars for runs and forwarders side by side,
+for each search the paper's Figure 4 and every trial on a rate-vs-loss plot
+with bounds, estimate and interval, latency where a driver recorded some, and
+the environment of each run (flat or nested per node).  Everything is
+embedded: the file can be mailed or archived by a CI job.  Rates are kpps.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import jinja2
+import pandas as pd
+
+import srperf
+from srperf.results import frames, plots
+from srperf.results.compare import Comparison, format_markdown
+from srperf.results.store import ResultStore
+
+log = logging.getLogger(__name__)
+
+STATUS_WITH_NUMBERS = ("ok", "at_max")
+
+
+def templates_dir() -> Path:
+    """Where the Jinja2 templates are: the shipped ``reports/`` folder."""
+    from importlib import resources
+
+    return Path(str(resources.files("srperf.data.reports")))
+
+
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir())),
+                             autoescape=jinja2.select_autoescape(["html", "j2"],
+                                                                 default_for_string=False),
+                             trim_blocks=True, lstrip_blocks=True,
+                             undefined=jinja2.StrictUndefined)
+    env.filters["num"] = fmt_num
+    env.tests["mapping"] = lambda v: isinstance(v, dict)
+    return env
+
+
+def fmt_num(value: Any, digits: int = 1, suffix: str = "") -> str:
+    """A number for a table, or ``-`` for NaN/None (never a fake zero)."""
+    if value is None:
+        return "-"
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return "-" if math.isnan(v) else f"{v:.{digits}f}{suffix}"
+
+
+@dataclass
+class RunInfo:
+    """A run as the report shows it."""
+
+    run_id: str
+    label: str
+    experiment: str
+    testbed: str
+    forwarder: str
+    status: str
+    purpose: str
+    started: str
+    finished: str
+    simulated: bool
+    environment: dict[str, Any]
+
+    @property
+    def data_kind(self) -> str:
+        """measured, MODEL (simulated SUT) or SYNTHETIC (made up by a benchmark)."""
+        if self.simulated:
+            return "MODEL (simulated SUT)"
+        return "SYNTHETIC" if self.environment.get("synthetic") else "measured"
+
+
+@dataclass
+class SearchView:
+    """One search goal with its two plots (inline SVG)."""
+
+    repetition: int
+    threshold_pct: float
+    algorithm: str
+    status: str
+    lower_kpps: float
+    upper_kpps: float
+    estimate_kpps: float
+    estimate_low_kpps: float
+    estimate_high_kpps: float
+    n_trials: int
+    trial_seconds: float
+    note: str
+    svgs: list[str]
+
+
+@dataclass
+class BehaviorView:
+    run_id: str
+    behavior: str
+    packet_size: int
+    searches: list[SearchView] = field(default_factory=list)
+
+
+@dataclass
+class SummaryTable:
+    """Rows of one packet size and threshold, with its bar chart."""
+
+    packet_size: int
+    threshold_pct: float
+    title: str
+    rows: list[dict[str, Any]]
+    bars: str
+
+
+@dataclass
+class ReportData:
+    """Everything the templates need."""
+
+    title: str
+    generated: str
+    version: str
+    runs: list[RunInfo]
+    tables: list[SummaryTable]
+    unmeasured: list[dict[str, Any]]
+    behaviors: list[BehaviorView]
+    latency: list[dict[str, Any]]
+    comparison: Comparison | None
+    any_simulated: bool
+
+
+def _label(row: pd.Series, index: int) -> str:
+    return f"#{index + 1} {row['forwarder']} {row['run_id']}"
+
+
+def collect(store: ResultStore, run_ids: Iterable[str], title: str = "",
+            comparison: Comparison | None = None, plots_per_search: bool = True) -> ReportData:
+    """Read the runs from the store and shape them for the templates."""
+    ids = list(dict.fromkeys(run_ids))
+    runs_df = frames.runs(store, ids)
+    missing = set(ids) - set(runs_df["run_id"])
+    if missing:
+        raise KeyError(f"no such run(s): {', '.join(sorted(missing))}")
+    s_df = frames.searches(store, ids)
+    o_df = frames.outcomes(store, ids)
+    t_df = frames.trials(store, ids) if plots_per_search else pd.DataFrame()
+    summary = frames.summaries(store, ids, s_df, o_df)
+
+    runs: list[RunInfo] = []
+    labels: dict[str, str] = {}
+    for i, r in runs_df.iterrows():
+        labels[r["run_id"]] = _label(r, int(i))  # type: ignore[arg-type]
+        runs.append(RunInfo(r["run_id"], labels[r["run_id"]], r["experiment"] or "",
+                            r["testbed"] or "", r["forwarder"] or "", r["status"] or "",
+                            r.get("purpose", "run") or "run", r["started"] or "",
+                            r["finished"] or "", bool(r["simulated"]),
+                            r["env"] if isinstance(r["env"], dict) else {"value": r["env"]}))
+
+    tables: list[SummaryTable] = []
+    unmeasured: list[dict[str, Any]] = []
+    if not summary.empty:
+        numeric = summary[summary["threshold_pct"].notna()]
+        for (size, thr), grp in numeric.groupby(["packet_size", "threshold_pct"], sort=True):
+            name = "NDR" if thr == 0 else f"PDR@{thr:g} %"
+            title_t = f"{name}, {int(size)}-byte packets"
+            rows = []
+            for _, r in grp.iterrows():
+                has = bool(r["n"]) and isinstance(r["mean_kpps"], float) \
+                    and math.isfinite(r["mean_kpps"])
+                rows.append({"behavior": r["behavior"], "run": labels.get(r["run_id"], ""),
+                             "forwarder": r["forwarder"], "n": int(r["n"]), "has": has,
+                             "mean": r["mean_kpps"], "cv": r["cv_pct"],
+                             "ci95": r["ci95_kpps"], "ci95_pct": r["ci95_pct"],
+                             "min": r["min_kpps"], "max": r["max_kpps"],
+                             "estimate": r.get("median_estimate_kpps", math.nan),
+                             "status": r["status"], "reason": r.get("reason", "") or ""})
+            rows.sort(key=lambda x: (x["behavior"], x["run"]))
+            tables.append(SummaryTable(int(size), float(thr), title_t, rows,
+                                       plots.bars_png(grp, labels, title_t)))
+        for _, r in summary[summary["threshold_pct"].isna()].iterrows():
+            unmeasured.append({"behavior": r["behavior"], "run": labels.get(r["run_id"], ""),
+                               "packet_size": int(r["packet_size"]), "status": r["status"],
+                               "reason": r.get("reason", "") or ""})
+
+    behaviors = _behavior_views(s_df, t_df) if plots_per_search else []
+    return ReportData(
+        title=title or "srperf report: " + ", ".join(ids),
+        generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        version=srperf.__version__, runs=runs, tables=tables, unmeasured=unmeasured,
+        behaviors=behaviors, latency=_latency(t_df), comparison=comparison,
+        any_simulated=any(r.simulated for r in runs))
+
+
+def _kpps(v: Any) -> float:
+    return float(v) / 1000.0 if v is not None and not pd.isna(v) else math.nan
+
+
+def _behavior_views(s_df: pd.DataFrame, t_df: pd.DataFrame) -> list[BehaviorView]:
+    if s_df.empty:
+        return []
+    by_search = plots.SearchTrials.split(t_df, ["run_id", "search_seq"]) \
+        if not t_df.empty else {}
+    views: dict[tuple[str, str, int], BehaviorView] = {}
+    for s in s_df.to_dict("records"):
+        key = (s["run_id"], s["behavior"], int(s["packet_size"]))
+        view = views.setdefault(key, BehaviorView(*key))
+        trials = by_search.get((s["run_id"], s["search_seq"]))
+        svgs = plots.search_panels(trials, s, float(s["threshold_pct"])) if trials else []
+        view.searches.append(SearchView(
+            int(s["repetition"]), float(s["threshold_pct"]), s["algorithm"] or "",
+            s["status"] or "", _kpps(s["lower_pps"]), _kpps(s["upper_pps"]),
+            _kpps(s.get("estimate_pps")), _kpps(s.get("estimate_low_pps")),
+            _kpps(s.get("estimate_high_pps")), int(s["n_trials"] or 0),
+            float(s["trial_seconds"] or 0), s["note"] or "", svgs))
+    return list(views.values())
+
+
+def _latency(t_df: pd.DataFrame) -> list[dict[str, Any]]:
+    """Trials whose driver recorded latency (``extra["latency"]``, a mapping, us)."""
+    if t_df.empty or not t_df["extra"].fillna("").str.contains('"latency"').any():
+        return []
+    rows = []
+    for t in t_df[t_df["extra"].fillna("").str.contains('"latency"')].to_dict("records"):
+        lat = frames.parse_json(t["extra"]).get("latency")
+        if isinstance(lat, dict) and lat:
+            rows.append({"run_id": t["run_id"], "behavior": t["behavior"],
+                         "repetition": t["repetition"], "rate_kpps": t["rate_pps"] / 1000,
+                         "latency": lat})
+    return rows
+
+
+def render_html(data: ReportData) -> str:
+    return _env().get_template("report.html.j2").render(r=data, num=fmt_num)
+
+
+def render_markdown(data: ReportData) -> str:
+    text = _env().get_template("summary.md.j2").render(r=data, num=fmt_num)
+    if data.comparison is not None:
+        text += "\n" + format_markdown(data.comparison) + "\n"
+    return text
+
+
+def write_report(store: ResultStore, run_ids: Iterable[str], html_path: Path | None,
+                 md_path: Path | None = None, title: str = "",
+                 comparison: Comparison | None = None) -> ReportData:
+    """Collect the runs and write the HTML (and Markdown) files that are asked for."""
+    data = collect(store, run_ids, title, comparison, plots_per_search=html_path is not None)
+    if html_path is not None:
+        html_path.parent.mkdir(parents=True, exist_ok=True)
+        html_path.write_text(render_html(data), encoding="utf-8")
+        log.info("report written to %s", html_path)
+    if md_path is not None:
+        md_path.parent.mkdir(parents=True, exist_ok=True)
+        md_path.write_text(render_markdown(data), encoding="utf-8")
+    return data

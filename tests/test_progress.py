@@ -1,0 +1,79 @@
+"""The progress views: plain lines off a terminal, a rich live panel on one."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from srperf.progress import (PlainProgress, ProgressEvents, ProgressState, RichProgress,
+                             describe_state, make_progress)
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _drive(view: ProgressEvents) -> None:
+    view.run_started("r1", "quick", "virtual", "linux", total_searches=4)
+    view.search_started("end", 64, 1, 1, thresholds_pct=(0.5,))
+    view.trial_done(400e3, 1.0, 0.0)
+    view.trial_done(800e3, 1.0, 0.2)
+    view.trial_done(600e3, 1.0, 0.001)
+    view.trial_done(700e3, 1.0, 0.0, usable=False)  # generator-limited: never a bound
+    view("end size 64 rep 1: PDR@0.5% [600.0, 800.0] kpps")
+    view.search_done()
+    view.run_done("finished")
+
+
+def test_plain_lines_when_not_a_terminal() -> None:
+    out = io.StringIO()
+    view = make_progress(out)
+    assert isinstance(view, PlainProgress)
+    _drive(view)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "run r1: 4 searches planned"
+    # Each trial: search i/n, behavior, repetition, trial count, rate, loss, bounds.
+    assert lines[3].startswith("  search 1/4 end 64B rep 1: trial 3 at 600.0 kpps, "
+                               "loss 0.100 %, bounds seen [600.0, 800.0] kpps")
+    assert "(generator-limited)" in lines[4] and "[600.0, 800.0]" in lines[4]
+    assert lines[5] == "end size 64 rep 1: PDR@0.5% [600.0, 800.0] kpps"
+    assert lines[6].startswith("run r1 finished: 1 searches in ")
+
+
+def test_bounds_from_the_search_win_over_bounds_seen() -> None:
+    st = ProgressState(total_searches=2, thresholds_pct=(0.5,))
+    st.on_trial(500e3, 0.0, None, None, True)
+    st.on_trial(550e3, 0.0, 480e3, 560e3, True)
+    assert (st.lower_pps, st.upper_pps, st.bounds_seen) == (480e3, 560e3, False)
+    assert "bounds [480.0, 560.0] kpps" in describe_state(st)
+
+
+def test_time_left_by_hand() -> None:
+    st = ProgressState(total_searches=10, searches_done=4, run_start=100.0,
+                       last_done_at=180.0)
+    # 4 searches done in 80 s: 20 s each; 6 left = 120 s, minus 10 s since the last one.
+    assert st.time_left_s(now=190.0) == pytest.approx(110.0)
+    assert ProgressState(total_searches=3).time_left_s() is None
+
+
+def test_rich_live_view_on_a_terminal() -> None:
+    from rich.console import Console
+
+    assert isinstance(make_progress(_Tty()), RichProgress)
+    buf = io.StringIO()
+    view = RichProgress(Console(file=buf, force_terminal=True, width=100,
+                                color_system=None))
+    view.run_started("r1", "quick", "virtual", "linux", total_searches=4)
+    view.search_started("end", 64, 1, 1, thresholds_pct=(0.5,))
+    view.trial_done(400e3, 1.0, 0.0)
+    view.trial_done(800e3, 1.0, 0.2)
+    panel = buf.getvalue()
+    assert "800.0 kpps, loss 20.000 %" in panel and "[400.0, 800.0] kpps" in panel
+    assert "time left" in panel and "1/4" in panel and "end 64B rep 1" in panel
+    view("a message")
+    view.search_done()
+    view.run_done("finished")
+    assert "a message" in buf.getvalue() and "run r1 finished" in buf.getvalue()
+    assert not view.live.is_started

@@ -50,7 +50,11 @@ def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
 def _children(pid: int) -> list[int]:
     """Direct children of ``pid`` (from /proc/PID/task/*/children)."""
     kids: list[int] = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:  # the process ended meanwhile: no children left to find
+        return kids
+    for task in tasks:
         try:
             kids += [int(c) for c in (task / "children").read_text().split()]
         except OSError:

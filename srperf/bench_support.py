@@ -35,7 +35,8 @@ def results_dir() -> Path:
 
 
 class BenchSession(MeasurementSession):
-    """A session whose searches are stored as one bench run (``experiment = bench:NAME``, ``purpose = bench``)."""
+    """A session whose searches are stored as one bench run (``experiment = bench:NAME``,
+    ``purpose = bench``)."""
 
     def __init__(self, bench: str, tb: TestbedConfig, forwarder: str,
                  options: Settings | None = None, keep_testbed: bool = False) -> None:

@@ -37,7 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="check experiment/testbed files; touches no SUT")
     v.add_argument("files", nargs="+")
 
-    tb = sub.add_parser("testbed", help="bring a testbed up or down, or check it (virtual: namespaces; ssh: the SUT answers and has its ports)")
+    tb = sub.add_parser("testbed", help="bring a testbed up or down, or check it (virtual: "
+                        "namespaces; ssh: the SUT answers and has its ports)")
     tb.add_argument("action", choices=["up", "down", "status"])
     tb.add_argument("testbed", nargs="?", default=DEFAULT_TESTBED)
 

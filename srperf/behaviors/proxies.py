@@ -98,7 +98,8 @@ def _inner_after_vnf(sent: Packet, snat_src: str | None) -> Packet:
     return inner
 
 
-def _proxy_checker(tb: TestbedConfig, sent: Packet, received: Sequence[Packet | bytes]) -> CheckResult:
+def _proxy_checker(tb: TestbedConfig, sent: Packet,
+                   received: Sequence[Packet | bytes]) -> CheckResult:
     """Outer restored with SL - 1 / DA = next SID / hop limit - 1; inner forwarded by the VNF."""
     outer = _advanced_outer(sent, 1)
     srh = outer[IPv6ExtHdrSegmentRouting]

@@ -37,3 +37,19 @@ def no_namespace_left_behind():
     # that appeared meanwhile, so this guard never deletes anything itself.
     left = sorted(n for n in _namespaces() - before if n.startswith(TEST_PREFIXES))
     assert not left, f"tests left network namespaces behind: {left}"
+
+
+def _workdirs() -> set[str]:
+    """Private work directories of transports (``mktemp -d /tmp/srperf.XXXXXXXXXX``)."""
+    import glob
+
+    return set(glob.glob("/tmp/srperf.??????????"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_workdir_left_behind():
+    """After the whole suite, no transport's private work directory may remain."""
+    before = _workdirs()
+    yield
+    left = sorted(_workdirs() - before)
+    assert not left, f"tests left transport work directories behind: {left}"

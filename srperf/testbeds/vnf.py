@@ -222,6 +222,8 @@ class VnfSet:
         except BaseException:
             self.down()   # nothing half-built stays behind (an unsupported mode included)
             raise
+        if self._own_host:
+            self.host.close()  # the drop program is loaded: its pushed object can go
         log.info("%d VNF(s) up in mode %s", self.count, self.mode)
         return self
 

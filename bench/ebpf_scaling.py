@@ -25,7 +25,7 @@ import time
 from srperf.bench_support import (EBPF_TB, add_search_args, bench_session, proxy_options,
                                   search_settings, stats, value_kpps, with_target)
 
-from srperf.proxy_behaviors import ProxySettings
+from srperf.forwarders.ebpf import ProxySettings
 
 
 def main() -> int:
@@ -69,7 +69,8 @@ def main() -> int:
         ratio = (f"  median / {counts[0]}-VNF median = "
                  f"{statistics.median(vals) / statistics.median(first):.3f}"
                  if vals and first else "")
-        print(f"  {n:4d} VNFs  {stats(values[n])}{ratio}   (VNFs built in {build_s[n]:.1f} s)")
+        print(f"  {n:4d} VNFs  {stats(values[n])}{ratio}   (VNFs built, proxy configured "
+              f"and verified in {build_s[n]:.1f} s)")
     return 0
 
 

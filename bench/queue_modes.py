@@ -51,12 +51,12 @@ def received_rate_kpps(rep: SrgenReport) -> float:
     return rep.rx_packets_delta / (rep.elapsed_ns / 1e9) / 1e3 if rep.elapsed_ns else 0.0
 
 
-def compare(s: BenchSession, gens: dict[str, TrafficGenerator], tb: TestbedConfig, name: str,
+def compare(session: BenchSession, gens: dict[str, TrafficGenerator], tb: TestbedConfig, name: str,
             fractions: list[float], repeats: int, mrr_pkts: int) -> None:
     """Print one behavior's max receive rate and fixed-rate loss per queue setting,
     the settings taking turns."""
     beh = catalogue.get(name)
-    s.configure(beh)
+    session.configure(beh)
     frame = bytes(beh.build_frame(tb, 64))
     for g in gens.values():
         g.prepare(frame)
@@ -87,7 +87,7 @@ def compare(s: BenchSession, gens: dict[str, TrafficGenerator], tb: TestbedConfi
                   f"{statistics.median(loss[s]):.3f}"
                   + (f"  ({len(flags[s])} unusable: {'; '.join(flags[s])})"
                      if flags[s] else ""), flush=True)
-    s.unconfigure(beh)
+    session.unconfigure(beh)
 
 
 def main() -> int:
@@ -104,13 +104,13 @@ def main() -> int:
 
     tb = TestbedConfig(name="qm", prefix="srpqm")
     started = time.monotonic()
-    with bench_session("queue_modes", tb, "linux") as s:
+    with bench_session("queue_modes", tb, "linux") as session:
         gens = make_generators(tb, args.queue_pkts)
         try:
             print(f"queue {args.queue_pkts} frames; {args.repeats} runs per setting, taking "
                   f"turns; fixed-rate trials 1 s, unpaced runs {args.mrr_pkts} frames")
             for name in args.behaviors.split(","):
-                compare(s, gens, tb, name, fractions, args.repeats, args.mrr_pkts)
+                compare(session, gens, tb, name, fractions, args.repeats, args.mrr_pkts)
         finally:
             for g in gens.values():
                 g.close()

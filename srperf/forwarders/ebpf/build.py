@@ -1,8 +1,8 @@
 """Build the eBPF dataplane (testbed/dataplanes/ebpf) with its Makefile.
 
-Objects go to ``<build dir>/ebpf`` (see :func:`srperf.build.build_dir`), the
-directory ``cfg_scripts/ebpf.sh`` is pointed at by
-:func:`srperf.proxy_behaviors.proxy_env`.  ``srperf build`` calls
+Objects go to ``<build dir>/ebpf`` (see :func:`srperf.build.build_dir`), on
+the controlling host; :meth:`srperf.forwarders.ebpf.EbpfForwarder.prepare`
+pushes the ones a run needs to the SUT.  ``srperf build`` calls
 :func:`build_all`.
 """
 

@@ -4,7 +4,7 @@
  *
  * Layouts shared by the programs (srproxy.c) and by the loader
  * (cfg_scripts/ebpf.sh writes these structs byte by byte with bpftool, and
- * srperf/ebpf_counters.py reads the counter names from SRP_COUNTERS below),
+ * srperf/forwarders/ebpf/counters.py reads the counter names from SRP_COUNTERS below),
  * so every struct here has an explicit, padded, little-endian layout that is
  * checked by _Static_assert.
  *
@@ -98,7 +98,7 @@ struct srp_cache_val {
 _Static_assert(sizeof(struct srp_cache_val) == 16 + SRP_MAX_HDR, "srp_cache_val layout");
 
 /*
- * Counters, in packets.  X-macro: srperf/ebpf_counters.py reads the names and
+ * Counters, in packets.  X-macro: srperf/forwarders/ebpf/counters.py reads the names and
  * their order from this list, so add new counters at the end only.
  */
 #define SRP_COUNTERS(X)                                                        \

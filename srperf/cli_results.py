@@ -117,7 +117,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_nightly(args: argparse.Namespace) -> int:
     from srperf.progress import make_progress
-    from srperf.results.nightly import load_suite, run_nightly
+    from srperf.nightly import load_suite, run_nightly
 
     suite = load_suite(args.suite)
     if args.repetitions is not None and args.repetitions < 1:

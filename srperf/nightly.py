@@ -31,6 +31,7 @@ from typing import Any, Callable
 from srperf import resources
 from srperf.config.loader import load_experiment, load_testbed, read_yaml
 from srperf.errors import ConfigError, SrperfError
+from srperf.orchestrator import Orchestrator
 from srperf.results import junit, report
 from srperf.results.compare import (DEFAULT_THRESHOLD_PCT, REGRESSION, Comparison,
                                     compare_runs, format_markdown)
@@ -121,7 +122,6 @@ Runner = Callable[[Any, Any, Path], Any]
 
 def _orchestrate(progress: Callable[[str], None] | None, algorithm: str | None) -> Runner:
     def run(exp: Any, tb: Any, results_dir: Path) -> Any:
-        from srperf.orchestrator import Orchestrator
 
         return Orchestrator(exp, tb, results_dir, algorithm=algorithm,
                             progress=progress).run()

@@ -61,12 +61,13 @@
 # the attached programs keep programs and maps alive, and `counters`/`clean`
 # find them through the attachments, never through the pins.
 set -euo pipefail
-# The ERR trap (inherited by functions) records the command that failed, for
-# the report of an unexpected failure (see on_exit).
-set -o errtrace
-trap 'FAILED_CMD=$BASH_COMMAND' ERR
 
 readonly PROG="ebpf.sh"
+readonly BEHAVIORS=(end_ad end_as end_am end_cache end_baseline)
+readonly HELPERS=(counters build)
+# shellcheck source=SCRIPTDIR/contract.bash
+source "$(dirname "${BASH_SOURCE[0]}")/contract.bash"
+
 readonly PIN_ROOT=/sys/fs/bpf/srperf
 readonly ROUTE_PROTO=83   # routes of this script carry this protocol number
 readonly FILTER_PREF=4242 # tc filter preference of our programs
@@ -87,46 +88,8 @@ readonly PROXY_VARS=("${ROUTE_VARS[@]}" SRPERF_IN_IF SRPERF_VNF_IF_PREFIX
     SRPERF_VNF_SID_BASE SRPERF_VNF_MAC_PREFIX SRPERF_CACHE_SIZE SRPERF_EBPF_FIB
     SRPERF_BUILD_DIR SRPERF_EBPF_DIR)
 
-readonly BEHAVIORS=(end_ad end_as end_am end_cache end_baseline)
-readonly FUNCTIONS=("${BEHAVIORS[@]}" clean counters build)
-
-FUNCTION=""
-FAILED_CMD=""
-REPORTED=0 # 1 once the reason of a failure is on stderr
 
 # --- reporting -------------------------------------------------------------------
-
-die() {
-    echo "$PROG: $*" >&2
-    REPORTED=1
-    exit 1
-}
-
-usage_error() {
-    echo "$PROG: $*" >&2
-    REPORTED=1
-    exit 2
-}
-
-unsupported() {
-    echo "unsupported: $*" >&2
-    REPORTED=1
-    exit 3
-}
-
-# need VAR...: exit 2 naming every VAR that is unset or empty.
-need() {
-    local var
-    local -a missing=()
-    for var in "$@"; do
-        if [[ -z "${!var:-}" && " ${missing[*]} " != *" $var "* ]]; then
-            missing+=("$var")
-        fi
-    done
-    if ((${#missing[@]} > 0)); then
-        usage_error "missing environment variable(s): ${missing[*]}"
-    fi
-}
 
 # invalid VAR WHAT: exit 2, VAR's value is not WHAT.
 invalid() {
@@ -517,49 +480,6 @@ counters() {
     die "no srp_stats map on program $prog ($dev)"
 }
 
-# --- dispatch -------------------------------------------------------------------------
-
-is_behavior() {
-    local fn
-    for fn in "${BEHAVIORS[@]}"; do
-        [[ "$1" == "$fn" ]] && return 0
-    done
-    return 1
-}
-
-# EXIT trap: an unexpected failure becomes exit 1 naming the command; a behavior
-# that failed (1) or is unsupported (3) leaves nothing configured.
-on_exit() {
-    local rc=$?
-    trap - EXIT
-    if ((rc != 0 && REPORTED == 0)); then
-        echo "$PROG: $FUNCTION: command failed (exit status $rc): ${FAILED_CMD:-unknown}" >&2
-        rc=1
-    fi
-    if ((rc == 1 || rc == 3)) && is_behavior "$FUNCTION"; then
-        (clean) >/dev/null 2>&1 || echo "$PROG: clean after the failure failed too" >&2
-    fi
-    exit "$rc"
-}
-
-main() {
-    if (($# != 1)); then
-        usage_error "usage: $PROG FUNCTION (one of: ${FUNCTIONS[*]}; or functions)"
-    fi
-    if [[ "$1" == functions ]]; then
-        printf '%s\n' "${FUNCTIONS[@]}"
-        return 0
-    fi
-    local fn
-    for fn in "${FUNCTIONS[@]}"; do
-        if [[ "$1" == "$fn" ]]; then
-            FUNCTION=$fn
-            trap on_exit EXIT
-            "$fn"
-            return 0
-        fi
-    done
-    usage_error "unknown function '$1' (known: ${FUNCTIONS[*]})"
-}
+# --- dispatch (contract.bash) ---------------------------------------------------------
 
 main "$@"

@@ -43,47 +43,19 @@
 # forwarders' scripts; this script does not use them.
 
 set -euo pipefail
-# The ERR trap (inherited by functions) records the command that failed, for
-# the report of an unexpected failure (see on_exit).
-set -o errtrace
-trap 'FAILED_CMD=$BASH_COMMAND' ERR
 
 readonly PROG="linux.sh"
+readonly BEHAVIORS=(ipv4 ipv6 h_insert h_encaps h_encaps_v4 h_encaps_l2
+	h_encaps_red h_encaps_l2_red end end_x end_t end_dx2 end_dx4 end_dx6
+	end_dt4 end_dt6 end_dt46 end_b6_encaps end_next_csid)
+readonly HELPERS=()
+# shellcheck source=SCRIPTDIR/contract.bash
+source "$(dirname "${BASH_SOURCE[0]}")/contract.bash"
 
 # What clean reads, so what every behavior needs (it cleans first).
 readonly CLEAN_VARS=(SRPERF_DST_PREFIX6 SRPERF_DST_PREFIX4 SRPERF_SID_SUT SRPERF_SID_PREFIX
 	SRPERF_TESTER_RX_IP4 SRPERF_TABLE SRPERF_VRF_DEV SRPERF_CSID_PREFIX
 	SRPERF_CSID_BLOCK_PREFIX)
-
-FUNCTION=""
-FAILED_CMD=""
-REPORTED=0 # 1 once the reason of a failure is on stderr
-
-die() {
-	echo "$PROG: $*" >&2
-	REPORTED=1
-	exit 1
-}
-
-usage_error() {
-	echo "$PROG: $*" >&2
-	REPORTED=1
-	exit 2
-}
-
-# need VAR...: exit 2 naming every VAR that is unset or empty.
-need() {
-	local var
-	local -a missing=()
-	for var in "$@"; do
-		if [[ -z "${!var:-}" && " ${missing[*]} " != *" $var "* ]]; then
-			missing+=("$var")
-		fi
-	done
-	if ((${#missing[@]} > 0)); then
-		usage_error "missing environment variable(s): ${missing[*]}"
-	fi
-}
 
 # run CMD...: run an iproute2 command; on failure report it and exit 1.
 run() {
@@ -104,9 +76,7 @@ feature() {
 	if ((rc != 0)); then
 		err="$(printf '%s' "$err" | tr '\n' ' ')"
 		err="${err%"${err##*[![:space:]]}"}"
-		echo "unsupported: $step: ${err:-exit status $rc} (from: $*)" >&2
-		REPORTED=1
-		exit 3
+		unsupported "$step: ${err:-exit status $rc} (from: $*)"
 	fi
 }
 
@@ -361,45 +331,6 @@ end_dt46() {
 		vrftable "$SRPERF_TABLE" dev "$SRPERF_OUT_IF"
 }
 
-# --- dispatch -------------------------------------------------------------------
-
-readonly FUNCTIONS=(ipv4 ipv6 h_insert h_encaps h_encaps_v4 h_encaps_l2
-	h_encaps_red h_encaps_l2_red end end_x end_t end_dx2 end_dx4 end_dx6
-	end_dt4 end_dt6 end_dt46 end_b6_encaps end_next_csid clean)
-
-# EXIT trap: an unexpected failure becomes exit 1 naming the command; a
-# behavior that failed (1) or is unsupported (3) leaves nothing configured.
-on_exit() {
-	local rc=$?
-	trap - EXIT
-	if ((rc != 0 && REPORTED == 0)); then
-		echo "$PROG: $FUNCTION: command failed (exit status $rc): ${FAILED_CMD:-unknown}" >&2
-		rc=1
-	fi
-	if ((rc == 1 || rc == 3)) && [[ "$FUNCTION" != clean ]]; then
-		(clean) >/dev/null 2>&1 || echo "$PROG: clean after the failure failed too" >&2
-	fi
-	exit "$rc"
-}
-
-main() {
-	if (($# != 1)); then
-		usage_error "usage: $PROG FUNCTION (one of: ${FUNCTIONS[*]}; or functions)"
-	fi
-	if [[ "$1" == functions ]]; then
-		printf '%s\n' "${FUNCTIONS[@]}"
-		return 0
-	fi
-	local fn
-	for fn in "${FUNCTIONS[@]}"; do
-		if [[ "$1" == "$fn" ]]; then
-			FUNCTION=$fn
-			trap on_exit EXIT
-			"$fn"
-			return 0
-		fi
-	done
-	usage_error "unknown function '$1' (known: ${FUNCTIONS[*]})"
-}
+# --- dispatch (contract.bash) -------------------------------------------------------
 
 main "$@"

@@ -15,6 +15,11 @@ def cfg_script(forwarder: str) -> Path:
     return _dir("srperf.data.cfg_scripts") / f"{forwarder}.sh"
 
 
+def cfg_contract() -> Path:
+    """Path of ``cfg_scripts/contract.bash``, which every CFG script sources."""
+    return _dir("srperf.data.cfg_scripts") / "contract.bash"
+
+
 def experiments_dir() -> Path:
     return _dir("srperf.data.experiments")
 

@@ -48,6 +48,7 @@ class SutControl:
             local = resources.cfg_script(self.forwarder.script.removesuffix(".sh"))
             if not local.exists():
                 raise CfgError(f"no CFG script for forwarder {self.forwarder.name!r} ({local})")
+            self.transport.push(resources.cfg_contract())  # sourced from the script's dir
             self._script = self.transport.push(local)
         return self._script
 

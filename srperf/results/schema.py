@@ -39,13 +39,19 @@ runs = sa.Table(
 """One row per run.  ``purpose``: 'run' | 'bench' | 'nightly'; ``suite``: the
 nightly suite that made the run (NULL otherwise)."""
 
+def _row_of(*search_key: str) -> list[sa.Column]:
+    """The columns every per-behavior table starts with: id, run id, time, behavior,
+    forwarder, packet size, then ``search_key`` (integers: repetition, search_seq)."""
+    return [sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+            sa.Column("run_id", sa.Text, index=True), sa.Column("time", sa.Text),
+            sa.Column("behavior", sa.Text), sa.Column("forwarder", sa.Text),
+            sa.Column("packet_size", sa.Integer),
+            *(sa.Column(name, sa.Integer) for name in search_key)]
+
+
 trials = sa.Table(
     "trials", metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("run_id", sa.Text, index=True), sa.Column("time", sa.Text),
-    sa.Column("behavior", sa.Text), sa.Column("forwarder", sa.Text),
-    sa.Column("packet_size", sa.Integer), sa.Column("repetition", sa.Integer),
-    sa.Column("search_seq", sa.Integer),
+    *_row_of("repetition", "search_seq"),
     sa.Column("rate_pps", sa.Float), sa.Column("duration_s", sa.Float),
     sa.Column("intended", sa.BigInteger), sa.Column("sent", sa.BigInteger),
     sa.Column("refused", sa.BigInteger), sa.Column("received", sa.BigInteger),
@@ -58,11 +64,7 @@ trials = sa.Table(
 
 searches = sa.Table(
     "searches", metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("run_id", sa.Text, index=True), sa.Column("time", sa.Text),
-    sa.Column("behavior", sa.Text), sa.Column("forwarder", sa.Text),
-    sa.Column("packet_size", sa.Integer), sa.Column("repetition", sa.Integer),
-    sa.Column("search_seq", sa.Integer), sa.Column("algorithm", sa.Text),
+    *_row_of("repetition", "search_seq"), sa.Column("algorithm", sa.Text),
     sa.Column("threshold_pct", sa.Float), sa.Column("status", sa.Text),
     sa.Column("lower_pps", sa.Float), sa.Column("upper_pps", sa.Float),
     sa.Column("conditional_pps", sa.Float), sa.Column("n_trials", sa.Integer),
@@ -75,10 +77,7 @@ searches = sa.Table(
 
 outcomes = sa.Table(
     "outcomes", metadata,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("run_id", sa.Text, index=True), sa.Column("time", sa.Text),
-    sa.Column("behavior", sa.Text), sa.Column("forwarder", sa.Text),
-    sa.Column("packet_size", sa.Integer), sa.Column("status", sa.Text),
+    *_row_of(), sa.Column("status", sa.Text),
     sa.Column("reason", sa.Text),
 )
 """Per behavior and packet size: measured, unsupported, verify_failed, error."""

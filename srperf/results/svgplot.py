@@ -131,18 +131,20 @@ class SvgPlot:
         if x is None or not math.isfinite(x):
             return
         t, r, b, left = self.margin
-        px = self._px(x)
-        d = f' stroke-dasharray="{dash}"' if dash else ""
-        self._items.append(f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{t}" y2="{self.height - b}" '
-                           f'stroke="{color}" stroke-width="1.3"{d}/>')
-        self._legend_add(label, color, "line")
+        px = f"{self._px(x):.1f}"
+        self._line(px, px, str(t), str(self.height - b), color, "1.3", dash, label)
 
     def hline(self, y: float, color: str, label: str | None = None, dash: str = "") -> None:
         t, r, b, left = self.margin
-        py = self._py(y)
+        py = f"{self._py(y):.1f}"
+        self._line(str(left), str(self.width - r), py, py, color, "1", dash, label)
+
+    def _line(self, x1: str, x2: str, y1: str, y2: str, color: str, width: str, dash: str,
+              label: str | None) -> None:
+        """One straight line (coordinates already formatted) and its legend entry."""
         d = f' stroke-dasharray="{dash}"' if dash else ""
-        self._items.append(f'<line x1="{left}" x2="{self.width - r}" y1="{py:.1f}" '
-                           f'y2="{py:.1f}" stroke="{color}" stroke-width="1"{d}/>')
+        self._items.append(f'<line x1="{x1}" x2="{x2}" y1="{y1}" y2="{y2}" '
+                           f'stroke="{color}" stroke-width="{width}"{d}/>')
         self._legend_add(label, color, "line")
 
     def band(self, x0: float | None, x1: float | None, color: str,

@@ -20,6 +20,7 @@ the veth and the temporary directory are removed.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
 import os
@@ -29,7 +30,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 log = logging.getLogger(__name__)
 
@@ -242,3 +243,18 @@ LogLevel VERBOSE
             _kill(_descendants(proc.pid))
             proc.kill()
         proc.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def sshd_in_new_namespaces(server_ns: str, client_ns: str, tag: int = 0) -> Iterator[SshdNode]:
+    """An :class:`SshdNode` between two namespaces made for it (and removed after it)."""
+    made: list[str] = []
+    try:
+        for ns in (server_ns, client_ns):
+            subprocess.run(["ip", "netns", "add", ns], check=True)
+            made.append(ns)
+        with SshdNode(server_ns, client_ns, tag=tag) as node:
+            yield node
+    finally:
+        for ns in made:
+            subprocess.run(["ip", "netns", "del", ns], check=False)

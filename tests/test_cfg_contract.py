@@ -38,6 +38,7 @@ from srperf import behaviors as B
 from srperf.config.model import TestbedConfig
 from srperf import forwarders
 from srperf.resources import cfg_script, ebpf_dir
+from sut_state import state_diff
 
 SCRIPT_DIR = cfg_script("linux").parent
 SCRIPTS = {p.stem: p for p in sorted(SCRIPT_DIR.glob("*.sh"))}
@@ -222,20 +223,6 @@ def sut_state() -> dict[str, object]:
             state["bpf"] = _bpf_objects(data)
         state[key] = _canon(data)
     return state
-
-
-def state_diff(now: dict[str, object], then: dict[str, object]) -> str:
-    lines = []
-    for key in sorted(set(now) | set(then)):
-        a, b = now.get(key), then.get(key)
-        if a == b:
-            continue
-        if isinstance(a, list) and isinstance(b, list):
-            lines += [f"{key}: added {json.dumps(x)}" for x in a if x not in b]
-            lines += [f"{key}: removed {json.dumps(x)}" for x in b if x not in a]
-        else:
-            lines.append(f"{key}: {b!r} -> {a!r}")
-    return "\n".join(lines)
 
 
 def assert_state(expected: dict[str, object], what: str) -> None:

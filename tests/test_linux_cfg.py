@@ -24,6 +24,7 @@ from srperf import forwarders
 from srperf.forwarders.common_env import addressing_env
 from srperf.config.model import TestbedConfig
 from srperf.netns import run
+from sut_state import state_diff
 
 SCRIPT = Path(__file__).resolve().parents[1] / "cfg_scripts" / "linux.sh"
 TB = TestbedConfig(name="lxc", prefix="lxc")
@@ -126,21 +127,6 @@ def sut_state() -> dict[str, object]:
         "neigh": canon([n for n in j("neigh", "show") if "PERMANENT" in n.get("state", [])]),
         "tunsrc": run(["ip", "sr", "tunsrc", "show"], ns=SUT).stdout.strip(),
     }
-
-
-def state_diff(now: dict[str, object], then: dict[str, object]) -> str:
-    """What differs between two SUT states, for assertion messages."""
-    lines = []
-    for key in then:
-        a, b = now[key], then[key]
-        if a == b:
-            continue
-        if isinstance(a, list) and isinstance(b, list):
-            lines += [f"{key}: added {x}" for x in a if x not in b]
-            lines += [f"{key}: removed {x}" for x in b if x not in a]
-        else:
-            lines.append(f"{key}: {b!r} -> {a!r}")
-    return "\n".join(lines)
 
 
 def assert_state(expected: dict[str, object], what: str) -> None:

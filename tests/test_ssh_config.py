@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -88,23 +87,15 @@ def test_proxy_command_tokens_follow_openssh() -> None:
 @pytest.mark.netns
 def test_testbed_yaml_from_sshd_node_reaches_the_sut(tmp_path: Path) -> None:
     """The documented way to point a testbed at a test sshd (tests/sshd.py)."""
-    from sshd import SshdNode
+    from sshd import sshd_in_new_namespaces
 
     server, client = f"sshq-{os.getpid()}-cs", f"sshq-{os.getpid()}-cc"
-    made: list[str] = []
-    try:
-        for ns in (server, client):
-            subprocess.run(["ip", "netns", "add", ns], check=True)
-            made.append(ns)
-        with SshdNode(server, client, tag=4) as node:
-            path = _write(tmp_path, node.ssh_config())
-            tb = load_testbed(path)
-            assert tb.sut.transport.ssh is not None
-            with SshTransport(tb.sut.transport.ssh) as transport:
-                assert transport.where == f"ssh root@{node.host}:22"
-                # the SUT is server_ns: it sees the management veth, the client does not
-                links = transport.check(["ip", "-o", "link", "show"]).stdout
-                assert node.server_if in links and node.client_if not in links
-    finally:
-        for ns in made:
-            subprocess.run(["ip", "netns", "del", ns], check=False)
+    with sshd_in_new_namespaces(server, client, tag=4) as node:
+        path = _write(tmp_path, node.ssh_config())
+        tb = load_testbed(path)
+        assert tb.sut.transport.ssh is not None
+        with SshTransport(tb.sut.transport.ssh) as transport:
+            assert transport.where == f"ssh root@{node.host}:22"
+            # the SUT is server_ns: it sees the management veth, the client does not
+            links = transport.check(["ip", "-o", "link", "show"]).stdout
+            assert node.server_if in links and node.client_if not in links

@@ -23,7 +23,7 @@ from srperf.config.model import SshConfig
 from srperf.errors import TransportError
 from srperf.netns import CommandFailed
 from srperf.transports.ssh import SshTransport
-from sshd import SshdNode
+from sshd import SshdNode, sshd_in_new_namespaces
 from test_transports import exercise_cfg, exercise_files
 
 pytestmark = pytest.mark.netns
@@ -36,16 +36,8 @@ CLIENT_NS = f"sshq-{os.getpid()}-c"
 def node() -> Iterator[SshdNode]:
     if not os.path.exists("/usr/sbin/sshd") or not os.path.exists("/usr/bin/nc"):
         pytest.skip("needs OpenSSH's sshd and netcat-openbsd (scripts/install.sh)")
-    made: list[str] = []
-    try:
-        for ns in (SERVER_NS, CLIENT_NS):
-            subprocess.run(["ip", "netns", "add", ns], check=True)
-            made.append(ns)
-        with SshdNode(SERVER_NS, CLIENT_NS, tag=3) as sshd:
-            yield sshd
-    finally:
-        for ns in made:
-            subprocess.run(["ip", "netns", "del", ns], check=False)
+    with sshd_in_new_namespaces(SERVER_NS, CLIENT_NS, tag=3) as sshd:
+        yield sshd
 
 
 @pytest.fixture

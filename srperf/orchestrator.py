@@ -72,11 +72,6 @@ def search_settings(exp: Experiment, tb: TestbedConfig, seed: int = 0) -> Search
     return settings
 
 
-def check_compatible(exp: Experiment, tb: TestbedConfig) -> None:
-    """Refuse before touching anything when the testbed cannot run the experiment."""
-    testbeds.create(tb).check_forwarder(forwarders.get(exp.forwarder), exp.source)
-
-
 class Orchestrator:
     """Runs one experiment on one testbed, storing everything in ``results_dir``."""
 
@@ -201,4 +196,4 @@ def describe_estimate(g: GoalResult) -> str:
 
 
 __all__ = ["Orchestrator", "describe_estimate", "RunReport", "search_settings",
-           "check_compatible", "SrperfError"]
+           "SrperfError"]

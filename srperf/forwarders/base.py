@@ -23,12 +23,12 @@ Adding a forwarder is one module in this package plus its script.
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
 from srperf.config.model import TestbedConfig
 from srperf.config.settings import Settings
+from srperf.forwarders.common_env import addressing_env
 from srperf.transports.base import Transport
 
 
@@ -66,8 +66,6 @@ class Forwarder:
 
     def env(self, tb: TestbedConfig, options: Settings, prepared: Prepared) -> dict[str, str]:
         """Every ``SRPERF_*`` variable the script reads (see cfg_scripts/README.md)."""
-        from srperf.forwarders.common_env import addressing_env
-
         return {**addressing_env(tb), **prepared.env}
 
     def vnfs(self, options: Settings) -> tuple[int, str]:
@@ -95,8 +93,3 @@ class Forwarder:
     def __repr__(self) -> str:
         return f"<forwarder {self.name}>"
 
-
-def first_version(text: str) -> str:
-    """The first ``N.N[.N]`` in ``text`` (or the text itself)."""
-    match = re.search(r"\d+\.\d+(?:\.\d+)?", text)
-    return match.group(0) if match else text.strip()

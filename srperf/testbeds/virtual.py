@@ -57,7 +57,11 @@ class VirtualTestbed(Testbed):
             raise TestbedError(f"{tb.source}: kind = {tb.kind!r}: only a virtual testbed "
                                "can be brought up on this host")
         super().__init__(tb)
-        self.tb = tb
+
+    @property
+    def tb(self) -> TestbedConfig:
+        """This testbed's description (the same object as :attr:`config`)."""
+        return self.config
 
     @classmethod
     def check_config(cls, config: TestbedConfig) -> None:

@@ -123,11 +123,9 @@ class EbpfForwarder(Forwarder):
 
     def counters(self, sut: Transport, script: str,
                  env: Mapping[str, str]) -> dict[str, int] | None:
-        from srperf.forwarders.ebpf.counters import read_with
+        from srperf.forwarders.ebpf.counters import CountersError, read_with
 
         def runner(argv: list[str]) -> str:
-            from srperf.forwarders.ebpf.counters import CountersError
-
             res = sut.run(argv, env=env, timeout=30.0)
             if not res.ok:
                 raise CountersError(f"ebpf.sh counters on {sut.where} failed: "

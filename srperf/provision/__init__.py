@@ -1,0 +1,1 @@
+"""Provisioning: idempotent steps that install and tune what a testbed node needs."""

@@ -196,6 +196,8 @@ def cmd_behaviors(args: argparse.Namespace) -> int:
     for b in catalogue.all_behaviors():
         offered = ", ".join(forwarders.offering(b.name)) or "-"
         print(f"{b.name:<16} {b.display:<16} {b.kind:<9} {offered}")
+        for name, why in forwarders.not_offering(b.name).items():
+            print(f"{'':<16} not {name}: {why}")
     return EXIT_OK
 
 

@@ -127,8 +127,10 @@ def test_shellcheck(name: str) -> None:
 
 def full_env() -> dict[str, str]:
     from ebpf_helpers import local_env
+    from srperf.forwarders.srnk import SrnkOptions, srnk_env
+    from srperf.forwarders.vpp import VppOptions, vpp_env
 
-    return local_env(TB)
+    return {**srnk_env(TB, SrnkOptions()), **vpp_env(TB, VppOptions()), **local_env(TB)}
 
 
 def script(name: str, *args: str, env: dict[str, str] | None = None,

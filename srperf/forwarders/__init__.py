@@ -6,10 +6,11 @@ measurement session all derive from :data:`REGISTRY`.
 
 from __future__ import annotations
 
-from srperf.forwarders import ebpf, linux
+from srperf.forwarders import ebpf, linux, srnk, vpp
 from srperf.forwarders.base import Forwarder, Prepared
 
-REGISTRY: dict[str, Forwarder] = {f.name: f for f in (linux.FORWARDER, ebpf.FORWARDER)}
+REGISTRY: dict[str, Forwarder] = {f.name: f for f in (linux.FORWARDER, ebpf.FORWARDER,
+                                                    vpp.FORWARDER, srnk.FORWARDER)}
 
 
 def names() -> list[str]:
@@ -31,4 +32,9 @@ def offering(behavior: str) -> list[str]:
     return [f.name for f in REGISTRY.values() if f.offers(behavior)]
 
 
-__all__ = ["Forwarder", "Prepared", "REGISTRY", "names", "get", "offering"]
+def not_offering(behavior: str) -> dict[str, str]:
+    """Forwarder name -> why it does not offer ``behavior``, for those that do not."""
+    return {f.name: f.why_not(behavior) for f in REGISTRY.values() if not f.offers(behavior)}
+
+
+__all__ = ["Forwarder", "Prepared", "REGISTRY", "names", "get", "offering", "not_offering"]

@@ -12,6 +12,7 @@ class says everything else srperf must know about it:
 * ``options``: the dataclass of its experiment ``options`` (schema derived);
 * :meth:`prepare`: its build step on the SUT (objects pushed or built there);
 * :meth:`counters`: its own packet counters, read on the SUT (or None);
+* :meth:`why_not`: why it does not offer a behavior (``srperf behaviors``);
 * :meth:`versions`: the versions of its tools on the SUT, for the run's
   environment;
 * ``runs_in_netns``: True when it can run in a network namespace of this host
@@ -59,6 +60,12 @@ class Forwarder:
     def offers(self, behavior: str) -> bool:
         """True when this forwarder implements catalogue entry ``behavior``."""
         return behavior in self.behaviors
+
+    def why_not(self, behavior: str) -> str:
+        """Why this forwarder does not offer catalogue entry ``behavior`` ("" if it does)."""
+        if self.offers(behavior):
+            return ""
+        return f"{self.script} has no function for it"
 
     def parse_options(self, data: Mapping[str, Any] | None) -> Settings:
         """The experiment's ``options`` mapping as this forwarder's options dataclass."""

@@ -23,5 +23,12 @@ class LinuxForwarder(Forwarder):
     runs_in_netns = True
     version_commands = {"iproute2": ("ip", "-V")}
 
+    def why_not(self, behavior: str) -> str:
+        from srperf import behaviors as catalogue
+
+        if not self.offers(behavior) and catalogue.get(behavior).kind == "proxy":
+            return "mainline Linux has no SR proxy behaviors (forwarders ebpf, srnk, vpp)"
+        return super().why_not(behavior)
+
 
 FORWARDER = LinuxForwarder()

@@ -102,6 +102,11 @@ class EbpfForwarder(Forwarder):
     version_commands = {"iproute2": ("ip", "-V"), "bpftool": ("bpftool", "version"),
                         "clang": ("clang", "--version")}
 
+    def why_not(self, behavior: str) -> str:
+        if not self.offers(behavior):
+            return "srperf's eBPF dataplane implements the SR proxies only (forwarder linux)"
+        return ""
+
     def env(self, tb: TestbedConfig, options: Settings, prepared: Prepared) -> dict[str, str]:
         assert isinstance(options, EbpfOptions)
         return {**addressing_env(tb), **proxy_env(tb, options.proxy), **prepared.env}

@@ -89,7 +89,7 @@ vnf_sid() { printf '%s%x\n' "$SRPERF_VNF_SID_BASE" "$(($1 + 1))"; }
 # vnf_count: VNF interfaces <prefix>0, 1, ... present in this namespace.
 vnf_count() {
 	local i=0
-	while ((i < MAX_VNFS)) && [[ -e "/sys/class/net/${SRPERF_VNF_IF_PREFIX}$i" ]]; do
+	while ((i < MAX_VNFS)) && ip link show dev "${SRPERF_VNF_IF_PREFIX}$i" >/dev/null 2>&1; do
 		i=$((i + 1))
 	done
 	echo "$i"

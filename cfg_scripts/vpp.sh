@@ -36,6 +36,7 @@
 #   version                        helper: print VPP's version (one line)
 #
 # Variables (no defaults; a function needs those its `need` lines name):
+#   SRPERF_VPPCTL           the vppctl command ON THE SUT (a name on PATH or a path)
 #   SRPERF_VPP_CLI_SOCK     VPP's CLI socket ON THE SUT (vppctl -s)
 #   SRPERF_VPP_IN_IF        VPP's name of the in-port (e.g. host-s0)
 #   SRPERF_VPP_OUT_IF       VPP's name of the out-port (e.g. host-s1)
@@ -70,7 +71,7 @@ readonly HELPERS=(setup version)
 source "$(dirname "${BASH_SOURCE[0]}")/contract.bash"
 
 # What clean reads, so what every behavior needs (it cleans first).
-readonly CLEAN_VARS=(SRPERF_VPP_CLI_SOCK SRPERF_VPP_IN_IF SRPERF_VPP_OUT_IF SRPERF_VPP_BSID
+readonly CLEAN_VARS=(SRPERF_VPPCTL SRPERF_VPP_CLI_SOCK SRPERF_VPP_IN_IF SRPERF_VPP_OUT_IF SRPERF_VPP_BSID
 	SRPERF_SID_SUT SRPERF_SID_PREFIX SRPERF_DST_PREFIX6 SRPERF_DST_PREFIX4
 	SRPERF_TESTER_RX_IP6 SRPERF_TESTER_RX_IP4 SRPERF_TABLE SRPERF_VNF_IF_PREFIX
 	SRPERF_VNF_SID_BASE)
@@ -80,8 +81,8 @@ readonly MAX_VNFS=256
 
 # vpp_missing: why this SUT cannot run vppctl against VPP (nothing when it can).
 vpp_missing() {
-	if ! command -v vppctl >/dev/null 2>&1; then
-		echo "no vppctl on the SUT"
+	if ! command -v "$SRPERF_VPPCTL" >/dev/null 2>&1; then
+		echo "no vppctl on the SUT (SRPERF_VPPCTL=$SRPERF_VPPCTL)"
 	elif [[ ! -S "$SRPERF_VPP_CLI_SOCK" ]]; then
 		echo "no VPP CLI socket $SRPERF_VPP_CLI_SOCK (VPP is not running)"
 	fi
@@ -100,7 +101,7 @@ ready() {
 # vpp CMD...: one configuration command; VPP printing anything means it failed.
 vpp() {
 	local out rc=0
-	out="$(vppctl -s "$SRPERF_VPP_CLI_SOCK" "$@" 2>&1)" || rc=$?
+	out="$("$SRPERF_VPPCTL" -s "$SRPERF_VPP_CLI_SOCK" "$@" 2>&1)" || rc=$?
 	out="$(printf '%s' "$out" | tr '\n' ' ')"
 	out="${out%"${out##*[![:space:]]}"}"
 	if ((rc != 0)) || [[ -n "$out" ]]; then
@@ -111,7 +112,7 @@ vpp() {
 # show CMD...: a show command's output on stdout (exit 1 if vppctl itself fails).
 show() {
 	local out rc=0
-	out="$(vppctl -s "$SRPERF_VPP_CLI_SOCK" "$@" 2>&1)" || rc=$?
+	out="$("$SRPERF_VPPCTL" -s "$SRPERF_VPP_CLI_SOCK" "$@" 2>&1)" || rc=$?
 	if ((rc != 0)); then
 		die "vppctl $* failed: ${out:-exit status $rc}"
 	fi
@@ -277,7 +278,7 @@ host_if() {
 }
 
 setup() {
-	need SRPERF_VPP_CLI_SOCK SRPERF_VPP_AF_PACKET SRPERF_VPP_IN_IF SRPERF_VPP_OUT_IF \
+	need SRPERF_VPPCTL SRPERF_VPP_CLI_SOCK SRPERF_VPP_AF_PACKET SRPERF_VPP_IN_IF SRPERF_VPP_OUT_IF \
 		SRPERF_SUT_IN_IP6 SRPERF_SUT_OUT_IP6 SRPERF_SUT_IN_IP4 SRPERF_SUT_OUT_IP4 \
 		SRPERF_LINK_PREFIX_LEN6 SRPERF_LINK_PREFIX_LEN4 SRPERF_TESTER_TX_IP6 \
 		SRPERF_TESTER_TX_IP4 SRPERF_TESTER_TX_MAC SRPERF_TESTER_RX_IP6 SRPERF_TESTER_RX_IP4 \
@@ -311,7 +312,7 @@ setup() {
 }
 
 version() {
-	need SRPERF_VPP_CLI_SOCK
+	need SRPERF_VPPCTL SRPERF_VPP_CLI_SOCK
 	ready
 	local out
 	out="$(show show version)"

@@ -227,7 +227,7 @@ def test_missing_proxy_plugin_is_unsupported(vpp: FakeVpp) -> None:
 def test_no_vppctl_is_unsupported_and_clean_has_nothing_to_do(vpp: FakeVpp) -> None:
     (vpp.bin / "vppctl").unlink()
     res = vpp.run("end")
-    assert (res.returncode, res.stderr) == (3, "unsupported: no vppctl on the SUT\n")
+    assert (res.returncode, res.stderr) == (3, "unsupported: no vppctl on the SUT (SRPERF_VPPCTL=vppctl)\n")
     res = vpp.run("clean")
     assert (res.returncode, res.stderr) == (0, "")
 

@@ -201,7 +201,8 @@ def load_testbed(path: str | Path) -> TestbedConfig:
         cpu=s.get("cpu", SutConfig.cpu),
         napi_fifo_priority=int(s.get("napi_fifo_priority", SutConfig.napi_fifo_priority)),
         napi_defer_hard_irqs=int(s.get("napi_defer_hard_irqs", 0)),
-        gro_flush_timeout_us=float(s.get("gro_flush_timeout_us", 0.0)))
+        gro_flush_timeout_us=float(s.get("gro_flush_timeout_us", 0.0)),
+        vpp_binary=s.get("vpp_binary"))
     _check_driver_options(file, tester.driver, tester.options)
     from srperf import testbeds
 

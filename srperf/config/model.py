@@ -226,6 +226,9 @@ class SutConfig:
     gro_flush_timeout_us: float = 0.0
     """Virtual SUT ingress: coalescing timer with the above, microseconds
     (like NIC interrupt moderation; cuts the sender's cost of waking the SUT)."""
+    vpp_binary: str | None = None
+    """Virtual SUT with forwarder vpp: path of the VPP binary srperf starts in the SUT
+    namespace (srperf/testbeds/vpp_sut.py); None: no VPP of srperf's own."""
 
 
 @dataclass(frozen=True)

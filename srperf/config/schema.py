@@ -87,6 +87,7 @@ TESTBED_SCHEMA: dict[str, Any] = {
                 "napi_fifo_priority": {"type": "integer", "minimum": 0, "maximum": 99},
                 "napi_defer_hard_irqs": {"type": "integer", "minimum": 0, "maximum": 1000},
                 "gro_flush_timeout_us": {"type": "number", "minimum": 0, "maximum": 10000},
+                "vpp_binary": {"type": "string", "pattern": "^/"},
                 "transport": {
                     "type": "object", "additionalProperties": False,
                     "properties": {

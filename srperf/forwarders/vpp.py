@@ -42,6 +42,9 @@ class VppOptions(Settings):
     cli_sock: str = setting("/run/vpp/cli.sock", "VPP's CLI socket on the SUT (vppctl -s); "
                             "srperf's own VPP on the virtual testbed replaces it",
                             schema={"type": "string", "minLength": 1})
+    vppctl: str = setting("vppctl", "the vppctl command on the SUT (a name on PATH or a "
+                          "path); srperf's own VPP on the virtual testbed uses the one beside "
+                          "its binary", schema={"type": "string", "minLength": 1})
     af_packet: bool = setting(True, "VPP reaches the SUT's ports as af_packet host-interfaces "
                               "(host-<port>); false: VPP owns them under the ports' names",
                               schema={"type": "boolean"})
@@ -61,6 +64,7 @@ def vpp_env(tb: TestbedConfig, options: VppOptions) -> dict[str, str]:
     a = tb.addressing
     prefix = "host-" if options.af_packet else ""
     return {
+        "SRPERF_VPPCTL": options.vppctl,
         "SRPERF_VPP_CLI_SOCK": options.cli_sock,
         "SRPERF_VPP_AF_PACKET": "1" if options.af_packet else "0",
         "SRPERF_VPP_IN_IF": prefix + tb.sut.in_port.name,

@@ -24,12 +24,14 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from srperf.config.model import TestbedConfig
 from srperf.errors import ConfigError
 from srperf.forwarders.base import Forwarder
 from srperf.netns import CommandFailed, netns_names, run
-from srperf.testbeds.base import Testbed, TestbedError
+from srperf.config.settings import Settings
+from srperf.testbeds.base import SutHandle, Testbed, TestbedError
 from srperf.transports.base import Transport
 from srperf.transports.netns import NetnsTransport
 
@@ -57,6 +59,7 @@ class VirtualTestbed(Testbed):
             raise TestbedError(f"{tb.source}: kind = {tb.kind!r}: only a virtual testbed "
                                "can be brought up on this host")
         super().__init__(tb)
+        self._vpp_sut: Any = None
 
     @property
     def tb(self) -> TestbedConfig:
@@ -81,6 +84,23 @@ class VirtualTestbed(Testbed):
             raise ConfigError(source, "forwarder", forwarder.name,
                               f"the virtual testbed {self.tb.source} runs the Linux kernel in "
                               "network namespaces; this forwarder needs an ssh testbed")
+
+    def sut(self, forwarder: Forwarder, options: Settings) -> SutHandle:
+        """The SUT; srperf's own VPP when the forwarder is vpp and the testbed names a binary."""
+        if forwarder.name == "vpp" and self.tb.sut.vpp_binary is not None:
+            from srperf.testbeds.vpp_sut import VppSutControl
+
+            self._vpp_sut = VppSutControl(forwarder, self.node("sut"), self.config, options)
+            return self._vpp_sut
+        return super().sut(forwarder, options)
+
+    def environment(self, forwarder: Forwarder | None = None) -> dict[str, Any]:
+        env = super().environment(forwarder)
+        vpp_sut = self._vpp_sut
+        sut = env["nodes"].get("sut", {})
+        if vpp_sut is not None and vpp_sut.vpp is not None and "forwarder" in sut:
+            sut["forwarder"].update(vpp_sut.versions())
+        return env
 
     def _make_node(self, role: str) -> Transport:
         return NetnsTransport(self.tb.tester_ns if role == "tester" else self.tb.sut_ns)

@@ -1,0 +1,95 @@
+"""VPP as the SUT of the virtual testbed (srperf/testbeds/vpp_sut.py).
+
+Always: the generated startup.conf (4 KiB pages, no DPDK, one worker, private
+paths), the core choice, and the testbed key ``sut.vpp_binary``.
+
+Opt-in (``SRPERF_VPP_BIN`` names a VPP binary with vppctl beside it):
+``srperf run`` with VPP as the SUT of a virtual testbed: VPP started in the
+SUT namespace, every behavior verified and searched, VPP stopped, nothing
+left behind (namespaces, processes, its work directory).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from srperf.config.model import SutConfig, TestbedConfig
+from srperf.testbeds.vpp_sut import PLUGINS, VppStartup, cores
+
+VPP_BIN = os.environ.get("SRPERF_VPP_BIN")
+
+
+def test_startup_conf_has_no_dpdk_and_4k_pages(tmp_path: Path) -> None:
+    text = VppStartup(tmp_path, main_core=0, worker_core=1).render()
+    assert f"cli-listen {tmp_path}/cli.sock" in text
+    assert text.count("page-size 4k") == 3 and "main-heap-page-size 4k" in text
+    assert "corelist-workers 1" in text and "main-core 0" in text
+    assert "plugin default { disable }" in text
+    for plugin in PLUGINS:
+        assert f"plugin {plugin}_plugin.so {{ enable }}" in text
+    assert "dpdk" not in text
+    assert "corelist-workers" not in VppStartup(tmp_path, worker_core=None).render()
+
+
+def test_worker_runs_on_the_sut_cpu() -> None:
+    tb = TestbedConfig(name="x", sut=SutConfig(cpu=1))
+    main, worker = cores(tb)
+    assert worker == 1 and main != 1 or (os.cpu_count() == 1 and worker is None)
+
+
+def test_testbed_yaml_names_the_binary(tmp_path: Path) -> None:
+    from srperf.config.loader import load_testbed
+    from srperf.errors import ConfigError
+
+    path = tmp_path / "tb.yaml"
+    path.write_text(yaml.safe_dump({"name": "v", "sut": {"vpp_binary": "/opt/vpp/bin/vpp"}}))
+    assert load_testbed(path).sut.vpp_binary == "/opt/vpp/bin/vpp"
+    path.write_text(yaml.safe_dump({"name": "v", "sut": {"vpp_binary": "vpp"}}))
+    with pytest.raises(ConfigError, match="vpp_binary"):
+        load_testbed(path)
+
+
+def _vpp_pids() -> set[int]:
+    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return {int(line.split()[0]) for line in out.splitlines()[1:]
+            if VPP_BIN and line.split()[1:2] == [VPP_BIN]}
+
+
+@pytest.mark.netns
+@pytest.mark.slow
+@pytest.mark.skipif(not VPP_BIN, reason="SRPERF_VPP_BIN names no VPP binary")
+def test_srperf_run_with_vpp_as_sut(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from srperf.cli import main
+
+    behaviors = ["ipv6", "ipv4", "end", "end_x", "h_encaps", "end_dx6"]
+    exp = {"name": "vpp-e2e", "forwarder": "vpp", "behaviors": behaviors, "repetitions": 1,
+           "search": {"algorithm": "bisect", "thresholds_pct": [0.5], "trial_duration_s": 0.2,
+                      "accuracy": "10%", "min_rate": "5%", "max_rate": "100%"}}
+    tb = {"name": "vpp-e2e", "kind": "virtual", "prefix": "srpvp",
+          "tester": {"line_rate_pps": 200000}, "sut": {"vpp_binary": VPP_BIN}}
+    (tmp_path / "exp.yaml").write_text(yaml.safe_dump(exp))
+    (tmp_path / "tb.yaml").write_text(yaml.safe_dump(tb))
+    before = _vpp_pids()
+    workdirs = set(glob.glob("/tmp/srperf-vpp.*"))
+    rc = main(["run", str(tmp_path / "exp.yaml"), "--testbed", str(tmp_path / "tb.yaml"),
+               "--results", str(tmp_path / "res")])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    for beh in behaviors:
+        assert f"{beh}: verified" in out, out
+    db = sqlite3.connect(tmp_path / "res" / "srperf.sqlite")
+    measured = {b for (b,) in db.execute("SELECT DISTINCT behavior FROM trials")}
+    assert measured == set(behaviors)
+    env = db.execute("SELECT environment FROM runs").fetchone()[0]
+    assert '"vpp": "vpp v' in env, env
+    assert _vpp_pids() == before, "VPP left running"
+    assert set(glob.glob("/tmp/srperf-vpp.*")) == workdirs, "VPP work directory left"
+    assert "srpvp-" not in subprocess.run(["ip", "netns", "list"], capture_output=True,
+                                          text=True).stdout

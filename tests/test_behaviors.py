@@ -118,7 +118,7 @@ def test_linux_catalogue_names_exactly():
     for name in LINUX:
         b = B.get(name)
         assert b.name == name and b.cfg_function == name
-        assert forwarders.offering(name) == ["linux"]
+        assert "linux" in forwarders.offering(name)
         assert b.kind in B.KINDS
         assert not b.needs_vnf
 

@@ -304,6 +304,9 @@ setup() {
 	addr "$SRPERF_VPP_IN_IF" "$SRPERF_SUT_IN_IP4/$SRPERF_LINK_PREFIX_LEN4"
 	addr "$SRPERF_VPP_OUT_IF" "$SRPERF_SUT_OUT_IP6/$SRPERF_LINK_PREFIX_LEN6"
 	addr "$SRPERF_VPP_OUT_IF" "$SRPERF_SUT_OUT_IP4/$SRPERF_LINK_PREFIX_LEN4"
+	# No router advertisements towards the tester: they would be counted as traffic.
+	vpp ip6 nd "$SRPERF_VPP_IN_IF" ra-suppress
+	vpp ip6 nd "$SRPERF_VPP_OUT_IF" ra-suppress
 	vpp set ip neighbor "$SRPERF_VPP_IN_IF" "$SRPERF_TESTER_TX_IP6" "$SRPERF_TESTER_TX_MAC" static
 	vpp set ip neighbor "$SRPERF_VPP_IN_IF" "$SRPERF_TESTER_TX_IP4" "$SRPERF_TESTER_TX_MAC" static
 	vpp set ip neighbor "$SRPERF_VPP_OUT_IF" "$SRPERF_TESTER_RX_IP6" "$SRPERF_TESTER_RX_MAC" static

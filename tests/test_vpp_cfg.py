@@ -248,6 +248,7 @@ def test_setup_creates_host_interfaces_addresses_neighbours_and_source(vpp: Fake
         f"set interface ip address host-s0 {A.sut_in_ip4}/24",
         f"set interface ip address host-s1 {A.sut_out_ip6}/64",
         f"set interface ip address host-s1 {A.sut_out_ip4}/24",
+        "ip6 nd host-s0 ra-suppress", "ip6 nd host-s1 ra-suppress",
         f"set ip neighbor host-s0 {A.tester_tx_ip6} {A.tester_tx_mac} static",
         f"set ip neighbor host-s0 {A.tester_tx_ip4} {A.tester_tx_mac} static",
         f"set ip neighbor host-s1 {A.tester_rx_ip6} {A.tester_rx_mac} static",

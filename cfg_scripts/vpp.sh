@@ -152,7 +152,8 @@ vnf_count() {
 	echo "$i"
 }
 
-# table_exists FAMILY(4|6) N: VPP has table N.
+# table_exists FAMILY(4|6) N: VPP has table N (its summary names "ipv6-VRF:N,"; a
+# missing table's summary is empty).
 table_exists() {
 	local out
 	if [[ "$1" == 4 ]]; then
@@ -160,7 +161,7 @@ table_exists() {
 	else
 		out="$(show show ip6 fib table "$2" summary)"
 	fi
-	! grep -q "Couldn't find table" <<<"$out"
+	grep -qF -- "VRF:$2," <<<"$out"
 }
 
 # route FAMILY(4|6) PREFIX NH IF [TABLE]: a route of this script.
@@ -264,16 +265,20 @@ addr() {
 	fi
 }
 
-# host_if KERNEL_IF: the af_packet host-interface on it (VPP prints its name).
+# host_if KERNEL_IF: the af_packet host-interface on it (VPP prints its name), with
+# the kernel interface's MAC (VPP would pick a random one) and no checksum/GSO
+# offload.
 host_if() {
-	local out
+	local out mac
 	if mentions "host-$1" show interface; then
 		return 0
 	fi
-	out="$(show create host-interface name "$1")"
+	mac="$(ip -o link show dev "$1" 2>/dev/null | sed -n 's|.* link/ether \([0-9a-f:]*\) .*|\1|p')"
+	[[ -n "$mac" ]] || die "no Ethernet interface $1 in this namespace"
+	out="$(show create host-interface name "$1" hw-addr "$mac" cksum-gso-disable)"
 	out="${out%"${out##*[![:space:]]}"}"
 	if [[ "$out" != "host-$1" ]]; then
-		die "vppctl create host-interface name $1 failed: $out"
+		die "vppctl create host-interface name $1 hw-addr $mac cksum-gso-disable failed: $out"
 	fi
 }
 

@@ -62,7 +62,8 @@ def run_with_fake_ip(tmp: Path, function: str, options: SrnkOptions, links: str,
     res = subprocess.run(["bash", str(SCRIPT), function], capture_output=True, text=True,
                          timeout=60, env=env(options, PATH=f"{bindir}{os.pathsep}"
                                              f"{BASE_ENV['PATH']}", FAKE_IP_LOG=str(log),
-                                             FAKE_IP_LINKS=links, **extra))
+                                             FAKE_IP_LINKS=links, FAKE_IP_MAC="02:fa:6e:00:00:01",
+                                             **extra))
     sent = log.read_text().splitlines() if log.exists() else []
     return res, [c for c in sent if " show" not in c and not c.startswith("link ")]
 

@@ -41,7 +41,8 @@ CLEAN_NOTHING = [
 ]
 SID_ROUTE = f"ip route add fc00::/16 via {A.tester_rx_ip6} host-s1"
 TABLES = ["ip table add 100", "ip6 table add 100"]
-VNF0 = ["create host-interface name vnf0", "set interface state host-vnf0 up",
+FAKE_MAC = "02:fa:6e:00:00:01"
+VNF0 = [f"create host-interface name vnf0 hw-addr {FAKE_MAC} cksum-gso-disable", "set interface state host-vnf0 up",
         "enable ip6 interface host-vnf0",
         "set ip neighbor host-vnf0 fe80::2 02:5e:00:10:00:00 static"]
 
@@ -101,9 +102,10 @@ class FakeVpp:
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(str(self.sock))
         self.extra: dict[str, str] = {"FAKE_IP_LOG": str(tmp / "ip.log"),
-                                      "FAKE_IP_LINKS": "vnf0"}
-        self.answer("show ip fib table 100 summary", "Couldn't find table with table_id 100")
-        self.answer("show ip6 fib table 100 summary", "Couldn't find table with table_id 100")
+                                      "FAKE_IP_LINKS": "vnf0 s0 s1", "FAKE_IP_MAC": FAKE_MAC}
+        # What VPP answers (empty) for a table it does not have.
+        self.answer("show ip fib table 100 summary", "")
+        self.answer("show ip6 fib table 100 summary", "")
         self.answer("show plugins", "\n".join(f" {i}. {p}_plugin.so  SRv6 proxy"
                                               for i, p in enumerate(PLUGINS.values())))
 
@@ -182,8 +184,8 @@ def test_clean_removes_what_vpp_shows(vpp: FakeVpp) -> None:
                                    "\t[0].- < fc00:2::1, fc00:3::1 > weight: 1")
     vpp.answer("show interface", "host-s0 1 up\nhost-s1 2 up\nhost-vnf0 3 up")
     vpp.answer("show sr localsids", "\tAddress: \tfc00:1:a::1/128\n\tBehavior: \tEnd.AD")
-    vpp.answer("show ip fib table 100 summary", "ipv4-VRF:100, fib_index:1")
-    vpp.answer("show ip6 fib table 100 summary", "ipv6-VRF:100, fib_index:1")
+    vpp.answer("show ip fib table 100 summary", "ipv4-VRF:100, fib_index:1, flow hash:[src]")
+    vpp.answer("show ip6 fib table 100 summary", "ipv6-VRF:100, fib_index:1, flow hash:[src]")
     res = vpp.run("clean")
     assert (res.returncode, res.stderr) == (0, ""), res.stderr
     assert vpp.config_commands() == [
@@ -242,7 +244,8 @@ def test_setup_creates_host_interfaces_addresses_neighbours_and_source(vpp: Fake
     res = vpp.run("setup")
     assert (res.returncode, res.stdout, res.stderr) == (0, "", ""), res.stderr
     assert vpp.config_commands() == [
-        "create host-interface name s0", "create host-interface name s1",
+        f"create host-interface name s0 hw-addr {FAKE_MAC} cksum-gso-disable",
+        f"create host-interface name s1 hw-addr {FAKE_MAC} cksum-gso-disable",
         "set interface state host-s0 up", "set interface state host-s1 up",
         f"set interface ip address host-s0 {A.sut_in_ip6}/64",
         f"set interface ip address host-s0 {A.sut_in_ip4}/24",

@@ -68,7 +68,7 @@ def _vpp_pids() -> set[int]:
 def test_srperf_run_with_vpp_as_sut(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from srperf.cli import main
 
-    behaviors = ["ipv6", "ipv4", "end", "end_x", "h_encaps", "end_dx6"]
+    behaviors = ["ipv6", "ipv4", "end", "end_x", "end_dt6", "end_dx6", "h_encaps_l2"]
     exp = {"name": "vpp-e2e", "forwarder": "vpp", "behaviors": behaviors, "repetitions": 1,
            "search": {"algorithm": "bisect", "thresholds_pct": [0.5], "trial_duration_s": 0.2,
                       "accuracy": "10%", "min_rate": "5%", "max_rate": "100%"}}

@@ -147,7 +147,8 @@ def _check_behaviors(file: str, forwarder: str, behaviors: tuple[str, ...]) -> N
                               f"unknown behavior (known: {', '.join(sorted(known))})")
         if not forwarders.get(forwarder).offers(name):
             raise ConfigError(file, f"behaviors[{i}]", name,
-                              f"not offered by forwarder {forwarder!r} "
+                              f"not offered by forwarder {forwarder!r}: "
+                              f"{forwarders.get(forwarder).why_not(name)} "
                               f"(offered by: {', '.join(forwarders.offering(name)) or 'none'})")
 
 

@@ -9,6 +9,15 @@ VPP is not a Debian package: on an SSH SUT it is installed already (or by
 :func:`srperf.provision.srnk.vpp_steps`) and runs with its CLI socket at
 ``options.cli_sock``; on the virtual testbed srperf starts its own VPP
 (:mod:`srperf.testbeds.vpp_sut`) when the testbed names a VPP binary.
+
+What a real VPP (v26.10-rc0, built from its public source, af_packet on the
+virtual testbed's veths) did here with the catalogue's checks: ipv6, ipv4,
+H.Encaps.L2, End, End.X, End.T, End.DX2/DX4/DX6, End.DT4/DT6 verified.  VPP
+decrements the hop limit of the packet it steers before encapsulating it, so
+H.Encaps (inner hop limit/TTL - 1), End.B6.Encaps (inner - 1) and H.Insert
+(hop limit - 2) differ from the catalogue's expectations, as do End.AD (outer
+hop limit - 3) and End.AM (- 3); End.AS with a one-SID static list sends no
+SRH at all.  Those fail verification with the field that differs.
 """
 
 from __future__ import annotations

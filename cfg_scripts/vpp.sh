@@ -42,6 +42,8 @@
 #   SRPERF_VPP_OUT_IF       VPP's name of the out-port (e.g. host-s1)
 #   SRPERF_VPP_AF_PACKET    setup: 1 = create af_packet host-interfaces on the kernel
 #                           ports SRPERF_IN_IF/SRPERF_OUT_IF, 0 = VPP owns the ports
+#   SRPERF_VPP_RX_MODE      setup: rx-mode of the ports: polling | interrupt | adaptive
+#                           (af_packet ports start in interrupt mode)
 #   SRPERF_VPP_BSID         binding SID of the headend policies
 #   SRPERF_IN_IF SRPERF_OUT_IF   kernel names of the ports (setup with af_packet)
 #   SRPERF_SUT_IN_IP6 SRPERF_SUT_OUT_IP6 SRPERF_SUT_IN_IP4 SRPERF_SUT_OUT_IP4
@@ -287,7 +289,11 @@ setup() {
 		SRPERF_SUT_IN_IP6 SRPERF_SUT_OUT_IP6 SRPERF_SUT_IN_IP4 SRPERF_SUT_OUT_IP4 \
 		SRPERF_LINK_PREFIX_LEN6 SRPERF_LINK_PREFIX_LEN4 SRPERF_TESTER_TX_IP6 \
 		SRPERF_TESTER_TX_IP4 SRPERF_TESTER_TX_MAC SRPERF_TESTER_RX_IP6 SRPERF_TESTER_RX_IP4 \
-		SRPERF_TESTER_RX_MAC SRPERF_TUNSRC SRPERF_IN_IF SRPERF_OUT_IF
+		SRPERF_TESTER_RX_MAC SRPERF_TUNSRC SRPERF_IN_IF SRPERF_OUT_IF SRPERF_VPP_RX_MODE
+	case "$SRPERF_VPP_RX_MODE" in
+	polling | interrupt | adaptive) ;;
+	*) usage_error "SRPERF_VPP_RX_MODE must be polling, interrupt or adaptive, not '$SRPERF_VPP_RX_MODE'" ;;
+	esac
 	case "$SRPERF_VPP_AF_PACKET" in
 	1)
 		if [[ "$SRPERF_VPP_IN_IF" != "host-$SRPERF_IN_IF" ||
@@ -304,6 +310,7 @@ setup() {
 	local ifname
 	for ifname in "$SRPERF_VPP_IN_IF" "$SRPERF_VPP_OUT_IF"; do
 		vpp set interface state "$ifname" up
+		vpp set interface rx-mode "$ifname" "$SRPERF_VPP_RX_MODE"
 	done
 	addr "$SRPERF_VPP_IN_IF" "$SRPERF_SUT_IN_IP6/$SRPERF_LINK_PREFIX_LEN6"
 	addr "$SRPERF_VPP_IN_IF" "$SRPERF_SUT_IN_IP4/$SRPERF_LINK_PREFIX_LEN4"

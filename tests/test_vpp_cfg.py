@@ -246,7 +246,8 @@ def test_setup_creates_host_interfaces_addresses_neighbours_and_source(vpp: Fake
     assert vpp.config_commands() == [
         f"create host-interface name s0 hw-addr {FAKE_MAC} cksum-gso-disable",
         f"create host-interface name s1 hw-addr {FAKE_MAC} cksum-gso-disable",
-        "set interface state host-s0 up", "set interface state host-s1 up",
+        "set interface state host-s0 up", "set interface rx-mode host-s0 polling",
+        "set interface state host-s1 up", "set interface rx-mode host-s1 polling",
         f"set interface ip address host-s0 {A.sut_in_ip6}/64",
         f"set interface ip address host-s0 {A.sut_in_ip4}/24",
         f"set interface ip address host-s1 {A.sut_out_ip6}/64",
@@ -263,6 +264,12 @@ def test_setup_creates_host_interfaces_addresses_neighbours_and_source(vpp: Fake
 def test_setup_rejects_a_bad_af_packet_value(vpp: FakeVpp) -> None:
     res = vpp.run("setup", SRPERF_VPP_AF_PACKET="yes")
     assert res.returncode == 2 and "SRPERF_VPP_AF_PACKET must be 1 or 0" in res.stderr
+    assert vpp.commands() == []
+
+
+def test_setup_rejects_a_bad_rx_mode(vpp: FakeVpp) -> None:
+    res = vpp.run("setup", SRPERF_VPP_RX_MODE="busy")
+    assert res.returncode == 2 and "SRPERF_VPP_RX_MODE must be polling" in res.stderr
     assert vpp.commands() == []
 
 

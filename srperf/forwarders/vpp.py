@@ -57,10 +57,17 @@ class VppOptions(Settings):
     af_packet: bool = setting(True, "VPP reaches the SUT's ports as af_packet host-interfaces "
                               "(host-<port>); false: VPP owns them under the ports' names",
                               schema={"type": "boolean"})
+    rx_mode: str = setting("polling", "rx-mode of VPP's ports (polling, as CSIT runs VPP; "
+                           "af_packet's own default is interrupt)",
+                           schema={"enum": ["polling", "interrupt", "adaptive"]})
     vnf_count: int = setting(1, "legacy VNF namespaces behind the SUT (proxies)", unit="VNFs",
                              schema={"type": "integer", "minimum": 1, "maximum": 256})
     vnf_mode: str = setting("forward", "what every VNF does with the inner packets",
                             schema={"enum": ["forward", "drop", "sink", "delay", "snat"]})
+
+    def __post_init__(self) -> None:
+        if self.rx_mode not in ("polling", "interrupt", "adaptive"):
+            raise ValueError(f"rx_mode {self.rx_mode!r}: must be polling, interrupt or adaptive")
 
 
 def binding_sid(tb: TestbedConfig) -> str:
@@ -76,6 +83,7 @@ def vpp_env(tb: TestbedConfig, options: VppOptions) -> dict[str, str]:
         "SRPERF_VPPCTL": options.vppctl,
         "SRPERF_VPP_CLI_SOCK": options.cli_sock,
         "SRPERF_VPP_AF_PACKET": "1" if options.af_packet else "0",
+        "SRPERF_VPP_RX_MODE": options.rx_mode,
         "SRPERF_VPP_IN_IF": prefix + tb.sut.in_port.name,
         "SRPERF_VPP_OUT_IF": prefix + tb.sut.out_port.name,
         "SRPERF_VPP_BSID": binding_sid(tb),

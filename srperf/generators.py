@@ -7,7 +7,7 @@ from srperf.config.settings import Settings
 from srperf.drivers.base import TrafficGenerator
 from srperf.errors import GeneratorError
 
-DRIVERS = ("linux",)
+DRIVERS = ("linux", "trex")
 """Drivers of real traffic (the simulated testbed makes its own model generator)."""
 
 
@@ -18,6 +18,10 @@ def options_class(driver: str) -> type[Settings] | None:
         from srperf.drivers.linux import LinuxGeneratorOptions
 
         return LinuxGeneratorOptions
+    if driver == "trex":
+        from srperf.drivers.trex import TrexOptions
+
+        return TrexOptions
     return None
 
 
@@ -30,5 +34,10 @@ def create_generator(tb: TestbedConfig, tester_ns: str | None) -> TrafficGenerat
 
         return LinuxGenerator(tester_ns, tb.tester.tx.name, tb.tester.rx.name,
                               cpu=tb.tester.cpu, **tb.tester.options)
+    if driver == "trex":
+        from srperf.drivers.trex import TrexGenerator, TrexOptions
+
+        return TrexGenerator(TrexOptions(**tb.tester.options),
+                             line_rate_pps=tb.tester.line_rate_pps)
     raise GeneratorError(f"{tb.source}: tester.driver = {driver!r}: this driver is not "
                          f"available in this version of srperf (drivers: {', '.join(DRIVERS)})")

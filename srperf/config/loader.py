@@ -185,18 +185,13 @@ def load_testbed(path: str | Path) -> TestbedConfig:
         rx=_port(t.get("rx"), TesterConfig.rx, addressing.tester_rx_mac),
         line_rate_pps=float(t.get("line_rate_pps", TesterConfig.line_rate_pps)),
         cpu=t.get("cpu", TesterConfig.cpu), options=dict(t.get("options", {})),
-        netns=t.get("netns"))
+        netns=t.get("netns"),
+        transport=_transport(file, path.parent, "tester", t["transport"])
+        if "transport" in t else None)
     s = data.get("sut", {})
-    tr = s.get("transport", {})
-    ssh = None
-    if "ssh" in tr:
-        ssh = _ssh(file, path.parent, tr["ssh"])
-    kind = tr.get("kind", "ssh" if ssh else "netns")
-    if kind == "ssh" and ssh is None:
-        raise ConfigError(file, "sut.transport.ssh", None,
-                          "required when sut.transport.kind is 'ssh'")
     sut = SutConfig(
-        forwarder=s.get("forwarder", "linux"), transport=TransportConfig(kind, ssh),
+        forwarder=s.get("forwarder", "linux"),
+        transport=_transport(file, path.parent, "sut", s.get("transport", {})),
         in_port=_port(s.get("in"), SutConfig.in_port, addressing.sut_in_mac),
         out_port=_port(s.get("out"), SutConfig.out_port, addressing.sut_out_mac),
         cpu=s.get("cpu", SutConfig.cpu),
@@ -229,6 +224,10 @@ def _check_driver_options(file: str, driver: str, options: dict[str, Any]) -> No
     _validate(file, {"tester": {"options": options}},
               {"type": "object", "properties": {"tester": {
                   "type": "object", "properties": {"options": cls.json_schema()}}}})
+    try:
+        cls(**options)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(file, "tester.options", options, str(exc)) from None
 
 
 def _reject_remote_dir(file: str, data: dict[str, Any]) -> None:
@@ -241,8 +240,18 @@ def _reject_remote_dir(file: str, data: dict[str, Any]) -> None:
                           "to choose the parent directory, default /tmp)")
 
 
-def _ssh(file: str, base: Path, data: dict[str, Any]) -> SshConfig:
-    """The ``sut.transport.ssh`` block; key files resolved against the YAML's folder."""
+def _transport(file: str, base: Path, role: str, data: dict[str, Any]) -> TransportConfig:
+    """The ``ROLE.transport`` block (``kind`` defaults to ssh when an ssh block is given)."""
+    ssh = _ssh(file, base, data["ssh"], role) if "ssh" in data else None
+    kind = data.get("kind", "ssh" if ssh else "netns")
+    if kind == "ssh" and ssh is None:
+        raise ConfigError(file, f"{role}.transport.ssh", None,
+                          f"required when {role}.transport.kind is 'ssh'")
+    return TransportConfig(kind, ssh)
+
+
+def _ssh(file: str, base: Path, data: dict[str, Any], role: str = "sut") -> SshConfig:
+    """The ``ROLE.transport.ssh`` block; key files resolved against the YAML's folder."""
     fields: dict[str, Any] = dict(data)
     for name in ("key_file", "known_hosts"):
         if fields.get(name) is None:
@@ -251,7 +260,7 @@ def _ssh(file: str, base: Path, data: dict[str, Any]) -> SshConfig:
         found = (base / Path(value).expanduser()).resolve()
         if not found.is_file():
             why = "is not a regular file" if found.exists() else "does not exist"
-            raise ConfigError(file, f"sut.transport.ssh.{name}", value,
+            raise ConfigError(file, f"{role}.transport.ssh.{name}", value,
                               f"{found} {why}")
         fields[name] = str(found)
     ssh = SshConfig(**fields)
@@ -259,7 +268,7 @@ def _ssh(file: str, base: Path, data: dict[str, Any]) -> SshConfig:
         try:
             expand_proxy_command(ssh.proxy_command, ssh.host, ssh.port, ssh.user)
         except ValueError as exc:
-            raise ConfigError(file, "sut.transport.ssh.proxy_command", ssh.proxy_command,
+            raise ConfigError(file, f"{role}.transport.ssh.proxy_command", ssh.proxy_command,
                               str(exc)) from None
     return ssh
 

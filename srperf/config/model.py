@@ -209,6 +209,9 @@ class TesterConfig:
     netns: str | None = None
     """ssh testbeds: the local network namespace holding the tester's ports (None:
     this host's own); a virtual testbed's tester is always ``<prefix>-tester``."""
+    transport: "TransportConfig | None" = None
+    """ssh testbeds: how the tester host is reached when it is not this host (a TRex
+    host over SSH); None: ``netns`` on this host."""
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,27 @@ EXPERIMENT_SCHEMA: dict[str, Any] = {
     },
 }
 
+
+def _transport() -> dict[str, Any]:
+    """How a node is reached: ``sut.transport`` and ``tester.transport``."""
+    ssh = {
+        "type": "object", "additionalProperties": False, "required": ["host"],
+        "properties": {
+            "host": {"type": "string", "minLength": 1},
+            "user": {"type": "string", "minLength": 1},
+            "port": {"type": "integer", "minimum": 1, "maximum": 65535},
+            "key_file": {"type": "string", "minLength": 1},
+            "known_hosts": {"type": "string", "minLength": 1},
+            "tmp_base": {"type": "string", "pattern": "^/"},
+            "timeout_s": POSITIVE,
+            "proxy_command": {"type": "string", "minLength": 1},
+            "keepalive_s": {"type": "integer", "minimum": 1, "maximum": 3600},
+        },
+    }
+    return {"type": "object", "additionalProperties": False,
+            "properties": {"kind": {"enum": ["netns", "ssh"]}, "ssh": ssh}}
+
+
 TESTBED_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
@@ -67,6 +88,7 @@ TESTBED_SCHEMA: dict[str, Any] = {
             "type": "object", "additionalProperties": False,
             "properties": {
                 "driver": {"enum": ["linux", "trex", "simulated"]},
+                "transport": _transport(),
                 "netns": {"type": "string", "pattern": r"^[A-Za-z0-9_.-]{1,64}$",
                           "description": "ssh testbeds: local network namespace of the "
                                          "tester's ports (default: this host's)"},
@@ -88,28 +110,7 @@ TESTBED_SCHEMA: dict[str, Any] = {
                 "napi_defer_hard_irqs": {"type": "integer", "minimum": 0, "maximum": 1000},
                 "gro_flush_timeout_us": {"type": "number", "minimum": 0, "maximum": 10000},
                 "vpp_binary": {"type": "string", "pattern": "^/"},
-                "transport": {
-                    "type": "object", "additionalProperties": False,
-                    "properties": {
-                        "kind": {"enum": ["netns", "ssh"]},
-                        "ssh": {
-                            "type": "object", "additionalProperties": False,
-                            "required": ["host"],
-                            "properties": {
-                                "host": {"type": "string", "minLength": 1},
-                                "user": {"type": "string", "minLength": 1},
-                                "port": {"type": "integer", "minimum": 1, "maximum": 65535},
-                                "key_file": {"type": "string", "minLength": 1},
-                                "known_hosts": {"type": "string", "minLength": 1},
-                                "tmp_base": {"type": "string", "pattern": "^/"},
-                                "timeout_s": POSITIVE,
-                                "proxy_command": {"type": "string", "minLength": 1},
-                                "keepalive_s": {"type": "integer", "minimum": 1,
-                                                "maximum": 3600},
-                            },
-                        },
-                    },
-                },
+                "transport": _transport(),
             },
         },
         "addressing": _addressing(),

@@ -13,6 +13,7 @@ has its ports, and says what is missing.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from srperf.config.model import TestbedConfig
 from srperf.errors import ConfigError
@@ -20,6 +21,9 @@ from srperf.forwarders.base import Forwarder
 from srperf.testbeds.base import Testbed, TestbedError
 from srperf.transports.base import Transport
 from srperf.transports.netns import NetnsTransport
+
+if TYPE_CHECKING:
+    from srperf.drivers.trex_server import TrexServer
 
 log = logging.getLogger(__name__)
 
@@ -43,23 +47,44 @@ class SshTestbed(Testbed):
                               f"{self.config.sut.forwarder!r} (sut.forwarder)")
 
     def _make_node(self, role: str) -> Transport:
-        if role == "tester":
-            return NetnsTransport(self.config.tester.netns)
         from srperf.transports.ssh import SshTransport
 
+        if role == "tester":
+            tr = self.config.tester.transport
+            if tr is not None and tr.kind == "ssh" and tr.ssh is not None:
+                return SshTransport(tr.ssh)
+            return NetnsTransport(self.config.tester.netns)
         assert self.config.sut.transport.ssh is not None
         return SshTransport(self.config.sut.transport.ssh)
 
+    def _trex_server(self) -> "TrexServer | None":
+        """The TRex server srperf manages on the tester host (tester.options.release)."""
+        if self.config.tester.driver != "trex" or not self.config.tester.options.get("release"):
+            return None
+        from srperf.drivers.trex import TrexOptions
+        from srperf.drivers.trex_server import TrexServer
+
+        return TrexServer(self.node("tester"), TrexOptions(**self.config.tester.options))
+
     def is_up(self) -> bool:
-        return not self._missing()
+        server = self._trex_server()
+        return not self._missing() and (server is None or server.pid() is not None)
 
     def up(self) -> bool:
-        """Check the SUT answers and has its ports; nothing is made (returns False)."""
+        """Check the SUT answers and has its ports; start the TRex server when srperf
+        manages one.  Returns True only when a server was started."""
         missing = self._missing()
         if missing:
             raise TestbedError(f"{self.config.source}: the SUT ({self.node('sut').where}) is "
                                f"not ready: {'; '.join(missing)}")
-        return False
+        server = self._trex_server()
+        return server.start() if server is not None else False
+
+    def down(self) -> None:
+        """Stop the TRex server srperf manages, if any; the SUT and links stay."""
+        server = self._trex_server()
+        if server is not None:
+            server.stop()
 
     def _missing(self) -> list[str]:
         sut = self.node("sut")
@@ -67,6 +92,8 @@ class SshTestbed(Testbed):
         for port in self.node_ports("sut"):
             if not sut.run(["ip", "link", "show", "dev", port], timeout=15.0).ok:
                 missing.append(f"no interface {port}")
+        if self.config.tester.driver == "trex":
+            return missing  # the tester's ports belong to DPDK, not to the kernel
         tester = self.node("tester")
         for port in self.node_ports("tester"):
             if not tester.run(["ip", "link", "show", "dev", port], timeout=15.0).ok:

@@ -1,0 +1,276 @@
+"""The TRex traffic generator ("trex" driver): a TRex server's STL API through its client.
+
+The client runs in a child process (:mod:`srperf.drivers.trex_worker`, which
+says why); this module speaks to it and applies srperf's rules to TRex's
+counters.  A trial is one continuous stream (``STLTXCont``) of the prepared
+frame at ``rate_pps`` for ``duration_s`` out of ``tx_port``; ``sent`` is that
+port's ``opackets``, ``received`` the ``ipackets`` of ``rx_port``.
+
+A trial is *generator limited* (it says nothing about the SUT, the search may
+not use it) when TRex could not offer the load, by the same rule as the local
+generator: the rate TRex really offered (``opackets`` / elapsed) is more than
+``tolerance`` away from the intended rate.  TRex falls behind in two ways, both
+caught by that rule: it stops at the duration having sent too few packets, or
+it sends them all but takes longer ("duration stretching": elapsed is the wall
+time from ``start`` to the end of ``wait_on_traffic``, less ``poll_slack_s``,
+the client's polling granularity).  A TX queue that ran full
+(``global.queue_full`` grew) limits the trial too, whatever the rate says; the
+server's warnings are kept in the note.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import subprocess
+import sys
+from typing import Any
+
+from srperf.config.settings import Settings, setting
+from srperf.drivers.base import TrafficGenerator, TrialResult
+from srperf.errors import GeneratorError
+
+log = logging.getLogger(__name__)
+
+WORKER_MODULE = "srperf.drivers.trex_worker"
+
+
+@dataclasses.dataclass(frozen=True)
+class TrexOptions(Settings):
+    """``tester.options`` of the trex driver."""
+
+    server: str = setting("127.0.0.1", "host name or address of the TRex server",
+                          schema={"type": "string", "minLength": 1})
+    sync_port: int = setting(4501, "TRex RPC (synchronous) port",
+                             schema={"type": "integer", "minimum": 1, "maximum": 65535})
+    async_port: int = setting(4500, "TRex publisher (asynchronous) port",
+                              schema={"type": "integer", "minimum": 1, "maximum": 65535})
+    tx_port: int = setting(0, "TRex port that sends towards the SUT",
+                           schema={"type": "integer", "minimum": 0, "maximum": 15})
+    rx_port: int = setting(1, "TRex port that receives from the SUT",
+                           schema={"type": "integer", "minimum": 0, "maximum": 15})
+    client_path: str | None = setting(None, "a TRex release's client directory "
+                                      "(.../automation/trex_control_plane/interactive); "
+                                      "default: the lbr-trex-client package",
+                                      schema={"type": ["string", "null"]})
+    force_acquire: bool = setting(False, "take the ports even when another user holds them",
+                                  schema={"type": "boolean"})
+    tolerance: float = setting(0.01, "largest relative gap between offered and intended "
+                               "rate of a usable trial",
+                               schema={"type": "number", "exclusiveMinimum": 0,
+                                       "maximum": 0.5})
+    poll_slack_s: float = setting(0.1, "wall time the client may add to a trial's duration "
+                                  "(start and polling), not counted as stretching", unit="s",
+                                  schema={"type": "number", "minimum": 0, "maximum": 5})
+    drain_s: float = setting(0.2, "wait after the stream ends before reading counters",
+                             unit="s", schema={"type": "number", "minimum": 0,
+                                               "maximum": 10})
+    timeout_s: float = setting(60.0, "longest wait for the server, beyond a trial's "
+                               "duration", unit="s",
+                               schema={"type": "number", "exclusiveMinimum": 0})
+
+    release: str | None = setting(None, "path of a TRex release on the tester host: "
+                                  "srperf testbed up writes its trex_cfg.yaml and starts "
+                                  "the server there (default: a server someone else runs)",
+                                  schema={"type": ["string", "null"], "pattern": "^/"})
+    interfaces: list[str] = setting([], "the server's DPDK ports, in TRex port order: PCI "
+                                    "addresses or --vdev=net_af_packetN,iface=X (with "
+                                    "release)", schema={"type": "array", "items": {
+                                        "type": "string", "minLength": 1}})
+    cores: int = setting(1, "data-plane cores per port pair of the server (with release)",
+                         schema={"type": "integer", "minimum": 1, "maximum": 64})
+    low_end: bool = setting(False, "server on a host with fewer than 4 cores (with release)",
+                            schema={"type": "boolean"})
+    hdrh: bool = setting(False, "start the server with --hdrh (HDR latency histograms)",
+                         schema={"type": "boolean"})
+
+    def __post_init__(self) -> None:
+        if self.tx_port == self.rx_port:
+            raise ValueError(f"tx_port and rx_port are both {self.tx_port}")
+        if self.release is not None:
+            from srperf.drivers.trex_cfg import render_trex_cfg
+
+            render_trex_cfg(self.interfaces, cores=self.cores, low_end=self.low_end)
+
+
+class TrexWorker:
+    """The child process that holds the TRex client (one request at a time)."""
+
+    def __init__(self, client_path: str | None, timeout_s: float) -> None:
+        env = dict(os.environ)
+        env.pop("SRPERF_TREX_CLIENT_PATH", None)
+        if client_path:
+            env["SRPERF_TREX_CLIENT_PATH"] = client_path
+        self.timeout_s = timeout_s
+        self.proc = subprocess.Popen([sys.executable, "-m", WORKER_MODULE], env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        self.client = self._reply("start")
+
+    def call(self, op: str, **args: Any) -> Any:
+        if self.proc.poll() is not None:
+            raise GeneratorError(f"TRex client process exited ({self.proc.returncode})")
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"op": op, "args": args}) + "\n")
+        self.proc.stdin.flush()
+        return self._reply(op)
+
+    def _reply(self, op: str) -> Any:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            self.proc.wait(timeout=5)
+            err = (self.proc.stderr.read() if self.proc.stderr else "").strip()
+            raise GeneratorError(f"TRex client process died during {op!r}: "
+                                 f"{err.splitlines()[-1] if err else 'no message'}")
+        reply = json.loads(line)
+        if not reply["ok"]:
+            raise TrexError(reply["kind"], reply["message"])
+        return reply.get("result")
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.call("close")
+            except GeneratorError as e:
+                log.warning("closing the TRex client: %s", e)
+            finally:
+                if self.proc.stdin:
+                    self.proc.stdin.close()
+                try:
+                    self.proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream:
+                stream.close()
+
+
+class TrexError(GeneratorError):
+    """The TRex client refused or failed; ``kind`` as in the worker protocol."""
+
+    HINTS = {
+        "unreachable": "is the server running (t-rex-64 -i) and its ports {sync}/{async_} "
+                       "reachable from here?",
+        "api": "this client's STL API version is not the server's: use a server from 2.94 "
+               "on with lbr-trex-client, or the client of the server's own release "
+               "(tester.options.client_path)",
+        "owned": "another user holds the ports; end their session or set "
+                 "tester.options.force_acquire: true",
+        "client": "",
+        "error": "",
+    }
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class TrexGenerator(TrafficGenerator):
+    """TRex as srperf's generator (see the module docstring for the trial rules)."""
+
+    name = "trex"
+
+    def __init__(self, options: TrexOptions, line_rate_pps: float | None = None) -> None:
+        self.opt = options
+        self.line_rate_pps = line_rate_pps
+        self.frame: bytes | None = None
+        self.worker = TrexWorker(options.client_path, options.timeout_s)
+        try:
+            info = self.worker.call("connect", server=options.server,
+                                    sync_port=options.sync_port,
+                                    async_port=options.async_port,
+                                    ports=[options.tx_port, options.rx_port],
+                                    force=options.force_acquire)
+        except TrexError as e:
+            self.worker.close()
+            hint = TrexError.HINTS.get(e.kind, "").format(sync=options.sync_port,
+                                                          async_=options.async_port)
+            raise TrexError(e.kind, f"TRex server {options.server}:{options.sync_port}: "
+                                    f"{e}" + (f" ({hint})" if hint else "")) from None
+        self.server_version = info.get("server_version")
+        log.info("TRex server %s:%d (%s) through %s", options.server, options.sync_port,
+                 self.server_version, self.worker.client)
+
+    def prepare(self, frame: bytes) -> None:
+        self.frame = frame
+
+    def trial(self, rate_pps: float, duration_s: float) -> TrialResult:
+        if self.frame is None:
+            raise GeneratorError("trial before prepare(): no frame loaded")
+        intended = round(rate_pps * duration_s)
+        if intended == 0:
+            return TrialResult(rate_pps, duration_s, 0, 0, 0, 0, 0.0,
+                               note="rate x duration rounds to zero packets: nothing sent")
+        tx, rx = self.opt.tx_port, self.opt.rx_port
+        self.worker.call("load", streams=[{"port": tx, "frame": self.frame.hex(),
+                                           "pps": rate_pps}])
+        out = self.worker.call("run", ports=[tx], duration_s=duration_s,
+                               timeout_s=duration_s + self.opt.timeout_s,
+                               drain_s=self.opt.drain_s)
+        return self.judge(rate_pps, duration_s, intended, out)
+
+    def judge(self, rate_pps: float, duration_s: float, intended: int,
+              out: dict[str, Any]) -> TrialResult:
+        """The :class:`TrialResult` of one ``run`` reply (counters and wall times)."""
+        stats = out["stats"]
+        tx, rx = str(self.opt.tx_port), str(self.opt.rx_port)
+        sent = int(stats[tx]["opackets"])
+        received = int(stats[rx]["ipackets"])
+        queue_full = int(stats.get("global", {}).get("queue_full", 0))
+        elapsed_s = max(out["elapsed_s"] - self.opt.poll_slack_s, duration_s)
+        notes: list[str] = []
+        consistent = True
+        if received > sent:
+            consistent = False
+            notes.append(f"received {received - sent} more frame(s) than sent "
+                         "(stray frames at the rx port)")
+        total = stats.get("total", {}).get("opackets")
+        if total is not None and int(total) != sent:
+            consistent = False
+            notes.append(f"total opackets {total} != tx port opackets {sent}")
+        offered_rate = sent / elapsed_s
+        error = offered_rate / rate_pps - 1.0
+        limited = abs(error) > self.opt.tolerance
+        if limited:
+            notes.append(f"generator limited: offered {offered_rate:.0f} pps for "
+                         f"{rate_pps:.0f} pps ({error:+.2%}, tolerance "
+                         f"{self.opt.tolerance:.2%})")
+        if queue_full:
+            limited = True
+            notes.append(f"generator limited: TRex TX queue full {queue_full} times")
+        if sent > intended:
+            notes.append(f"TRex sent {sent - intended} packet(s) more than intended")
+        warnings = list(out.get("warnings") or [])
+        notes.extend(f"TRex warning: {w}" for w in warnings)
+        extra: dict[str, Any] = {"queue_full": queue_full, "trex_warnings": warnings,
+                                 "wall_s": out["elapsed_s"], "pacing_error": error,
+                                 "tx_port": self.opt.tx_port, "rx_port": self.opt.rx_port}
+        if self.line_rate_pps:
+            extra["line_rate_percent"] = 100.0 * rate_pps / self.line_rate_pps
+        extra_sent = max(sent - intended, 0)
+        return TrialResult(rate_pps=rate_pps, duration_s=duration_s, intended=intended,
+                           # the surplus packets count against what arrived, so a lost
+                           # packet is never hidden by one TRex sent in excess
+                           sent=sent - extra_sent, refused=0,
+                           received=max(received - extra_sent, 0),
+                           elapsed_s=elapsed_s, generator_limited=limited,
+                           counters_consistent=consistent, note="; ".join(notes),
+                           extra=extra)
+
+    def capture(self, frames: list[bytes], timeout_s: float = 2.0) -> list[bytes]:
+        got = self.worker.call("capture", tx=self.opt.tx_port, rx=self.opt.rx_port,
+                               frames=[f.hex() for f in frames], timeout_s=timeout_s)
+        return [bytes.fromhex(h) for h in got]
+
+    def max_rate_pps(self) -> float | None:
+        return self.line_rate_pps
+
+    def close(self) -> None:
+        self.worker.close()
+
+
+__all__ = ["TrexError", "TrexGenerator", "TrexOptions", "TrexWorker"]

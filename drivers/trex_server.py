@@ -1,0 +1,105 @@
+"""Start and stop a TRex server on the tester host, from a release directory there.
+
+``srperf testbed up`` on a testbed whose tester options name a ``release``
+writes ``srperf_trex_cfg.yaml`` into that directory (from the testbed's
+``interfaces``, :func:`srperf.drivers.trex_cfg.render_trex_cfg`), starts
+``t-rex-64 -i`` in a session of its own (its process group is the server) and
+waits until the RPC port listens; ``down`` ends that process group.  The PID
+lives in ``srperf_trex.<sync_port>.pid`` in the release directory, the server's
+output in ``srperf_trex.<sync_port>.log``.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+import time
+
+from srperf.drivers.trex import TrexOptions
+from srperf.drivers.trex_cfg import render_trex_cfg
+from srperf.errors import GeneratorError
+from srperf.transports.base import Transport
+
+log = logging.getLogger(__name__)
+
+_START = ('cd "$1" || exit 1; setsid nohup ./t-rex-64 -i --cfg "$2" --no-scapy-server $4 '
+          '> "$3" 2>&1 < /dev/null & echo $! > "$5"')
+
+
+class TrexServer:
+    """The TRex server of one testbed, on the tester host reached by ``node``."""
+
+    def __init__(self, node: Transport, options: TrexOptions, ready_s: float = 60.0) -> None:
+        if options.release is None:
+            raise GeneratorError("no tester.options.release: srperf does not manage "
+                                 "this TRex server")
+        self.node, self.opt, self.ready_s = node, options, ready_s
+        base = posixpath.join(options.release, f"srperf_trex.{options.sync_port}")
+        self.cfg_path = posixpath.join(options.release, "srperf_trex_cfg.yaml")
+        self.pid_path, self.log_path = base + ".pid", base + ".log"
+
+    def config_text(self) -> str:
+        return render_trex_cfg(self.opt.interfaces, cores=self.opt.cores,
+                               low_end=self.opt.low_end, zmq_rpc_port=self.opt.sync_port,
+                               zmq_pub_port=self.opt.async_port)
+
+    def pid(self) -> int | None:
+        """The server's PID (its process group) if it runs, else None."""
+        r = self.node.run(["cat", self.pid_path], timeout=15.0)
+        if not r.ok or not r.stdout.strip().isdigit():
+            return None
+        pid = int(r.stdout.strip())
+        return pid if self.node.run(["kill", "-0", str(pid)], timeout=15.0).ok else None
+
+    def start(self) -> bool:
+        """Start the server unless it runs; True when this call started it."""
+        if self.pid() is not None:
+            log.info("TRex server already running on %s", self.node.where)
+            return False
+        self.node.check(["test", "-x", posixpath.join(self.opt.release or "", "t-rex-64")],
+                        timeout=15.0)
+        self.node.check(["tee", self.cfg_path], input_text=self.config_text(), timeout=15.0)
+        flags = "--hdrh" if self.opt.hdrh else ""
+        self.node.check(["bash", "-c", _START, "trex", self.opt.release or "", self.cfg_path,
+                         self.log_path, flags, self.pid_path], timeout=30.0)
+        deadline = time.monotonic() + self.ready_s
+        while time.monotonic() < deadline:
+            if self.pid() is None:
+                raise GeneratorError(f"TRex server on {self.node.where} exited at start: "
+                                     f"{self._log_tail()}")
+            if self._listening():
+                log.info("TRex server up on %s (port %d)", self.node.where,
+                         self.opt.sync_port)
+                return True
+            time.sleep(0.5)
+        self.stop()
+        raise GeneratorError(f"TRex server on {self.node.where} did not listen on port "
+                             f"{self.opt.sync_port} within {self.ready_s:.0f} s: "
+                             f"{self._log_tail()}")
+
+    def stop(self) -> bool:
+        """End the server's process group; True when one was running."""
+        pid = self.pid()
+        if pid is None:
+            self.node.run(["rm", "-f", self.pid_path], timeout=15.0)
+            return False
+        self.node.run(["kill", "-TERM", "--", f"-{pid}"], timeout=15.0)
+        for _ in range(40):
+            if not self.node.run(["kill", "-0", str(pid)], timeout=15.0).ok:
+                break
+            time.sleep(0.25)
+        else:
+            self.node.run(["kill", "-KILL", "--", f"-{pid}"], timeout=15.0)
+        self.node.run(["rm", "-f", self.pid_path], timeout=15.0)
+        return True
+
+    def _listening(self) -> bool:
+        r = self.node.run(["ss", "-Hltn", f"sport = :{self.opt.sync_port}"], timeout=15.0)
+        return r.ok and bool(r.stdout.strip())
+
+    def _log_tail(self) -> str:
+        r = self.node.run(["tail", "-n", "5", self.log_path], timeout=15.0)
+        return " | ".join(r.stdout.split("\n")).strip(" |") or "no output"
+
+
+__all__ = ["TrexServer"]

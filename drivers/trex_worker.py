@@ -1,0 +1,194 @@
+"""The TRex client, run in a child process of its own (``python -m srperf.drivers.trex_worker``).
+
+Why a child process: the current STL client (PyPI ``lbr-trex-client``, or a TRex
+release's ``automation/trex_control_plane/interactive``) brings a TRex-patched
+scapy 2.4.3 and, once imported, puts it in place of the ``scapy`` module of the
+whole interpreter.  srperf builds and checks packets with its own scapy, so the
+client lives here and only bytes cross the boundary: frames as hex, counters as
+JSON.
+
+Protocol: one JSON object per line on stdin, ``{"op": NAME, "args": {...}}``;
+one line per request on stdout, ``{"ok": true, "result": ...}`` or ``{"ok":
+false, "kind": KIND, "message": TEXT}`` where KIND is ``client`` (no usable
+client), ``unreachable``, ``api`` (server refused this client's API version),
+``owned`` (ports held by another user) or ``error``.  The first line the worker
+writes, before any request, says which client it loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from typing import Any, Callable
+
+CLIENT_PATH_ENV = "SRPERF_TREX_CLIENT_PATH"
+"""A TRex release's client directory (``.../interactive``) to use instead of lbr-trex-client."""
+
+_KINDS = (("owned", re.compile(r"owned|acquire", re.I)),
+          ("api", re.compile(r"\bAPI\b|version mismatch|api_sync", re.I)),
+          ("unreachable", re.compile(r"server response|connect|timed? ?out|unreachable", re.I)))
+
+
+def load_client() -> tuple[Any, str]:
+    """Import ``trex.stl.api``; returns the module and a one-line description."""
+    path = os.environ.get(CLIENT_PATH_ENV)
+    if path:
+        sys.path.insert(0, path)
+        how = f"TRex client from {path}"
+    else:
+        try:
+            import lbr_trex_client  # noqa: F401  (puts the bundled trex on sys.path)
+        except ImportError:
+            _old_client_or_none()
+        how = "lbr-trex-client"
+    try:
+        from trex.stl import api
+    except ImportError as e:
+        _old_client_or_none()
+        raise ClientMissing(f"no TRex STL client ({e}); install the extra "
+                            "'srperf[trex]' (PyPI lbr-trex-client) or give "
+                            "tester.options.client_path") from e
+    return api, how
+
+
+class ClientMissing(Exception):
+    """No usable client could be imported."""
+
+
+def _old_client_or_none() -> None:
+    try:
+        import trex_stl_lib  # noqa: F401
+    except ImportError:
+        return
+    raise ClientMissing("the installed TRex client is PyPI trex-stl-lib (the 2017 client, "
+                        "STL API 4.x), which every TRex server since 2.88 refuses; install "
+                        "lbr-trex-client (pip install 'srperf[trex]') or give "
+                        "tester.options.client_path")
+
+
+class Worker:
+    """Serves requests with one ``STLClient``."""
+
+    def __init__(self, api: Any) -> None:
+        self.api = api
+        self.client: Any = None
+        self.ports: list[int] = []
+
+    def connect(self, server: str, sync_port: int, async_port: int, ports: list[int],
+                force: bool = False) -> dict[str, Any]:
+        self.client = self.api.STLClient(server=server, sync_port=sync_port,
+                                         async_port=async_port, verbose_level="error")
+        self.client.connect()
+        self.ports = list(ports)
+        self.client.acquire(ports=self.ports, force=force)
+        self.client.reset(ports=self.ports)
+        version = self.client.get_server_version()
+        return {"server_version": _plain(version)}
+
+    def load(self, streams: list[dict[str, Any]]) -> None:
+        """Replace the streams of the ports named in ``streams``."""
+        ports = sorted({s["port"] for s in streams})
+        self.client.remove_all_streams(ports=ports)
+        for s in streams:
+            kwargs: dict[str, Any] = {}
+            if s.get("pg_id") is not None:
+                kwargs["flow_stats"] = self.api.STLFlowLatencyStats(pg_id=s["pg_id"])
+            stream = self.api.STLStream(
+                packet=self.api.STLPktBuilder(pkt_buffer=bytes.fromhex(s["frame"])),
+                mode=self.api.STLTXCont(pps=s["pps"]), **kwargs)
+            self.client.add_streams(stream, ports=[s["port"]])
+
+    def run(self, ports: list[int], duration_s: float, timeout_s: float,
+            drain_s: float) -> dict[str, Any]:
+        """Start the loaded streams for ``duration_s``, wait, and read every counter."""
+        c = self.client
+        c.clear_stats()
+        t0 = time.monotonic()
+        c.start(ports=ports, duration=duration_s, force=True)
+        started = time.monotonic()
+        c.wait_on_traffic(ports=ports, timeout=timeout_s)
+        ended = time.monotonic()
+        time.sleep(drain_s)
+        stats = c.get_stats()
+        return {"start_call_s": started - t0, "elapsed_s": ended - t0,
+                "stats": _plain(stats), "warnings": [str(w) for w in c.get_warnings()]}
+
+    def capture(self, tx: int, rx: int, frames: list[str], timeout_s: float) -> list[str]:
+        c = self.client
+        c.set_service_mode(ports=[tx, rx], enabled=True)
+        try:
+            cap = c.start_capture(rx_ports=[rx], limit=max(len(frames) * 4, 16))
+            c.push_packets(pkts=[bytes.fromhex(f) for f in frames], ports=[tx])
+            c.wait_on_traffic(ports=[tx], timeout=timeout_s)
+            time.sleep(min(timeout_s, 0.5))
+            out: list[dict[str, Any]] = []
+            c.stop_capture(cap["id"], output=out)
+        finally:
+            c.set_service_mode(ports=[tx, rx], enabled=False)
+        return [bytes(p["binary"]).hex() for p in out]
+
+    def close(self) -> None:
+        if self.client is not None:
+            try:
+                self.client.stop(ports=self.ports)
+                self.client.release(ports=self.ports)
+            finally:
+                self.client.disconnect()
+                self.client = None
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with keys as strings and no client types, for JSON."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).hex()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def classify(error: BaseException) -> str:
+    """The error KIND of the protocol for an exception raised by the client."""
+    text = str(error)
+    for kind, pattern in _KINDS:
+        if pattern.search(text):
+            return kind
+    return "error"
+
+
+def serve(stdin: Any = sys.stdin, stdout: Any = sys.stdout) -> int:
+    def say(obj: dict[str, Any]) -> None:
+        stdout.write(json.dumps(obj) + "\n")
+        stdout.flush()
+
+    try:
+        api, how = load_client()
+    except ClientMissing as e:
+        say({"ok": False, "kind": "client", "message": str(e)})
+        return 1
+    worker = Worker(api)
+    say({"ok": True, "result": how})
+    ops: dict[str, Callable[..., Any]] = {"connect": worker.connect, "load": worker.load,
+                                          "run": worker.run, "capture": worker.capture,
+                                          "close": worker.close}
+    for line in stdin:
+        req = json.loads(line)
+        try:
+            result = ops[req["op"]](**req.get("args", {}))
+        except Exception as e:  # every client failure goes back to the driver
+            say({"ok": False, "kind": classify(e), "message": f"{type(e).__name__}: {e}"})
+        else:
+            say({"ok": True, "result": result})
+        if req["op"] == "close":
+            break
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(serve())

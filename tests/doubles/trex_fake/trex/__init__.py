@@ -1,0 +1,1 @@
+"""Test double of the TRex client package (see stl/api.py)."""

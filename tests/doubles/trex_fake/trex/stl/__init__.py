@@ -1,0 +1,1 @@
+"""Test double of trex.stl (see api.py)."""

@@ -1,0 +1,173 @@
+"""FakeTrexClient: a test double of ``trex.stl.api``, the TRex STL client's API module.
+
+srperf's TRex worker imports it instead of the real client when the driver's
+``client_path`` points at ``tests/doubles/trex_fake``.  It records every call
+(JSON lines in ``$SRPERF_FAKE_TREX_LOG``) and plays the scenario in the JSON
+file ``$SRPERF_FAKE_TREX_SCENARIO``:
+
+- ``connect_error`` / ``acquire_error``: message of a TRexError raised there;
+- ``cap_pps``: the fastest this fake server sends; above it, it still sends
+  every packet but takes longer (duration stretching, as a real TRex does);
+- ``stop_at_duration``: with ``cap_pps``, stop at the duration instead (too few sent);
+- ``loss``: share of sent packets that never reach the rx port;
+- ``queue_full``, ``warnings``, ``surplus`` (extra packets sent), ``stray`` (extra
+  packets received);
+- ``latency``: the ``latency`` block ``get_stats`` returns for a pg_id.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+
+def _scenario() -> dict[str, Any]:
+    path = os.environ.get("SRPERF_FAKE_TREX_SCENARIO")
+    if not path:
+        return {}
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _record(call: str, **args: Any) -> None:
+    path = os.environ.get("SRPERF_FAKE_TREX_LOG")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"call": call, "args": args}, default=str) + "\n")
+
+
+class TRexError(Exception):
+    """As the real client's exception."""
+
+
+class STLPktBuilder:
+    def __init__(self, pkt_buffer: bytes) -> None:
+        self.pkt_buffer = pkt_buffer
+
+
+class STLTXCont:
+    def __init__(self, pps: float) -> None:
+        self.pps = pps
+
+
+class STLFlowLatencyStats:
+    def __init__(self, pg_id: int) -> None:
+        self.pg_id = pg_id
+
+
+class STLStream:
+    def __init__(self, packet: STLPktBuilder, mode: STLTXCont,
+                 flow_stats: STLFlowLatencyStats | None = None) -> None:
+        self.packet, self.mode, self.flow_stats = packet, mode, flow_stats
+
+
+class STLClient:
+    def __init__(self, server: str, sync_port: int, async_port: int,
+                 verbose_level: str) -> None:
+        _record("STLClient", server=server, sync_port=sync_port, async_port=async_port)
+        self.sc = _scenario()
+        self.streams: dict[int, list[STLStream]] = {}
+        self.stats: dict[Any, Any] = {}
+        self.warnings: list[str] = []
+        self.captured: list[bytes] = []
+
+    def connect(self) -> None:
+        _record("connect")
+        if "connect_error" in self.sc:
+            raise TRexError(self.sc["connect_error"])
+
+    def acquire(self, ports: list[int], force: bool = False) -> None:
+        _record("acquire", ports=ports, force=force)
+        if "acquire_error" in self.sc and not force:
+            raise TRexError(self.sc["acquire_error"])
+
+    def reset(self, ports: list[int]) -> None:
+        _record("reset", ports=ports)
+
+    def get_server_version(self) -> dict[str, Any]:
+        return {"version": "v3.04-fake", "mode": "STL"}
+
+    def remove_all_streams(self, ports: list[int]) -> None:
+        _record("remove_all_streams", ports=ports)
+        for p in ports:
+            self.streams[p] = []
+
+    def add_streams(self, stream: STLStream, ports: list[int]) -> None:
+        _record("add_streams", ports=ports, pps=stream.mode.pps,
+                frame=stream.packet.pkt_buffer.hex(),
+                pg_id=stream.flow_stats.pg_id if stream.flow_stats else None)
+        for p in ports:
+            self.streams.setdefault(p, []).append(stream)
+
+    def clear_stats(self) -> None:
+        _record("clear_stats")
+
+    def start(self, ports: list[int], duration: float, force: bool = False) -> None:
+        _record("start", ports=ports, duration=duration, force=force)
+        self.started = (ports, duration)
+
+    def wait_on_traffic(self, ports: list[int], timeout: float) -> None:
+        _record("wait_on_traffic", ports=ports, timeout=timeout)
+        tx_ports, duration = self.started
+        cap = self.sc.get("cap_pps")
+        out: dict[Any, Any] = {}
+        sent_total = 0
+        took = duration
+        lat: dict[str, Any] = {}
+        for p in tx_ports:
+            for s in self.streams.get(p, []):
+                pps = s.mode.pps
+                n = round(pps * duration)
+                if cap and pps > cap:
+                    if self.sc.get("stop_at_duration"):
+                        n = round(cap * duration)
+                    else:
+                        took = max(took, n / cap)
+                n += int(self.sc.get("surplus", 0))
+                sent_total += n
+                out[p] = out.get(p, 0) + n
+                if s.flow_stats is not None:
+                    lat[str(s.flow_stats.pg_id)] = self.sc.get("latency", {})
+        time.sleep(took)
+        received = round(sent_total * (1 - float(self.sc.get("loss", 0.0))))
+        received += int(self.sc.get("stray", 0))
+        self.stats = {0: {"opackets": out.get(0, 0), "ipackets": 0},
+                      1: {"opackets": out.get(1, 0), "ipackets": received},
+                      "total": {"opackets": sent_total, "ipackets": received},
+                      "global": {"queue_full": int(self.sc.get("queue_full", 0))},
+                      "latency": lat}
+        self.warnings = list(self.sc.get("warnings", []))
+
+    def get_stats(self) -> dict[Any, Any]:
+        _record("get_stats")
+        return self.stats
+
+    def get_warnings(self) -> list[str]:
+        return self.warnings
+
+    def set_service_mode(self, ports: list[int], enabled: bool) -> None:
+        _record("set_service_mode", ports=ports, enabled=enabled)
+
+    def start_capture(self, rx_ports: list[int], limit: int) -> dict[str, int]:
+        _record("start_capture", rx_ports=rx_ports, limit=limit)
+        return {"id": 7}
+
+    def push_packets(self, pkts: list[bytes], ports: list[int]) -> None:
+        _record("push_packets", ports=ports, count=len(pkts))
+        self.captured = list(pkts)
+        self.started = (ports, 0.0)
+
+    def stop_capture(self, capture_id: int, output: list[dict[str, Any]]) -> None:
+        _record("stop_capture", capture_id=capture_id)
+        output.extend({"binary": p, "index": i} for i, p in enumerate(self.captured))
+
+    def stop(self, ports: list[int]) -> None:
+        _record("stop", ports=ports)
+
+    def release(self, ports: list[int]) -> None:
+        _record("release", ports=ports)
+
+    def disconnect(self) -> None:
+        _record("disconnect")

@@ -1,0 +1,231 @@
+"""The trex driver against FakeTrexClient (tests/doubles/trex_fake), a test double of
+``trex.stl.api`` at the library boundary: the driver, its worker process and the
+JSON protocol between them all run for real; only the client library is fake.
+Stream building is checked with the real lbr-trex-client when it is installed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from srperf.config.loader import load_testbed
+from srperf.drivers.trex import TrexError, TrexGenerator, TrexOptions
+from srperf.errors import ConfigError
+from srperf.generators import create_generator
+
+FAKE = str(Path(__file__).parent / "doubles" / "trex_fake")
+ROOT = Path(__file__).resolve().parents[1]
+FRAME = bytes(range(64))
+
+
+@pytest.fixture
+def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Returns ``start(scenario, **options) -> (generator, calls())``."""
+    log = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("SRPERF_FAKE_TREX_LOG", str(log))
+    made: list[TrexGenerator] = []
+
+    def calls() -> list[dict[str, Any]]:
+        return [json.loads(line) for line in log.read_text().splitlines()]
+
+    def start(scenario: dict[str, Any] | None = None, **options: Any):
+        sc = tmp_path / "scenario.json"
+        sc.write_text(json.dumps(scenario or {}))
+        monkeypatch.setenv("SRPERF_FAKE_TREX_SCENARIO", str(sc))
+        gen = TrexGenerator(TrexOptions(client_path=FAKE, **options), line_rate_pps=1e6)
+        made.append(gen)
+        gen.prepare(FRAME)
+        return gen, calls
+
+    yield start
+    for gen in made:
+        gen.close()
+
+
+def test_exact_calls_of_one_trial(fake) -> None:
+    gen, calls = fake(server="192.0.2.9", sync_port=4601, async_port=4600)
+    t = gen.trial(10_000, 0.2)
+    gen.close()
+    names = [c["call"] for c in calls()]
+    assert names == ["STLClient", "connect", "acquire", "reset", "remove_all_streams",
+                     "add_streams", "clear_stats", "start", "wait_on_traffic", "get_stats",
+                     "stop", "release", "disconnect"]
+    by = {c["call"]: c["args"] for c in calls()}
+    assert by["STLClient"] == {"server": "192.0.2.9", "sync_port": 4601, "async_port": 4600}
+    assert by["acquire"] == {"ports": [0, 1], "force": False}
+    assert by["add_streams"] == {"ports": [0], "pps": 10_000, "frame": FRAME.hex(),
+                                 "pg_id": None}
+    assert by["start"] == {"ports": [0], "duration": 0.2, "force": True}
+    assert (t.intended, t.sent, t.received, t.lost) == (2000, 2000, 2000, 0)
+    assert t.usable and t.note == ""
+    assert t.extra["line_rate_percent"] == pytest.approx(1.0)
+
+
+def test_loss_arithmetic(fake) -> None:
+    gen, _ = fake({"loss": 0.25})
+    t = gen.trial(20_000, 0.1)
+    assert (t.intended, t.sent, t.received, t.lost) == (2000, 2000, 1500, 500)
+    assert t.loss_ratio == pytest.approx(0.25)
+    assert t.usable
+
+
+def test_surplus_packet_never_hides_a_lost_one(fake) -> None:
+    """TRex sometimes sends pps x duration + 1: the surplus counts against arrivals."""
+    gen, _ = fake({"surplus": 1, "loss": 0.0005})  # 2001 sent, 2000 arrive
+    t = gen.trial(20_000, 0.1)
+    assert (t.sent, t.received, t.lost) == (2000, 1999, 1)
+    assert "1 packet(s) more than intended" in t.note
+
+
+def test_duration_stretching_is_generator_limited(fake) -> None:
+    gen, _ = fake({"cap_pps": 5_000})  # all 2000 packets, but in 0.4 s instead of 0.2 s
+    t = gen.trial(10_000, 0.2)
+    assert t.sent == 2000
+    assert t.generator_limited and not t.usable
+    assert t.note.startswith("generator limited: offered ")
+    assert t.offered_rate_pps < 0.75 * 10_000  # 2000 packets in 0.4 s less the poll slack
+
+
+def test_too_few_sent_is_generator_limited(fake) -> None:
+    gen, _ = fake({"cap_pps": 5_000, "stop_at_duration": True})
+    t = gen.trial(10_000, 0.2)
+    assert t.sent == 1000 and t.generator_limited
+
+
+def test_queue_full_is_generator_limited_and_warnings_kept(fake) -> None:
+    gen, _ = fake({"queue_full": 3, "warnings": ["CPU util is high"]})
+    t = gen.trial(10_000, 0.1)
+    assert t.generator_limited
+    assert "TRex TX queue full 3 times" in t.note
+    assert "TRex warning: CPU util is high" in t.note
+    assert t.extra["trex_warnings"] == ["CPU util is high"]
+
+
+def test_stray_frames_make_counters_inconsistent(fake) -> None:
+    gen, _ = fake({"stray": 2})
+    t = gen.trial(10_000, 0.1)
+    assert not t.counters_consistent and "stray frames" in t.note
+
+
+def test_zero_packet_trial_sends_nothing(fake) -> None:
+    gen, calls = fake()
+    t = gen.trial(1, 0.1)
+    assert t.intended == 0 and "nothing sent" in t.note
+    assert "start" not in [c["call"] for c in calls()]
+
+
+def test_capture_pushes_in_service_mode(fake) -> None:
+    gen, calls = fake()
+    got = gen.capture([FRAME, FRAME[::-1]])
+    assert got == [FRAME, FRAME[::-1]]
+    names = [c["call"] for c in calls()]
+    i = names.index("set_service_mode")
+    assert names[i:i + 5] == ["set_service_mode", "start_capture", "push_packets",
+                              "wait_on_traffic", "stop_capture"]
+    assert names[i + 5] == "set_service_mode"
+
+
+@pytest.mark.parametrize("scenario,kind,words", [
+    ({"connect_error": "*** [RPC] - Failed to get server response from tcp://192.0.2.9:4501"},
+     "unreachable", ["192.0.2.9:4501", "is the server running"]),
+    ({"connect_error": "API version mismatch: server 5.1, client 4.6"},
+     "api", ["API version mismatch", "server from 2.94"]),
+    ({"acquire_error": "Port 0 : port is already owned by 'bob'"},
+     "owned", ["owned by 'bob'", "force_acquire"]),
+])
+def test_errors_are_named(fake, scenario, kind, words) -> None:
+    with pytest.raises(TrexError) as e:
+        fake(scenario, server="192.0.2.9")
+    assert e.value.kind == kind
+    for w in words:
+        assert w in str(e.value)
+
+
+def test_force_acquire_takes_owned_ports(fake) -> None:
+    gen, calls = fake({"acquire_error": "port is already owned by 'bob'"},
+                      force_acquire=True)
+    assert [c["args"] for c in calls() if c["call"] == "acquire"] == [
+        {"ports": [0, 1], "force": True}]
+
+
+def test_missing_client(tmp_path: Path) -> None:
+    with pytest.raises(TrexError) as e:
+        TrexGenerator(TrexOptions(client_path=str(tmp_path)))
+    assert e.value.kind == "client"
+    assert "srperf[trex]" in str(e.value)
+
+
+def test_old_pypi_client_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    old = tmp_path / "site" / "trex_stl_lib"
+    old.mkdir(parents=True)
+    (old / "__init__.py").write_text("")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "site"))
+    with pytest.raises(TrexError) as e:
+        TrexGenerator(TrexOptions(client_path=str(tmp_path / "empty")))
+    assert "trex-stl-lib" in str(e.value) and "API 4.x" in str(e.value)
+    assert "lbr-trex-client" in str(e.value)
+
+
+def test_options_refuse_one_port_for_both() -> None:
+    with pytest.raises(ValueError, match="tx_port and rx_port are both 0"):
+        TrexOptions(tx_port=0, rx_port=0)
+
+
+def test_example_testbed_selects_the_trex_driver(fake, monkeypatch) -> None:
+    tb = load_testbed(ROOT / "testbed" / "trex.yaml")
+    assert tb.tester.driver == "trex"
+    options = dict(tb.tester.options, client_path=FAKE, server="127.0.0.1")
+    monkeypatch.setenv("SRPERF_FAKE_TREX_LOG", "")
+    import dataclasses
+    tester = dataclasses.replace(tb.tester, options=options)
+    gen = create_generator(dataclasses.replace(tb, tester=tester), None)
+    try:
+        assert isinstance(gen, TrexGenerator)
+        assert gen.line_rate_pps == tb.tester.line_rate_pps
+    finally:
+        gen.close()
+
+
+def test_bad_trex_option_names_file_and_key(tmp_path: Path) -> None:
+    text = (ROOT / "testbed" / "trex.yaml").read_text().replace("sync_port: 4501",
+                                                               "sync_port: 99999")
+    bad = tmp_path / "tb.yaml"
+    bad.write_text(text)
+    with pytest.raises(ConfigError) as e:
+        load_testbed(bad)
+    assert str(bad) in str(e.value) and "sync_port" in str(e.value) and "99999" in str(e.value)
+
+
+def test_stream_built_with_the_real_client() -> None:
+    """The worker's streams, built by the real lbr-trex-client in a process of its own."""
+    pytest.importorskip("lbr_trex_client")
+    code = """
+import json, sys
+from srperf.drivers.trex_worker import load_client, Worker
+api, how = load_client()
+class Rec:
+    def __init__(self): self.streams = []
+    def remove_all_streams(self, ports): pass
+    def add_streams(self, s, ports): self.streams.append((s, ports))
+w = Worker(api); w.client = Rec()
+w.load([{"port": 0, "frame": sys.argv[1], "pps": 12345.0, "pg_id": 7}])
+s, ports = w.client.streams[0]
+j = s.to_json()
+print(json.dumps({"how": how, "ports": ports, "packet": j["packet"]["binary"],
+                  "mode": j["mode"], "flow": j["flow_stats"]}))
+"""
+    out = subprocess.run([sys.executable, "-c", code, FRAME.hex()], capture_output=True,
+                         text=True, check=True).stdout
+    got = json.loads(out.splitlines()[-1])
+    import base64
+    assert got["how"] == "lbr-trex-client" and got["ports"] == [0]
+    assert base64.b64decode(got["packet"]) == FRAME
+    assert got["mode"]["type"] == "continuous"
+    assert got["mode"]["rate"] == {"type": "pps", "value": 12345.0}
+    assert got["flow"]["enabled"] and got["flow"]["stream_id"] == 7
+    assert got["flow"]["rule_type"] == "latency"

@@ -1,0 +1,99 @@
+"""trex_cfg.yaml generation, and TrexServer starting and stopping a server from a release
+directory, with a test double of the release's t-rex-64 on this host (loopback)."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+from pathlib import Path
+
+import pytest
+import yaml
+
+from srperf.drivers.trex import TrexOptions
+from srperf.drivers.trex_cfg import render_trex_cfg
+from srperf.drivers.trex_server import TrexServer
+from srperf.errors import GeneratorError
+from srperf.transports.netns import NetnsTransport
+
+DOUBLE = Path(__file__).parent / "doubles" / "trex_release" / "t-rex-64"
+
+
+def test_cfg_for_pci_ports() -> None:
+    text = render_trex_cfg(["0000:03:00.0", "03:00.1"], cores=2, prefix="srp",
+                           port_info=[{"src_mac": "02:00:00:00:00:01",
+                                       "dest_mac": "02:00:00:00:00:02"},
+                                      {"src_mac": "02:00:00:00:00:03",
+                                       "dest_mac": "02:00:00:00:00:04"}])
+    (entry,) = yaml.safe_load(text)
+    assert entry["version"] == 2 and entry["port_limit"] == 2 and entry["c"] == 2
+    assert entry["interfaces"] == ["0000:03:00.0", "03:00.1"]
+    assert entry["prefix"] == "srp" and "low_end" not in entry
+    assert entry["port_info"][1]["dest_mac"] == "02:00:00:00:00:04"
+
+
+def test_cfg_for_af_packet_ports_low_end() -> None:
+    (entry,) = yaml.safe_load(render_trex_cfg(
+        ["--vdev=net_af_packet0,iface=t0", "--vdev=net_af_packet1,iface=t1"], low_end=True))
+    assert entry["low_end"] is True
+
+
+@pytest.mark.parametrize("interfaces,kwargs,match", [
+    (["0000:03:00.0"], {}, "even number of ports"),
+    (["eth0", "eth1"], {}, "neither a PCI address"),
+    (["03:00.0", "03:00.1"], {"cores": 0}, "cores must be at least 1"),
+    (["03:00.0", "03:00.1"], {"port_info": [{"src_mac": "zz"}, {}]}, "not a MAC address"),
+    (["03:00.0", "03:00.1"], {"port_info": [{}]}, "1 entries for 2 interfaces"),
+])
+def test_cfg_refuses(interfaces, kwargs, match) -> None:
+    with pytest.raises(ValueError, match=match):
+        render_trex_cfg(interfaces, **kwargs)
+
+
+def test_options_with_release_need_ports() -> None:
+    with pytest.raises(ValueError, match="even number of ports, got 0"):
+        TrexOptions(release="/opt/trex")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_server_started_once_and_stopped(tmp_path: Path) -> None:
+    release = tmp_path / "v3.04"
+    release.mkdir()
+    shutil.copy(DOUBLE, release / "t-rex-64")
+    port = _free_port()
+    opts = TrexOptions(release=str(release), interfaces=["03:00.0", "03:00.1"],
+                       sync_port=port, async_port=_free_port(), hdrh=True, low_end=True)
+    node = NetnsTransport(None)
+    server = TrexServer(node, opts, ready_s=20)
+    try:
+        assert server.start() is True
+        assert server.pid() is not None
+        assert server.start() is False  # already running: not started twice
+        args = (release / "args.txt").read_text().split()
+        assert args == ["-i", "--cfg", str(release / "srperf_trex_cfg.yaml"),
+                        "--no-scapy-server", "--hdrh"]
+        (entry,) = yaml.safe_load((release / "srperf_trex_cfg.yaml").read_text())
+        assert entry["zmq_rpc_port"] == port and entry["low_end"] is True
+    finally:
+        stopped = server.stop()
+    assert stopped is True and server.pid() is None
+    with socket.socket() as s:  # nothing listens any more
+        assert s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_server_that_exits_at_start_says_why(tmp_path: Path) -> None:
+    release = tmp_path / "broken"
+    release.mkdir()
+    (release / "t-rex-64").write_text("#!/bin/sh\necho 'EAL: no huge pages'\nexit 1\n")
+    (release / "t-rex-64").chmod(0o755)
+    opts = TrexOptions(release=str(release), interfaces=["03:00.0", "03:00.1"],
+                       sync_port=_free_port())
+    server = TrexServer(NetnsTransport(None), opts, ready_s=10)
+    with pytest.raises(GeneratorError, match="exited at start: EAL: no huge pages"):
+        server.start()
+    assert server.stop() is False

@@ -105,6 +105,10 @@ def beyond_generator(trial: TrialResult, best_paced_pps: float) -> bool:
             and trial.rate_pps > best_paced_pps)
 
 
+class LatencyUnsupported(Exception):
+    """This generator cannot measure latency (the reason is the message)."""
+
+
 class TrafficGenerator(abc.ABC):
     """A traffic generator seen from the orchestrator and the search."""
 
@@ -125,6 +129,14 @@ class TrafficGenerator(abc.ABC):
     def max_rate_pps(self) -> float | None:
         """Highest rate this generator can pace, pps; None if unknown."""
         return None
+
+    def latency_trial(self, rate_pps: float, duration_s: float,
+                      stream_pps: float) -> TrialResult:
+        """A trial at ``rate_pps`` of which ``stream_pps`` is a latency stream; the
+        figures (:class:`srperf.drivers.latency.LatencyStats`, us) go in
+        ``extra["latency"]``.  Drivers without latency streams raise
+        :class:`LatencyUnsupported`."""
+        raise LatencyUnsupported(f"the {self.name} driver has no latency stream")
 
     def close(self) -> None:
         """Release every resource the generator holds."""

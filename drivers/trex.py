@@ -30,11 +30,14 @@ from typing import Any
 
 from srperf.config.settings import Settings, setting
 from srperf.drivers.base import TrafficGenerator, TrialResult
+from srperf.drivers.latency import from_trex
 from srperf.errors import GeneratorError
 
 log = logging.getLogger(__name__)
 
 WORKER_MODULE = "srperf.drivers.trex_worker"
+LATENCY_PG_ID = 7
+"""Packet group id of srperf's latency stream."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -212,6 +215,32 @@ class TrexGenerator(TrafficGenerator):
                                timeout_s=duration_s + self.opt.timeout_s,
                                drain_s=self.opt.drain_s)
         return self.judge(rate_pps, duration_s, intended, out)
+
+    def latency_trial(self, rate_pps: float, duration_s: float,
+                      stream_pps: float) -> TrialResult:
+        if self.frame is None:
+            raise GeneratorError("latency trial before prepare(): no frame loaded")
+        if stream_pps > rate_pps:
+            raise GeneratorError(f"latency stream {stream_pps:.0f} pps exceeds the load "
+                                 f"{rate_pps:.0f} pps")
+        tx, rx = self.opt.tx_port, self.opt.rx_port
+        streams = [{"port": tx, "frame": self.frame.hex(), "pps": stream_pps,
+                    "pg_id": LATENCY_PG_ID}]
+        if rate_pps > stream_pps:
+            streams.insert(0, {"port": tx, "frame": self.frame.hex(),
+                               "pps": rate_pps - stream_pps})
+        self.worker.call("load", streams=streams)
+        out = self.worker.call("run", ports=[tx], duration_s=duration_s,
+                               timeout_s=duration_s + self.opt.timeout_s,
+                               drain_s=self.opt.drain_s)
+        trial = self.judge(rate_pps, duration_s, round(rate_pps * duration_s), out)
+        block = (out["stats"].get("latency", {}).get(str(LATENCY_PG_ID)) or {}).get("latency")
+        if not block:
+            return dataclasses.replace(trial, note="; ".join(
+                filter(None, [trial.note, "TRex returned no latency figures"])))
+        stats = from_trex(block)
+        return dataclasses.replace(trial, extra={**trial.extra, "latency": stats.as_dict(),
+                                                 "latency_stream_pps": stream_pps})
 
     def judge(self, rate_pps: float, duration_s: float, intended: int,
               out: dict[str, Any]) -> TrialResult:

@@ -152,6 +152,14 @@ def _run(exp: Experiment, args: argparse.Namespace) -> int:
     print(f"summary of run {report.run_id} ({exp.forwarder}, algorithm "
           f"{orch.exp.search.algorithm}; rates in kpps; n = repetitions):")
     print(format_table(report.summary))
+    latency = [(key, p) for key, result in report.searches for p in result.latency]
+    if latency:
+        from srperf.orchestrator import describe_latency
+
+        print("\nlatency after each search (at fractions of its PDR):")
+        for key, p in latency:
+            print(f"  {key.behavior} {key.packet_size} B rep {key.repetition} "
+                  f"{p.fraction:.0%}: {describe_latency(p)}")
     print(f"\ntrials: {report.store_path}  summary: {report.summary_csv}")
     if orch.testbed.is_model:
         print("NOTE: the testbed is a simulated SUT model; these are not measurements.")

@@ -29,7 +29,7 @@ from srperf.errors import (CfgError, ConfigError, SrperfError, UnsupportedBehavi
 from srperf.progress import ProgressEvents
 from srperf.results.store import ResultStore, TrialKey
 from srperf.results.summary import summarize
-from srperf.search.base import GoalResult, SearchResult, SearchSettings
+from srperf.search.base import GoalResult, LatencyPoint, SearchResult, SearchSettings
 from srperf.session import MeasurementSession
 from srperf.testbeds.base import Testbed
 
@@ -149,7 +149,8 @@ class Orchestrator:
         try:
             result = session.measure(
                 beh, key, self.settings, self.exp.search.algorithm,
-                on_verified=lambda what: self.progress(f"{beh.name}: verified ({what})"))
+                on_verified=lambda what: self.progress(f"{beh.name}: verified ({what})"),
+                latency=self.exp.latency)
         except UnsupportedBehavior as exc:
             self._outcome(store, report, key, "unsupported", exc.reason)
         except VerificationError as exc:
@@ -162,6 +163,9 @@ class Orchestrator:
             store.add_outcome(report.run_id, key.behavior, key.forwarder, key.packet_size,
                               "measured")
             self.progress(self._describe(key, result))
+            for p in result.latency:
+                self.progress(f"{key.behavior}: latency at {p.fraction:.0%} of PDR: "
+                              + describe_latency(p))
 
     def _outcome(self, store: ResultStore, report: RunReport, key: TrialKey, status: str,
                  reason: str) -> None:
@@ -186,6 +190,20 @@ class Orchestrator:
                 f"{result.trial_seconds:.1f} trial-s, {result.wall_s:.1f} s)")
 
 
+def describe_latency(p: LatencyPoint) -> str:
+    """``min/avg/max 5/9/40 us, p50/p90/p99/p99.9 8/12/30/38 us`` or why there is none."""
+    if p.latency is None:
+        return f"not measured: {p.note}"
+    lat = p.latency
+
+    def us(*names: str) -> str:
+        return "/".join("-" if lat.get(n) is None else f"{lat[n]:g}" for n in names)
+
+    return (f"{p.rate_pps / 1e3:.1f} kpps, min/avg/max {us('min_us', 'avg_us', 'max_us')} us, "
+            f"jitter {us('jitter_us')} us, p50/p90/p99/p99.9 "
+            f"{us('p50_us', 'p90_us', 'p99_us', 'p999_us')} us ({lat.get('source')})")
+
+
 def describe_estimate(g: GoalResult) -> str:
     """`` estimate X kpps (95 % a-b)`` for a goal with a crossing estimate, else ``""``."""
     if g.estimate_pps is None:
@@ -195,5 +213,5 @@ def describe_estimate(g: GoalResult) -> str:
     return f", estimate {g.estimate_pps / 1e3:.1f} kpps (95 % {low}-{high})"
 
 
-__all__ = ["Orchestrator", "describe_estimate", "RunReport", "search_settings",
+__all__ = ["Orchestrator", "describe_estimate", "describe_latency", "RunReport", "search_settings",
            "SrperfError"]

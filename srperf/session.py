@@ -20,13 +20,14 @@ import logging
 import time
 from typing import Any, Callable
 
+from srperf.config.model import LatencyConfig
 from srperf.config.settings import Settings
-from srperf.drivers.base import TrafficGenerator, TrialResult
+from srperf.drivers.base import LatencyUnsupported, TrafficGenerator, TrialResult
 from srperf.forwarders.base import Forwarder
 from srperf.progress import ProgressEvents
 from srperf.results.store import ResultStore, TrialKey
 from srperf.search import create as create_search
-from srperf.search.base import SearchResult, SearchSettings
+from srperf.search.base import LatencyPoint, SearchResult, SearchSettings
 from srperf.testbeds.base import SutHandle, Testbed
 
 log = logging.getLogger(__name__)
@@ -162,8 +163,8 @@ class MeasurementSession:
         return result
 
     def measure(self, behavior: Any, key: TrialKey, settings: SearchSettings,
-                algorithm: str, on_verified: Callable[[str], None] | None = None
-                ) -> SearchResult:
+                algorithm: str, on_verified: Callable[[str], None] | None = None,
+                latency: LatencyConfig | None = None) -> SearchResult:
         """Configure, verify (once), search, unconfigure: one search of ``behavior``."""
         try:
             self.configure(behavior)
@@ -171,10 +172,40 @@ class MeasurementSession:
             if what is not None and on_verified is not None:
                 on_verified(what)
             self.prepare(behavior, key.packet_size, key.search_seq)
-            return self.search(behavior, dataclasses.replace(settings, seed=key.search_seq),
-                               algorithm, key)
+            result = self.search(behavior, dataclasses.replace(settings, seed=key.search_seq),
+                                 algorithm, key)
+            if latency is not None and latency.enabled:
+                result.latency = self.latency(behavior, key, result, latency)
+            return result
         finally:
             self.unconfigure(behavior)
+
+    def latency(self, behavior: Any, key: TrialKey, result: SearchResult,
+                cfg: LatencyConfig) -> list[LatencyPoint]:
+        """Latency trials at ``cfg.fractions`` of the PDR ``result`` found (its highest
+        loss threshold), stored as trials of the search; a point without figures says
+        why (no PDR, a driver without latency streams)."""
+        goal = max(result.goals, key=lambda g: g.threshold_pct)
+        pdr = goal.lower_bound_pps if goal.status in ("ok", "at_max") else None
+        if not pdr:
+            return [LatencyPoint(f, 0.0, None, f"no PDR found ({goal.status})")
+                    for f in cfg.fractions]
+        gen = self.generator(behavior, key.search_seq)
+        points = []
+        for fraction in cfg.fractions:
+            rate = fraction * pdr
+            try:
+                trial = gen.latency_trial(rate, cfg.duration_s, min(cfg.stream_pps, rate))
+            except LatencyUnsupported as exc:
+                log.warning("%s: latency not measured: %s", behavior.name, exc)
+                return [LatencyPoint(f, f * pdr, None, str(exc)) for f in cfg.fractions]
+            trial = dataclasses.replace(trial, extra={**trial.extra, "purpose": "latency",
+                                                      "pdr_fraction": fraction})
+            if self.store is not None and self.run_id is not None:
+                self.store.add_trial(self.run_id, key, trial)
+            points.append(LatencyPoint(fraction, rate, trial.extra.get("latency"),
+                                       trial.note))
+        return points
 
 
 __all__ = ["MeasurementSession", "Measure"]

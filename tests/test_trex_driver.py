@@ -229,3 +229,38 @@ print(json.dumps({"how": how, "ports": ports, "packet": j["packet"]["binary"],
     assert got["mode"]["rate"] == {"type": "pps", "value": 12345.0}
     assert got["flow"]["enabled"] and got["flow"]["stream_id"] == 7
     assert got["flow"]["rule_type"] == "latency"
+
+
+LATENCY_BLOCK = {"total_min": 4.0, "average": 9.5, "total_max": 60.0, "jitter": 2.0,
+                 "histogram": {"10": 900, "20": 90, "50": 9, "60": 1}}
+
+
+def test_latency_trial_with_bucket_histogram(fake) -> None:
+    gen, calls = fake({"latency": {"latency": LATENCY_BLOCK}})
+    t = gen.latency_trial(20_000, 0.1, 1000)
+    streams = [c["args"] for c in calls() if c["call"] == "add_streams"]
+    assert [(s["pps"], s["pg_id"]) for s in streams] == [(19_000, None), (1000, 7)]
+    assert (t.intended, t.sent) == (2000, 2000)
+    lat = t.extra["latency"]
+    assert (lat["min_us"], lat["avg_us"], lat["max_us"], lat["jitter_us"]) == (4, 9.5, 60, 2)
+    assert (lat["p50_us"], lat["p90_us"], lat["p99_us"], lat["p999_us"]) == (10, 10, 20, 50)
+    assert lat["source"] == "buckets" and lat["packets"] == 1000
+
+
+def test_latency_percentiles_from_hdr_histogram(fake) -> None:
+    from hdrh.histogram import HdrHistogram
+
+    h = HdrHistogram(1, 60_000_000, 3)
+    for value, count in ((11, 500), (13, 400), (47, 99), (333, 1)):
+        h.record_value(value, count)
+    block = dict(LATENCY_BLOCK, hdrh=h.encode().decode())
+    gen, _ = fake({"latency": {"latency": block}})
+    lat = gen.latency_trial(20_000, 0.1, 1000).extra["latency"]
+    assert lat["source"] == "hdrh"
+    assert (lat["p50_us"], lat["p90_us"], lat["p99_us"], lat["p999_us"]) == (11, 13, 47, 47)
+
+
+def test_latency_missing_figures_are_said(fake) -> None:
+    gen, _ = fake({})
+    t = gen.latency_trial(20_000, 0.1, 1000)
+    assert "latency" not in t.extra and "no latency figures" in t.note

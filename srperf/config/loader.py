@@ -16,7 +16,8 @@ from typing import Any, Sequence
 import jsonschema
 import yaml
 
-from srperf.config.model import (Addressing, Experiment, PortConfig, SearchConfig,
+from srperf.config.model import (Addressing, Experiment, LatencyConfig, PortConfig,
+                                 SearchConfig,
                                  SshConfig, SutConfig, TesterConfig, TestbedConfig,
                                  TransportConfig, expand_proxy_command)
 from srperf.config.schema import EXPERIMENT_SCHEMA, MAC_PATTERN, TESTBED_SCHEMA
@@ -133,7 +134,7 @@ def experiment_from_mapping(data: dict[str, Any], file: str) -> Experiment:
         packet_sizes=tuple(data.get("packet_sizes", [64])), search=search,
         repetitions=int(data.get("repetitions", 1)), testbed=data.get("testbed"),
         verify=bool(data.get("verify", True)), options=dict(data.get("options", {})),
-        source=file)
+        latency=LatencyConfig.from_mapping(dict(data.get("latency", {}))), source=file)
 
 
 def _check_behaviors(file: str, forwarder: str, behaviors: tuple[str, ...]) -> None:

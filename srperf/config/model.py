@@ -313,6 +313,25 @@ class SearchConfig(Settings):
 
 
 @dataclass(frozen=True)
+class LatencyConfig(Settings):
+    """Latency measured after each search, as CSIT does: a latency stream beside the
+    test traffic at fractions of the PDR found (drivers with latency streams: trex)."""
+
+    enabled: bool = setting(False, "measure latency after each search",
+                            schema={"type": "boolean"})
+    fractions: tuple[float, ...] = setting(
+        (0.1, 0.5, 0.9), "loads of the latency trials, as fractions of the PDR found",
+        schema={"type": "array", "minItems": 1, "items": {
+            "type": "number", "exclusiveMinimum": 0, "maximum": 1}}, parse=tuple)
+    duration_s: float = setting(5.0, "duration of each latency trial", unit="s",
+                                schema={"type": "number", "exclusiveMinimum": 0,
+                                        "maximum": 3600})
+    stream_pps: float = setting(1000.0, "rate of the latency stream, within the load",
+                                unit="pps", schema={"type": "number",
+                                                    "exclusiveMinimum": 0})
+
+
+@dataclass(frozen=True)
 class Experiment:
     """Behaviors to measure on one forwarder, how, and how often."""
 
@@ -321,6 +340,7 @@ class Experiment:
     behaviors: tuple[str, ...] = ("ipv6",)
     packet_sizes: tuple[int, ...] = (64,)
     search: SearchConfig = SearchConfig()
+    latency: LatencyConfig = LatencyConfig()
     repetitions: int = 1
     testbed: str | None = None
     verify: bool = True

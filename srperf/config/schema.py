@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from srperf.config.model import Addressing, SearchConfig
+from srperf.config.model import Addressing, LatencyConfig, SearchConfig
 from srperf.forwarders import names as forwarder_names
 
 
@@ -52,6 +52,7 @@ EXPERIMENT_SCHEMA: dict[str, Any] = {
                     "description": "the forwarder's own knobs (schema: its options dataclass "
                                    "in srperf.forwarders)"},
         "search": SearchConfig.json_schema(),
+        "latency": LatencyConfig.json_schema(),
     },
 }
 

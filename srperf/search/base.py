@@ -10,7 +10,7 @@ from __future__ import annotations
 import abc
 import math
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from srperf.drivers.base import TrialResult
 
@@ -167,6 +167,17 @@ class GoalResult:
         return self.lower_bound_pps if self.status in ("ok", "at_max", "mrr") else None
 
 
+@dataclass(frozen=True)
+class LatencyPoint:
+    """One latency trial after a search: the load, as a fraction of the PDR, and the
+    figures (:class:`srperf.drivers.latency.LatencyStats` as a dict, us) or why none."""
+
+    fraction: float
+    rate_pps: float
+    latency: dict[str, Any] | None
+    note: str = ""
+
+
 @dataclass
 class SearchResult:
     """What a search returns: one GoalResult per threshold and every trial."""
@@ -176,6 +187,8 @@ class SearchResult:
     trials: list[TrialResult] = field(default_factory=list)
     wall_s: float = 0.0
     note: str = ""
+    latency: list["LatencyPoint"] = field(default_factory=list)
+    """Latency measured after the search, one point per fraction of the PDR."""
 
     @property
     def trial_seconds(self) -> float:

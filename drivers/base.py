@@ -105,6 +105,10 @@ def beyond_generator(trial: TrialResult, best_paced_pps: float) -> bool:
             and trial.rate_pps > best_paced_pps)
 
 
+class MixUnsupported(Exception):
+    """This generator cannot send a mix of frame sizes (the reason is the message)."""
+
+
 class LatencyUnsupported(Exception):
     """This generator cannot measure latency (the reason is the message)."""
 
@@ -117,6 +121,13 @@ class TrafficGenerator(abc.ABC):
     @abc.abstractmethod
     def prepare(self, frame: bytes) -> None:
         """Load the frame (a whole Ethernet frame without FCS) sent by later trials."""
+
+    def prepare_mix(self, frames: list[tuple[bytes, int]]) -> None:
+        """Load a mix of frames (frame, weight): later trials send each frame at
+        weight / sum of weights of the rate.  Drivers of one frame size raise
+        :class:`MixUnsupported`."""
+        raise MixUnsupported(f"the {self.name} driver sends one frame size; IMIX needs "
+                             "the trex driver")
 
     @abc.abstractmethod
     def trial(self, rate_pps: float, duration_s: float) -> TrialResult:

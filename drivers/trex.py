@@ -180,7 +180,7 @@ class TrexGenerator(TrafficGenerator):
     def __init__(self, options: TrexOptions, line_rate_pps: float | None = None) -> None:
         self.opt = options
         self.line_rate_pps = line_rate_pps
-        self.frame: bytes | None = None
+        self.frames: list[tuple[bytes, int]] = []
         self.worker = TrexWorker(options.client_path, options.timeout_s)
         try:
             info = self.worker.call("connect", server=options.server,
@@ -199,18 +199,28 @@ class TrexGenerator(TrafficGenerator):
                  self.server_version, self.worker.client)
 
     def prepare(self, frame: bytes) -> None:
-        self.frame = frame
+        self.frames = [(frame, 1)]
+
+    def prepare_mix(self, frames: list[tuple[bytes, int]]) -> None:
+        if not frames or any(w < 1 for _, w in frames):
+            raise GeneratorError("a mix needs frames with positive weights")
+        self.frames = list(frames)
+
+    def _streams(self, rate_pps: float) -> list[dict[str, Any]]:
+        """One continuous stream per frame of the mix, sharing ``rate_pps`` by weight."""
+        total = sum(w for _, w in self.frames)
+        return [{"port": self.opt.tx_port, "frame": f.hex(), "pps": rate_pps * w / total}
+                for f, w in self.frames]
 
     def trial(self, rate_pps: float, duration_s: float) -> TrialResult:
-        if self.frame is None:
+        if not self.frames:
             raise GeneratorError("trial before prepare(): no frame loaded")
         intended = round(rate_pps * duration_s)
         if intended == 0:
             return TrialResult(rate_pps, duration_s, 0, 0, 0, 0, 0.0,
                                note="rate x duration rounds to zero packets: nothing sent")
-        tx, rx = self.opt.tx_port, self.opt.rx_port
-        self.worker.call("load", streams=[{"port": tx, "frame": self.frame.hex(),
-                                           "pps": rate_pps}])
+        tx = self.opt.tx_port
+        self.worker.call("load", streams=self._streams(rate_pps))
         out = self.worker.call("run", ports=[tx], duration_s=duration_s,
                                timeout_s=duration_s + self.opt.timeout_s,
                                drain_s=self.opt.drain_s)
@@ -218,17 +228,15 @@ class TrexGenerator(TrafficGenerator):
 
     def latency_trial(self, rate_pps: float, duration_s: float,
                       stream_pps: float) -> TrialResult:
-        if self.frame is None:
+        if not self.frames:
             raise GeneratorError("latency trial before prepare(): no frame loaded")
         if stream_pps > rate_pps:
             raise GeneratorError(f"latency stream {stream_pps:.0f} pps exceeds the load "
                                  f"{rate_pps:.0f} pps")
-        tx, rx = self.opt.tx_port, self.opt.rx_port
-        streams = [{"port": tx, "frame": self.frame.hex(), "pps": stream_pps,
-                    "pg_id": LATENCY_PG_ID}]
-        if rate_pps > stream_pps:
-            streams.insert(0, {"port": tx, "frame": self.frame.hex(),
-                               "pps": rate_pps - stream_pps})
+        tx = self.opt.tx_port
+        streams = self._streams(rate_pps - stream_pps) if rate_pps > stream_pps else []
+        streams.append({"port": tx, "frame": self.frames[0][0].hex(), "pps": stream_pps,
+                        "pg_id": LATENCY_PG_ID})
         self.worker.call("load", streams=streams)
         out = self.worker.call("run", ports=[tx], duration_s=duration_s,
                                timeout_s=duration_s + self.opt.timeout_s,

@@ -29,6 +29,8 @@ from srperf.errors import (CfgError, ConfigError, SrperfError, UnsupportedBehavi
 from srperf.progress import ProgressEvents
 from srperf.results.store import ResultStore, TrialKey
 from srperf.results.summary import summarize
+from srperf.generators import MIX_DRIVERS
+from srperf.imix import IMIX_SIZE, size_label
 from srperf.search.base import GoalResult, LatencyPoint, SearchResult, SearchSettings
 from srperf.session import MeasurementSession
 from srperf.testbeds.base import Testbed
@@ -92,6 +94,11 @@ class Orchestrator:
         self.keep_testbed = keep_testbed
         self.settings = search_settings(exp, tb)
         self.behaviors = [catalogue.get(name) for name in exp.behaviors]
+        if IMIX_SIZE in exp.packet_sizes and tb.tester.driver not in MIX_DRIVERS:
+            raise ConfigError(exp.source, "packet_sizes", "imix",
+                              f"an IMIX needs a driver that sends several frame sizes "
+                              f"({', '.join(MIX_DRIVERS)}); {tb.source} uses "
+                              f"tester.driver {tb.tester.driver!r}")
 
     # -- top level ---------------------------------------------------------------
     def run(self) -> RunReport:
@@ -104,7 +111,8 @@ class Orchestrator:
         self.progress(f"run {run_id}: {self.exp.name} on {self.tb.name} "
                       f"({self.exp.forwarder}), results in {store.path}")
         session = MeasurementSession(self.testbed, self.forwarder, self.options, store, run_id,
-                                     keep_testbed=self.keep_testbed, verify=self.exp.verify)
+                                     keep_testbed=self.keep_testbed, verify=self.exp.verify,
+                                     imix=self.exp.imix)
         session.events = self.events
         self.events.run_started(run_id, self.exp.name, self.tb.name, self.exp.forwarder,
                                 len(self.exp.packet_sizes) * self.exp.repetitions
@@ -185,7 +193,7 @@ class Orchestrator:
                              + describe_estimate(g))
             else:
                 parts.append(f"{g.threshold_pct:g}%: {g.status} {g.note}".strip())
-        return (f"{key.behavior} size {key.packet_size} rep {key.repetition}: "
+        return (f"{key.behavior} size {size_label(key.packet_size)} rep {key.repetition}: "
                 + "; ".join(parts) + f" ({result.n_trials} trials, "
                 f"{result.trial_seconds:.1f} trial-s, {result.wall_s:.1f} s)")
 

@@ -24,6 +24,7 @@ from srperf.config.model import LatencyConfig
 from srperf.config.settings import Settings
 from srperf.drivers.base import LatencyUnsupported, TrafficGenerator, TrialResult
 from srperf.forwarders.base import Forwarder
+from srperf.imix import IMIX_SIZE
 from srperf.progress import ProgressEvents
 from srperf.results.store import ResultStore, TrialKey
 from srperf.search import create as create_search
@@ -40,8 +41,11 @@ class MeasurementSession:
 
     def __init__(self, testbed: Testbed, forwarder: Forwarder, options: Settings | None = None,
                  store: ResultStore | None = None, run_id: str | None = None,
-                 keep_testbed: bool = False, verify: bool = True) -> None:
+                 keep_testbed: bool = False, verify: bool = True,
+                 imix: tuple[tuple[int, int], ...] = ()) -> None:
         testbed.check_forwarder(forwarder, "<session>")
+        self.imix = imix
+        """The mix sent for packet size :data:`IMIX_SIZE`: (size in bytes, weight)."""
         self.testbed = testbed
         self.forwarder = forwarder
         self.options = options if options is not None else forwarder.parse_options({})
@@ -111,12 +115,19 @@ class MeasurementSession:
         """Verify once per (behavior, size); returns what was verified, None if it already was."""
         if not self.verify_enabled or (behavior.name, packet_size) in self._verified:
             return None
-        what = self.sut.verify(behavior, self.generator(behavior, seed), packet_size)
+        size = min(s for s, _ in self.imix) if packet_size == IMIX_SIZE else packet_size
+        what = self.sut.verify(behavior, self.generator(behavior, seed), size)
         self._verified.add((behavior.name, packet_size))
         return what
 
     def prepare(self, behavior: Any, packet_size: int, seed: int = 0) -> bytes:
-        """Hand the behavior's test frame to the generator; return the frame."""
+        """Hand the behavior's test frame (or, for :data:`IMIX_SIZE`, the frames of
+        :attr:`imix`) to the generator; return the (first) frame."""
+        if packet_size == IMIX_SIZE:
+            frames = [(bytes(behavior.build_frame(self.testbed.config, size)), weight)
+                      for size, weight in self.imix]
+            self.generator(behavior, seed).prepare_mix(frames)
+            return frames[0][0]
         frame = bytes(behavior.build_frame(self.testbed.config, packet_size))
         self.generator(behavior, seed).prepare(frame)
         return frame

@@ -264,3 +264,23 @@ def test_latency_missing_figures_are_said(fake) -> None:
     gen, _ = fake({})
     t = gen.latency_trial(20_000, 0.1, 1000)
     assert "latency" not in t.extra and "no latency figures" in t.note
+
+
+def test_imix_shares_the_rate_by_weight(fake) -> None:
+    gen, calls = fake()
+    small, big = bytes(60), bytes(1514)
+    gen.prepare_mix([(small, 7), (big, 1)])
+    t = gen.trial(8_000, 0.1)
+    streams = [c["args"] for c in calls() if c["call"] == "add_streams"]
+    assert [(len(bytes.fromhex(s["frame"])), s["pps"]) for s in streams] == [
+        (60, 7_000), (1514, 1_000)]
+    assert (t.intended, t.sent, t.received) == (800, 800, 800)
+
+
+def test_linux_driver_refuses_a_mix() -> None:
+    from srperf.drivers.base import MixUnsupported
+    from srperf.drivers.linux import LinuxGenerator
+
+    gen = LinuxGenerator.__new__(LinuxGenerator)  # no namespace needed to refuse
+    with pytest.raises(MixUnsupported, match="IMIX needs the trex driver"):
+        gen.prepare_mix([(bytes(64), 1)])

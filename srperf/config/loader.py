@@ -16,6 +16,7 @@ from typing import Any, Sequence
 import jsonschema
 import yaml
 
+from srperf.imix import IMIX_SIZE, parse_imix
 from srperf.config.model import (Addressing, Experiment, LatencyConfig, PortConfig,
                                  SearchConfig,
                                  SshConfig, SutConfig, TesterConfig, TestbedConfig,
@@ -66,8 +67,7 @@ def _validate(file: str, data: dict[str, Any], schema: dict[str, Any]) -> None:
         raise ConfigError(file, _key(list(err.path) + [missing]), None, "required key missing")
     reason = err.message
     if err.validator == "oneOf":
-        reason = ("not a rate: use pps as a number, or a string like '500kpps', "
-                  "'1.2Mpps' or '50%'")
+        reason = err.schema.get("description") or "none of the accepted forms"
     elif err.validator == "enum":
         reason = f"must be one of {', '.join(map(str, err.validator_value))}"
     elif err.validator == "pattern":
@@ -129,9 +129,19 @@ def experiment_from_mapping(data: dict[str, Any], file: str) -> Experiment:
     if len(set(behaviors)) != len(behaviors):
         dup = next(b for b in behaviors if behaviors.count(b) > 1)
         raise ConfigError(file, f"behaviors[{behaviors.index(dup)}]", dup, "listed twice")
+    sizes = [IMIX_SIZE if v == "imix" else v for v in data.get("packet_sizes", [64])]
+    imix: tuple[tuple[int, int], ...] = ()
+    if IMIX_SIZE in sizes:
+        try:
+            imix = parse_imix(data.get("imix", "simple"))
+        except ValueError as exc:
+            raise ConfigError(file, "imix", data.get("imix"), str(exc)) from None
+    elif "imix" in data:
+        raise ConfigError(file, "imix", data["imix"],
+                          "set, but packet_sizes has no 'imix' entry to use it")
     return Experiment(
         name=data["name"], forwarder=forwarder, behaviors=behaviors,
-        packet_sizes=tuple(data.get("packet_sizes", [64])), search=search,
+        packet_sizes=tuple(sizes), imix=imix, search=search,
         repetitions=int(data.get("repetitions", 1)), testbed=data.get("testbed"),
         verify=bool(data.get("verify", True)), options=dict(data.get("options", {})),
         latency=LatencyConfig.from_mapping(dict(data.get("latency", {}))), source=file)

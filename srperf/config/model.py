@@ -339,6 +339,9 @@ class Experiment:
     forwarder: str = "linux"
     behaviors: tuple[str, ...] = ("ipv6",)
     packet_sizes: tuple[int, ...] = (64,)
+    """Frame sizes, bytes; 0 (:data:`srperf.imix.IMIX_SIZE`) stands for ``imix``."""
+    imix: tuple[tuple[int, int], ...] = ()
+    """The mix of the ``imix`` packet size: (size in bytes, weight) pairs."""
     search: SearchConfig = SearchConfig()
     latency: LatencyConfig = LatencyConfig()
     repetitions: int = 1

@@ -14,7 +14,8 @@ from typing import Any
 RATE_PATTERN = r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(%|pps|kpps|Mpps)\s*$"
 """A rate written as text: a number and a unit (group 1, group 2)."""
 RATE_SCHEMA: dict[str, Any] = {
-    "description": "pps as a number, or a string: '500kpps', '1.2Mpps', '800000pps', '50%'",
+    "description": "not a rate: use pps as a number, or a string like '500kpps', "
+                   "'1.2Mpps', '800000pps' or '50%'",
     "oneOf": [
         {"type": "number", "exclusiveMinimum": 0},
         {"type": "string", "pattern": RATE_PATTERN},

@@ -44,7 +44,14 @@ EXPERIMENT_SCHEMA: dict[str, Any] = {
         "behaviors": {"type": "array", "minItems": 1,
                       "items": {"type": "string", "pattern": r"^[a-z0-9_]+$"}},
         "packet_sizes": {"type": "array", "minItems": 1,
-                         "items": {"type": "integer", "minimum": 48, "maximum": 9000}},
+                         "items": {"description": "a frame size in bytes (48..9000) "
+                                                  "or 'imix'", "oneOf": [
+                             {"type": "integer", "minimum": 48, "maximum": 9000},
+                             {"const": "imix"}]}},
+        "imix": {"description": "the mix of the 'imix' packet size: a profile name or "
+                                "a list of 'SIZE:WEIGHT' (srperf.imix)",
+                 "oneOf": [{"type": "string"},
+                           {"type": "array", "minItems": 1, "items": {"type": "string"}}]},
         "repetitions": {"type": "integer", "minimum": 1, "maximum": 1000},
         "testbed": {"type": "string", "minLength": 1},
         "verify": {"type": "boolean"},

@@ -22,6 +22,7 @@ import jinja2
 import pandas as pd
 
 import srperf
+from srperf.imix import size_label
 from srperf.results import frames, plots
 from srperf.results.compare import Comparison, format_markdown
 from srperf.results.store import ResultStore
@@ -45,6 +46,7 @@ def _env() -> jinja2.Environment:
                              trim_blocks=True, lstrip_blocks=True,
                              undefined=jinja2.StrictUndefined)
     env.filters["num"] = fmt_num
+    env.filters["size"] = size_label
     env.tests["mapping"] = lambda v: isinstance(v, dict)
     return env
 

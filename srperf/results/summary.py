@@ -6,6 +6,7 @@ import math
 
 import pandas as pd
 
+from srperf.imix import size_label
 from srperf.results.stats import t95  # noqa: F401  (Student t for any n; was a table)
 
 
@@ -71,14 +72,15 @@ def format_table(summary: pd.DataFrame) -> str:
             def f(x: float, w: int = 8, p: int = 1) -> str:
                 return f"{x:>{w}.{p}f}" if not (isinstance(x, float) and math.isnan(x)) \
                     else f"{'-':>{w}}"
-            lines.append(f"{r['behavior']:<16} {int(r['packet_size']):>4} "
+            lines.append(f"{r['behavior']:<16} {size_label(r['packet_size']):>4} "
                          f"{r['threshold_pct']:>5g} {int(r['n']):>3} {f(r['mean_kpps'], 10)} "
                          f"{f(r['cv_pct'], 6)} {f(r['ci95_kpps'])} {f(r['min_kpps'])} "
                          f"{f(r['max_kpps'])}  {r['status']}")
         else:
             thr = r.get("threshold_pct", math.nan)
             thr_text = "" if isinstance(thr, float) and math.isnan(thr) else f"{thr:g}"
-            lines.append(f"{r['behavior']:<16} {int(r['packet_size']):>4} {thr_text:>5} {0:>3} "
+            lines.append(f"{r['behavior']:<16} {size_label(r['packet_size']):>4} "
+                         f"{thr_text:>5} {0:>3} "
                          f"{'-':>10} {'-':>6} {'-':>8} {'-':>8} {'-':>8}  "
                          f"{r['status']}: {r['reason']}")
     return "\n".join(lines)

@@ -122,6 +122,13 @@ class TrafficGenerator(abc.ABC):
     def prepare(self, frame: bytes) -> None:
         """Load the frame (a whole Ethernet frame without FCS) sent by later trials."""
 
+    bidirectional: bool = False
+    """True when trials also send :meth:`prepare_reverse`'s frame from the rx port."""
+
+    def prepare_reverse(self, frame: bytes) -> None:
+        """Load the reverse direction's frame (bidirectional drivers only)."""
+        raise MixUnsupported(f"the {self.name} driver sends in one direction")
+
     def prepare_mix(self, frames: list[tuple[bytes, int]]) -> None:
         """Load a mix of frames (frame, weight): later trials send each frame at
         weight / sum of weights of the rate.  Drivers of one frame size raise

@@ -86,6 +86,9 @@ class TrexOptions(Settings):
                          schema={"type": "integer", "minimum": 1, "maximum": 64})
     low_end: bool = setting(False, "server on a host with fewer than 4 cores (with release)",
                             schema={"type": "boolean"})
+    bidirectional: bool = setting(False, "send both ways: rx_port sends the behavior's "
+                                  "reverse frame (plain ipv6/ipv4 only); rates are the sum "
+                                  "of both directions", schema={"type": "boolean"})
     hdrh: bool = setting(False, "start the server with --hdrh (HDR latency histograms)",
                          schema={"type": "boolean"})
 
@@ -181,6 +184,8 @@ class TrexGenerator(TrafficGenerator):
         self.opt = options
         self.line_rate_pps = line_rate_pps
         self.frames: list[tuple[bytes, int]] = []
+        self.reverse: bytes | None = None
+        self.bidirectional = options.bidirectional
         self.worker = TrexWorker(options.client_path, options.timeout_s)
         try:
             info = self.worker.call("connect", server=options.server,
@@ -206,11 +211,32 @@ class TrexGenerator(TrafficGenerator):
             raise GeneratorError("a mix needs frames with positive weights")
         self.frames = list(frames)
 
+    def prepare_reverse(self, frame: bytes) -> None:
+        if not self.bidirectional:
+            raise GeneratorError("prepare_reverse without tester.options.bidirectional")
+        self.reverse = frame
+
+    @property
+    def _ports(self) -> list[int]:
+        """The ports that send: tx, and rx too when bidirectional."""
+        if self.bidirectional:
+            return [self.opt.tx_port, self.opt.rx_port]
+        return [self.opt.tx_port]
+
     def _streams(self, rate_pps: float) -> list[dict[str, Any]]:
-        """One continuous stream per frame of the mix, sharing ``rate_pps`` by weight."""
+        """One continuous stream per frame of the mix, sharing ``rate_pps`` by weight;
+        bidirectional: half of it each way, the reverse frame from the rx port."""
+        if self.bidirectional:
+            if self.reverse is None:
+                raise GeneratorError("bidirectional trial without a reverse frame")
+            rate_pps /= 2
         total = sum(w for _, w in self.frames)
-        return [{"port": self.opt.tx_port, "frame": f.hex(), "pps": rate_pps * w / total}
-                for f, w in self.frames]
+        streams = [{"port": self.opt.tx_port, "frame": f.hex(), "pps": rate_pps * w / total}
+                   for f, w in self.frames]
+        if self.bidirectional and self.reverse is not None:
+            streams.append({"port": self.opt.rx_port, "frame": self.reverse.hex(),
+                            "pps": rate_pps})
+        return streams
 
     def trial(self, rate_pps: float, duration_s: float) -> TrialResult:
         if not self.frames:
@@ -219,9 +245,8 @@ class TrexGenerator(TrafficGenerator):
         if intended == 0:
             return TrialResult(rate_pps, duration_s, 0, 0, 0, 0, 0.0,
                                note="rate x duration rounds to zero packets: nothing sent")
-        tx = self.opt.tx_port
         self.worker.call("load", streams=self._streams(rate_pps))
-        out = self.worker.call("run", ports=[tx], duration_s=duration_s,
+        out = self.worker.call("run", ports=self._ports, duration_s=duration_s,
                                timeout_s=duration_s + self.opt.timeout_s,
                                drain_s=self.opt.drain_s)
         return self.judge(rate_pps, duration_s, intended, out)
@@ -238,7 +263,7 @@ class TrexGenerator(TrafficGenerator):
         streams.append({"port": tx, "frame": self.frames[0][0].hex(), "pps": stream_pps,
                         "pg_id": LATENCY_PG_ID})
         self.worker.call("load", streams=streams)
-        out = self.worker.call("run", ports=[tx], duration_s=duration_s,
+        out = self.worker.call("run", ports=self._ports, duration_s=duration_s,
                                timeout_s=duration_s + self.opt.timeout_s,
                                drain_s=self.opt.drain_s)
         trial = self.judge(rate_pps, duration_s, round(rate_pps * duration_s), out)
@@ -257,6 +282,9 @@ class TrexGenerator(TrafficGenerator):
         tx, rx = str(self.opt.tx_port), str(self.opt.rx_port)
         sent = int(stats[tx]["opackets"])
         received = int(stats[rx]["ipackets"])
+        if self.bidirectional:  # the reverse direction: rx port sends, tx port receives
+            sent += int(stats[rx]["opackets"])
+            received += int(stats[tx]["ipackets"])
         queue_full = int(stats.get("global", {}).get("queue_full", 0))
         elapsed_s = max(out["elapsed_s"] - self.opt.poll_slack_s, duration_s)
         notes: list[str] = []

@@ -97,6 +97,30 @@ def l2_frame(tb: TestbedConfig, size: int) -> Packet:
             / udp6(tb, size - ETH_HDR))
 
 
+def reverse_udp6(tb: TestbedConfig, size: int) -> Packet:
+    """The reverse direction's IPv6/UDP packet (dst6 -> the tester's tx address), which a
+    SUT forwards back over its in link with no more than its base setup."""
+    _check_size("ipv6", size)
+    a = tb.addressing
+    return (IPv6(src=a.dst6, dst=a.tester_tx_ip6, hlim=HOP_LIMIT)
+            / UDP(sport=UDP_DPORT, dport=UDP_SPORT)
+            / _payload(size - IPV6_HDR - UDP_HDR))
+
+
+def reverse_udp4(tb: TestbedConfig, size: int) -> Packet:
+    """The reverse direction's IPv4/UDP packet (dst4 -> the tester's tx address)."""
+    _check_size("ipv4", size)
+    a = tb.addressing
+    return (IP(src=a.dst4, dst=a.tester_tx_ip4, ttl=HOP_LIMIT)
+            / UDP(sport=UDP_DPORT, dport=UDP_SPORT)
+            / _payload(size - IPV4_HDR - UDP_HDR))
+
+
+def to_sut_reverse(tb: TestbedConfig, pkt: Packet) -> Packet:
+    """``pkt`` in the Ethernet header of the tester's rx port towards the SUT's out port."""
+    return Ether(src=tb.tester.rx.mac, dst=tb.sut.out_port.mac) / pkt
+
+
 def to_sut(tb: TestbedConfig, pkt: Packet) -> Packet:
     """``pkt`` in the Ethernet header of the tester's tx port towards the SUT."""
     return Ether(src=tb.tester.tx.mac, dst=tb.sut.in_port.mac) / pkt

@@ -23,6 +23,7 @@ from typing import Any, Callable
 from srperf.config.model import LatencyConfig
 from srperf.config.settings import Settings
 from srperf.drivers.base import LatencyUnsupported, TrafficGenerator, TrialResult
+from srperf.errors import UnsupportedBehavior
 from srperf.forwarders.base import Forwarder
 from srperf.imix import IMIX_SIZE
 from srperf.progress import ProgressEvents
@@ -123,13 +124,22 @@ class MeasurementSession:
     def prepare(self, behavior: Any, packet_size: int, seed: int = 0) -> bytes:
         """Hand the behavior's test frame (or, for :data:`IMIX_SIZE`, the frames of
         :attr:`imix`) to the generator; return the (first) frame."""
+        gen, tb = self.generator(behavior, seed), self.testbed.config
+        if gen.bidirectional:
+            size = min(s for s, _ in self.imix) if packet_size == IMIX_SIZE else packet_size
+            reverse = behavior.build_reverse_frame(tb, size)
+            if reverse is None:
+                raise UnsupportedBehavior(behavior.name, "it works in one direction only, "
+                                          "and the tester sends both ways "
+                                          "(tester.options.bidirectional)")
+            gen.prepare_reverse(bytes(reverse))
         if packet_size == IMIX_SIZE:
-            frames = [(bytes(behavior.build_frame(self.testbed.config, size)), weight)
+            frames = [(bytes(behavior.build_frame(tb, size)), weight)
                       for size, weight in self.imix]
-            self.generator(behavior, seed).prepare_mix(frames)
+            gen.prepare_mix(frames)
             return frames[0][0]
-        frame = bytes(behavior.build_frame(self.testbed.config, packet_size))
-        self.generator(behavior, seed).prepare(frame)
+        frame = bytes(behavior.build_frame(tb, packet_size))
+        gen.prepare(frame)
         return frame
 
     def measure_fn(self, behavior: Any, key: TrialKey | None = None,

@@ -284,3 +284,25 @@ def test_linux_driver_refuses_a_mix() -> None:
     gen = LinuxGenerator.__new__(LinuxGenerator)  # no namespace needed to refuse
     with pytest.raises(MixUnsupported, match="IMIX needs the trex driver"):
         gen.prepare_mix([(bytes(64), 1)])
+
+
+def test_bidirectional_sends_both_ways_and_sums_counters(fake) -> None:
+    gen, calls = fake({"loss": 0.1}, bidirectional=True)
+    gen.prepare_reverse(FRAME[::-1])
+    t = gen.trial(20_000, 0.1)
+    streams = [c["args"] for c in calls() if c["call"] == "add_streams"]
+    assert [(s["ports"], s["pps"]) for s in streams] == [([0], 10_000), ([1], 10_000)]
+    assert bytes.fromhex(streams[1]["frame"]) == FRAME[::-1]
+    assert [c["args"]["ports"] for c in calls() if c["call"] == "start"] == [[0, 1]]
+    assert (t.intended, t.sent, t.received) == (2000, 2000, 1800)
+
+
+def test_one_way_behavior_refuses_bidirectional_traffic() -> None:
+    from srperf import behaviors
+    from srperf.config.model import TestbedConfig
+
+    tb = TestbedConfig(name="x")
+    rev = behaviors.get("ipv6").build_reverse_frame(tb, 64)
+    assert rev is not None and rev.dst == tb.sut.out_port.mac
+    assert rev["IPv6"].dst == tb.addressing.tester_tx_ip6
+    assert behaviors.get("end").build_reverse_frame(tb, 64) is None

@@ -53,6 +53,9 @@ class Behavior:
     description: str = ""
     min_packet_size: int = field(default=P.min_size("ipv6"))
     """Smallest packet_size (bytes) build_frame accepts."""
+    reverse_builder: FrameBuilder | None = None
+    """(testbed, packet_size) -> the frame the tester's rx port sends back through the
+    SUT for bidirectional traffic; None: the behavior works in one direction only."""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -68,6 +71,10 @@ class Behavior:
     def build_frame(self, tb: TestbedConfig, packet_size: int = 64) -> Packet:
         """The Ethernet frame the tester's tx port sends (inner packet ``packet_size`` bytes)."""
         return self.frame_builder(tb, packet_size)
+
+    def build_reverse_frame(self, tb: TestbedConfig, packet_size: int = 64) -> Packet | None:
+        """The reverse direction's frame, or None when the behavior is one-way."""
+        return None if self.reverse_builder is None else self.reverse_builder(tb, packet_size)
 
     def expected(self, tb: TestbedConfig, sent_frame: Packet | bytes) -> Expectation:
         """The frame the SUT must emit for ``sent_frame`` (only with ``expect``)."""

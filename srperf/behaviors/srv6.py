@@ -37,6 +37,8 @@ Every other byte of the frame is compared, Ethernet addresses included.
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Sequence
 
 from scapy.layers.inet import IP
@@ -219,10 +221,14 @@ def _add(name: str, display: str, kind: str, builder: FrameBuilder, expect: Expe
 
 
 BEHAVIORS: tuple[Behavior, ...] = (
-    _add("ipv6", "IPv6", "plain", _plain6, _route6,
-         description="plain IPv6 forwarding src6 -> dst6"),
-    _add("ipv4", "IPv4", "plain", _plain4, _route4, min_size="ipv4",
-         description="plain IPv4 forwarding src4 -> dst4"),
+    dataclasses.replace(_add("ipv6", "IPv6", "plain", _plain6, _route6,
+                             description="plain IPv6 forwarding src6 -> dst6"),
+                        reverse_builder=lambda tb, size: P.to_sut_reverse(
+                            tb, P.reverse_udp6(tb, size))),
+    dataclasses.replace(_add("ipv4", "IPv4", "plain", _plain4, _route4, min_size="ipv4",
+                             description="plain IPv4 forwarding src4 -> dst4"),
+                        reverse_builder=lambda tb, size: P.to_sut_reverse(
+                            tb, P.reverse_udp4(tb, size))),
     _add("h_insert", "H.Insert", "headend", _plain6, _h_insert,
          description="SRH inserted into IPv6 packets to dst_prefix6"),
     _add("h_encaps", "H.Encaps", "headend", _plain6, _h_encaps("ipv6"),

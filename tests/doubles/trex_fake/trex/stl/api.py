@@ -131,10 +131,13 @@ class STLClient:
                 if s.flow_stats is not None:
                     lat[str(s.flow_stats.pg_id)] = self.sc.get("latency", {})
         time.sleep(took)
-        received = round(sent_total * (1 - float(self.sc.get("loss", 0.0))))
-        received += int(self.sc.get("stray", 0))
-        self.stats = {0: {"opackets": out.get(0, 0), "ipackets": 0},
-                      1: {"opackets": out.get(1, 0), "ipackets": received},
+        keep = 1 - float(self.sc.get("loss", 0.0))
+        # port 0's packets arrive at port 1 and back (ports 0 and 1 face each other)
+        rx = {1: round(out.get(0, 0) * keep) + int(self.sc.get("stray", 0)),
+              0: round(out.get(1, 0) * keep)}
+        received = rx[0] + rx[1]
+        self.stats = {0: {"opackets": out.get(0, 0), "ipackets": rx[0]},
+                      1: {"opackets": out.get(1, 0), "ipackets": rx[1]},
                       "total": {"opackets": sent_total, "ipackets": received},
                       "global": {"queue_full": int(self.sc.get("queue_full", 0))},
                       "latency": lat}

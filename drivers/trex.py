@@ -80,7 +80,7 @@ class TrexOptions(Settings):
                                   schema={"type": ["string", "null"], "pattern": "^/"})
     interfaces: list[str] = setting([], "the server's DPDK ports, in TRex port order: PCI "
                                     "addresses or --vdev=net_af_packetN,iface=X (with "
-                                    "release)", schema={"type": "array", "items": {
+                                    "release; default: read from tester tx/rx)", schema={"type": "array", "items": {
                                         "type": "string", "minLength": 1}})
     cores: int = setting(1, "data-plane cores per port pair of the server (with release)",
                          schema={"type": "integer", "minimum": 1, "maximum": 64})
@@ -95,7 +95,7 @@ class TrexOptions(Settings):
     def __post_init__(self) -> None:
         if self.tx_port == self.rx_port:
             raise ValueError(f"tx_port and rx_port are both {self.tx_port}")
-        if self.release is not None:
+        if self.interfaces:
             from srperf.drivers.trex_cfg import render_trex_cfg
 
             render_trex_cfg(self.interfaces, cores=self.cores, low_end=self.low_end)

@@ -10,9 +10,12 @@ with fewer than four cores, without dedicated threads).
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import yaml
+
+if TYPE_CHECKING:
+    from srperf.transports.base import Transport
 
 _PCI = re.compile(r"^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 _VDEV = re.compile(r"^--vdev=net_[a-z_]+[0-9]*(,[A-Za-z0-9_=.:-]+)*$")
@@ -68,4 +71,16 @@ def _port_info(ports: Sequence[Mapping[str, str]], count: int) -> list[dict[str,
     return out
 
 
-__all__ = ["check_interface", "render_trex_cfg"]
+def read_pci(node: "Transport", port: str) -> str:
+    """The PCI address of ``port`` on ``node`` (``ethtool -i``'s bus-info); ValueError
+    saying why when there is none."""
+    r = node.run(["ethtool", "-i", port], timeout=15.0)
+    for line in r.stdout.splitlines():
+        if line.startswith("bus-info:") and _PCI.match(line.split(":", 1)[1].strip()):
+            return line.split(":", 1)[1].strip()
+    why = r.stderr.strip() or "'ethtool -i' gives no PCI bus-info"
+    raise ValueError(f"no PCI address for {port} on {node.where} ({why}); "
+                     "set tester.options.interfaces")
+
+
+__all__ = ["check_interface", "read_pci", "render_trex_cfg"]

@@ -16,7 +16,7 @@ import posixpath
 import time
 
 from srperf.drivers.trex import TrexOptions
-from srperf.drivers.trex_cfg import render_trex_cfg
+from srperf.drivers.trex_cfg import read_pci, render_trex_cfg
 from srperf.errors import GeneratorError
 from srperf.transports.base import Transport
 
@@ -29,17 +29,21 @@ _START = ('cd "$1" || exit 1; setsid nohup ./t-rex-64 -i --cfg "$2" --no-scapy-s
 class TrexServer:
     """The TRex server of one testbed, on the tester host reached by ``node``."""
 
-    def __init__(self, node: Transport, options: TrexOptions, ready_s: float = 60.0) -> None:
+    def __init__(self, node: Transport, options: TrexOptions, ready_s: float = 60.0,
+                 ports: tuple[str, ...] = ()) -> None:
         if options.release is None:
             raise GeneratorError("no tester.options.release: srperf does not manage "
                                  "this TRex server")
         self.node, self.opt, self.ready_s = node, options, ready_s
+        self.ports = ports
+        """The tester's port names, whose PCI addresses serve when ``interfaces`` is empty."""
         base = posixpath.join(options.release, f"srperf_trex.{options.sync_port}")
         self.cfg_path = posixpath.join(options.release, "srperf_trex_cfg.yaml")
         self.pid_path, self.log_path = base + ".pid", base + ".log"
 
     def config_text(self) -> str:
-        return render_trex_cfg(self.opt.interfaces, cores=self.opt.cores,
+        interfaces = self.opt.interfaces or [read_pci(self.node, p) for p in self.ports]
+        return render_trex_cfg(interfaces, cores=self.opt.cores,
                                low_end=self.opt.low_end, zmq_rpc_port=self.opt.sync_port,
                                zmq_pub_port=self.opt.async_port)
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from srperf import cli_results, resources
+from srperf import cli_provision, cli_results, resources
 from srperf.config.loader import load_experiment, load_testbed, validate_file
 from srperf.config.model import Experiment
 from srperf.errors import ConfigError, SrperfError
@@ -63,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("behaviors", help="list the behavior catalogue")
     sub.add_parser("build", help="compile the traffic generator and the eBPF dataplane")
     cli_results.add_parsers(sub)  # report, compare, export, nightly
+    cli_provision.add_parsers(sub)
     return p
 
 
@@ -225,6 +226,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 COMMANDS = {"validate": cmd_validate, "testbed": cmd_testbed, "run": cmd_run, "pdr": cmd_pdr,
             "behaviors": cmd_behaviors, "build": cmd_build}
 COMMANDS.update(cli_results.COMMANDS)
+COMMANDS.update(cli_provision.COMMANDS)
 
 if __name__ == "__main__":
     sys.exit(main())

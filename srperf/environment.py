@@ -14,6 +14,7 @@ import subprocess
 from typing import Any, Sequence
 
 import srperf
+from srperf.provision.tuning import read_state
 from srperf.transports.base import Transport
 
 
@@ -63,6 +64,15 @@ def node(transport: Transport, ports: Sequence[str] = ()) -> dict[str, Any]:
         nics[port] = {k: fields.get(k, "") for k in ("driver", "version", "firmware-version",
                                                      "bus-info")} if out.ok \
             else {"error": (out.stderr or out.stdout).strip() or f"exit {out.returncode}"}
+    for port, nic in nics.items():
+        bus = nic.get("bus-info", "")
+        if bus and ":" in bus:  # a PCI device: its model, as lspci names it
+            out = transport.run(["lspci", "-vmm", "-s", bus], timeout=10.0)
+            fields = dict(line.split(":\t", 1) for line in out.stdout.splitlines()
+                          if ":\t" in line)
+            if out.ok and fields:
+                nic["model"] = f"{fields.get('Vendor', '')} {fields.get('Device', '')}".strip()
     if nics:
         info["ports"] = nics
+    info["tuning"] = read_state(transport, ports)
     return info

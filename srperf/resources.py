@@ -28,6 +28,11 @@ def testbed_dir() -> Path:
     return _dir("srperf.data.testbed")
 
 
+def cloudlab_profile() -> Path:
+    """Path of the CloudLab profile script (``testbed/cloudlab/profile.py``)."""
+    return testbed_dir() / "cloudlab" / "profile.py"
+
+
 def ebpf_dir() -> Path:
     """Directory of the eBPF dataplane's C sources."""
     return testbed_dir() / "dataplanes" / "ebpf"

@@ -216,7 +216,7 @@ def load_testbed(path: str | Path) -> TestbedConfig:
     config = TestbedConfig(name=data["name"], kind=data.get("kind", "virtual"),
                            prefix=data.get("prefix", "srp"), tester=tester, sut=sut,
                            addressing=addressing, simulated=dict(data.get("simulated", {})),
-                           source=file)
+                           provision=dict(data.get("provision", {})), source=file)
     testbeds.KINDS[config.kind].check_config(config)
     return config
 

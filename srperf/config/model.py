@@ -247,6 +247,8 @@ class TestbedConfig:
     sut: SutConfig = SutConfig()
     addressing: Addressing = Addressing()
     simulated: dict[str, Any] = field(default_factory=dict)
+    provision: dict[str, Any] = field(default_factory=dict)
+    """The ``provision`` block as written (srperf.config.provision.ProvisionSettings)."""
     source: str = "<built-in>"
 
     @property

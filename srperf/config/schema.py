@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any
 
 from srperf.config.model import Addressing, LatencyConfig, SearchConfig
+from srperf.config.provision import ProvisionSettings
 from srperf.forwarders import names as forwarder_names
 
 
@@ -123,5 +124,6 @@ TESTBED_SCHEMA: dict[str, Any] = {
         },
         "addressing": _addressing(),
         "simulated": {"type": "object"},
+        "provision": ProvisionSettings.json_schema(),
     },
 }

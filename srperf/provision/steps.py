@@ -39,6 +39,9 @@ class Step:
     """One line saying what the step is for (shown by ``--dry-run``)."""
     env: dict[str, str] = field(default_factory=dict)
     """Extra environment for the step's commands (no secrets: it is printed)."""
+    applies: str = ""
+    """Exits 0 when the step applies to this node (e.g. it has cpufreq); empty: always.
+    A step that does not apply is reported as such, never as done."""
 
 
 class Outcome(str, enum.Enum):
@@ -47,4 +50,5 @@ class Outcome(str, enum.Enum):
     DONE = "done"
     ALREADY = "already there"
     FAILED = "failed"
+    NOT_APPLICABLE = "not applicable"
     PLANNED = "planned"  # dry run

@@ -64,7 +64,8 @@ class SshTestbed(Testbed):
         from srperf.drivers.trex import TrexOptions
         from srperf.drivers.trex_server import TrexServer
 
-        return TrexServer(self.node("tester"), TrexOptions(**self.config.tester.options))
+        return TrexServer(self.node("tester"), TrexOptions(**self.config.tester.options),
+                          ports=(self.config.tester.tx.name, self.config.tester.rx.name))
 
     def is_up(self) -> bool:
         server = self._trex_server()

@@ -1,0 +1,111 @@
+"""``srperf provision``: write the CloudLab profile, or install and tune a testbed's nodes.
+
+Registered by :mod:`srperf.cli` (``add_parsers`` and ``COMMANDS``); like it, this
+module prints.  Exit status: 0 every step done or already there (``--check``: no
+difference), 1 a step failed (``--check``: a difference), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from typing import Sequence
+
+from srperf import resources
+from srperf.provision.runner import StepReport
+from srperf.provision.steps import Outcome, Role, Step
+
+ROLES = ("tester", "sut")
+
+
+def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    p = sub.add_parser("provision", help="write the CloudLab profile (TARGET 'cloudlab'), "
+                       "or install and tune a testbed's nodes over SSH (TARGET a testbed)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("target", metavar="TARGET",
+                   help="'cloudlab', or a testbed file or name")
+    p.add_argument("--role", choices=ROLES, action="append",
+                   help="only this node (repeatable; default: sut and tester)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print every step's commands; touch no node")
+    p.add_argument("--check", action="store_true",
+                   help="read the nodes back and print what differs from the testbed file")
+    p.add_argument("-o", "--output", help="with 'cloudlab': where to write the profile "
+                   "script (default: standard output)")
+
+
+def cmd_provision(args: argparse.Namespace) -> int:
+    if args.target == "cloudlab":
+        return _cloudlab(args.output)
+    from srperf import testbeds
+    from srperf.cli import _load_testbed
+    from srperf.provision import plan, runner
+
+    config = _load_testbed(args.target)
+    testbed = testbeds.create(config)
+    failed = False
+    try:
+        for name in args.role or ["sut", "tester"]:
+            role = Role(name)
+            node = None if args.dry_run else testbed.node(name)
+            steps = plan.plan(config, role, node)
+            if not steps:
+                print(f"{name}: nothing to provision")
+                continue
+            if args.dry_run:
+                _print_plan(name, steps)
+            elif args.check:
+                failed |= _print_reports(name, runner.check(node, steps), check=True)
+            else:
+                print(f"{name} ({node.where}):")
+                failed |= _print_reports(name, runner.provision(node, steps), check=False)
+    finally:
+        testbed.close()
+    return 1 if failed else 0
+
+
+def _cloudlab(output: str | None) -> int:
+    src = resources.cloudlab_profile()
+    if output is None:
+        sys.stdout.write(src.read_text())
+        return 0
+    shutil.copyfile(src, output)
+    print(f"CloudLab profile written to {output}: paste it into a new profile "
+          f"(Experiments > Create Experiment Profile), instantiate it, then copy "
+          f"testbed/cloudlab.yaml and run srperf provision on it")
+    return 0
+
+
+def _print_plan(role: str, steps: Sequence[Step]) -> None:
+    print(f"{role}: {len(steps)} step(s) (dry run: nothing is run)")
+    for step in steps:
+        print(f"- {step.name}" + (f": {step.why}" if step.why else ""))
+        if step.applies:
+            print(f"    applies if: {step.applies}")
+        print(f"    check: {step.check}")
+        for command in step.apply:
+            print(f"    run:   {command}")
+
+
+def _print_reports(role: str, reports: Sequence[StepReport], check: bool) -> bool:
+    failed = False
+    for r in reports:
+        if check:
+            label = {Outcome.ALREADY: "as described", Outcome.FAILED: "DIFFERS",
+                     Outcome.NOT_APPLICABLE: "not applicable"}[r.outcome]
+        else:
+            label = r.outcome.value
+        print(f"  {r.step.name}: {label}")
+        if r.outcome is Outcome.FAILED:
+            failed = True
+            if not check:
+                print(f"    command: {r.command}")
+            for line in (r.output or "(no output)").splitlines()[-10:]:
+                print(f"    | {line}")
+    return failed
+
+
+COMMANDS = {"provision": cmd_provision}
+
+__all__ = ["COMMANDS", "add_parsers"]

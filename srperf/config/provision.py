@@ -1,0 +1,76 @@
+"""The ``provision`` block of a testbed file: what ``srperf provision`` installs and tunes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from srperf.config.settings import Settings, setting
+
+_SHA256 = {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$"}
+_SOURCE = {"type": ["object", "null"], "additionalProperties": False,
+           "required": ["repo_url", "commit", "sha256"],
+           "properties": {"repo_url": {"type": "string", "pattern": "^https://"},
+                          "commit": {"type": "string", "pattern": "^[0-9a-f]{40}$"},
+                          "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"}}}
+
+
+@dataclass(frozen=True)
+class TuningSettings(Settings):
+    """SUT tuning (srperf.provision.tuning)."""
+
+    offloads_off: bool = setting(True, "tso, gso, gro and lro off on the SUT's test ports",
+                                 schema={"type": "boolean"})
+    rx_queues: int | None = setting(1, "RX queues of each SUT test port (null: leave)",
+                                    schema={"type": ["integer", "null"], "minimum": 1,
+                                            "maximum": 256})
+    irq_cpu: int | None = setting(None, "core for the test ports' IRQs (null: sut.cpu)",
+                                  schema={"type": ["integer", "null"], "minimum": 0})
+    stop_irqbalance: bool = setting(True, "stop irqbalance on the SUT",
+                                    schema={"type": "boolean"})
+    governor: str | None = setting("performance", "CPU frequency governor (null: leave)",
+                                   schema={"type": ["string", "null"],
+                                           "pattern": "^[a-z]+$"})
+
+
+@dataclass(frozen=True)
+class TrexInstall(Settings):
+    """The TRex release srperf installs on the tester (a pinned archive)."""
+
+    version: str | None = setting(None, "TRex release, e.g. v3.04 (null: no TRex step)",
+                                  schema={"type": ["string", "null"],
+                                          "pattern": r"^v[0-9]+\.[0-9]+$"})
+    url: str | None = setting(None, "where the tester downloads the release archive",
+                              schema={"type": ["string", "null"], "pattern": "^https://"})
+    sha256: str | None = setting(None, "the archive's SHA-256 (checked before unpacking)",
+                                 schema=_SHA256)
+    dir: str = setting("/opt/trex", "parent directory of the unpacked release",
+                       schema={"type": "string", "pattern": "^/"})
+    trex_cfg: str = setting("/etc/trex_cfg.yaml", "where the server's config is written",
+                            schema={"type": "string", "pattern": "^/"})
+
+
+@dataclass(frozen=True)
+class ProvisionSettings(Settings):
+    """``provision`` block of a testbed file."""
+
+    tools: bool = setting(True, "install the forwarder's tools on the SUT",
+                          schema={"type": "boolean"})
+    tuning: TuningSettings = setting(TuningSettings, "SUT tuning")
+    trex: TrexInstall = setting(TrexInstall, "TRex on the tester")
+    vpp: dict[str, Any] = setting({}, "forwarder vpp: apt_source (an APT 'deb' line) and "
+                                  "optional keyring_url", schema={
+                                      "type": "object", "additionalProperties": False,
+                                      "properties": {
+                                          "apt_source": {"type": "string",
+                                                         "pattern": "^deb "},
+                                          "keyring_url": {"type": "string",
+                                                          "pattern": "^https://"}}})
+    srnk: dict[str, Any] = setting({}, "forwarder srnk: kernel and iproute2 sources, each "
+                                   "{repo_url, commit, sha256}", schema={
+                                       "type": "object", "additionalProperties": False,
+                                       "properties": {"kernel": _SOURCE,
+                                                      "iproute2": _SOURCE}})
+
+
+__all__ = ["ProvisionSettings", "TrexInstall", "TuningSettings"]

@@ -68,22 +68,28 @@ def _check_size(inner: str, size: int) -> None:
                          f"{inner} test packet needs (headers + UDP)")
 
 
+def _udp6(src: str, dst: str, sport: int, dport: int, size: int) -> Packet:
+    _check_size("ipv6", size)
+    return (IPv6(src=src, dst=dst, hlim=HOP_LIMIT) / UDP(sport=sport, dport=dport)
+            / _payload(size - IPV6_HDR - UDP_HDR))
+
+
+def _udp4(src: str, dst: str, sport: int, dport: int, size: int) -> Packet:
+    _check_size("ipv4", size)
+    return (IP(src=src, dst=dst, ttl=HOP_LIMIT) / UDP(sport=sport, dport=dport)
+            / _payload(size - IPV4_HDR - UDP_HDR))
+
+
 def udp6(tb: TestbedConfig, size: int) -> Packet:
     """Inner IPv6/UDP test packet (src6 -> dst6) of exactly ``size`` bytes."""
-    _check_size("ipv6", size)
     a = tb.addressing
-    return (IPv6(src=a.src6, dst=a.dst6, hlim=HOP_LIMIT)
-            / UDP(sport=UDP_SPORT, dport=UDP_DPORT)
-            / _payload(size - IPV6_HDR - UDP_HDR))
+    return _udp6(a.src6, a.dst6, UDP_SPORT, UDP_DPORT, size)
 
 
 def udp4(tb: TestbedConfig, size: int) -> Packet:
     """Inner IPv4/UDP test packet (src4 -> dst4) of exactly ``size`` bytes."""
-    _check_size("ipv4", size)
     a = tb.addressing
-    return (IP(src=a.src4, dst=a.dst4, ttl=HOP_LIMIT)
-            / UDP(sport=UDP_SPORT, dport=UDP_DPORT)
-            / _payload(size - IPV4_HDR - UDP_HDR))
+    return _udp4(a.src4, a.dst4, UDP_SPORT, UDP_DPORT, size)
 
 
 def l2_frame(tb: TestbedConfig, size: int) -> Packet:
@@ -100,20 +106,14 @@ def l2_frame(tb: TestbedConfig, size: int) -> Packet:
 def reverse_udp6(tb: TestbedConfig, size: int) -> Packet:
     """The reverse direction's IPv6/UDP packet (dst6 -> the tester's tx address), which a
     SUT forwards back over its in link with no more than its base setup."""
-    _check_size("ipv6", size)
     a = tb.addressing
-    return (IPv6(src=a.dst6, dst=a.tester_tx_ip6, hlim=HOP_LIMIT)
-            / UDP(sport=UDP_DPORT, dport=UDP_SPORT)
-            / _payload(size - IPV6_HDR - UDP_HDR))
+    return _udp6(a.dst6, a.tester_tx_ip6, UDP_DPORT, UDP_SPORT, size)
 
 
 def reverse_udp4(tb: TestbedConfig, size: int) -> Packet:
     """The reverse direction's IPv4/UDP packet (dst4 -> the tester's tx address)."""
-    _check_size("ipv4", size)
     a = tb.addressing
-    return (IP(src=a.dst4, dst=a.tester_tx_ip4, ttl=HOP_LIMIT)
-            / UDP(sport=UDP_DPORT, dport=UDP_SPORT)
-            / _payload(size - IPV4_HDR - UDP_HDR))
+    return _udp4(a.dst4, a.tester_tx_ip4, UDP_DPORT, UDP_SPORT, size)
 
 
 def to_sut_reverse(tb: TestbedConfig, pkt: Packet) -> Packet:

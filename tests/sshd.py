@@ -258,3 +258,19 @@ def sshd_in_new_namespaces(server_ns: str, client_ns: str, tag: int = 0) -> Iter
     finally:
         for ns in made:
             subprocess.run(["ip", "netns", "del", ns], check=False)
+
+
+@contextlib.contextmanager
+def sshd_on_virtual_testbed(prefix: str, tag: int, name: str = "links") -> Iterator[SshdNode]:
+    """A virtual testbed ``prefix`` (data links and the SUT's base setup) whose SUT
+    namespace runs an sshd reached from its tester namespace; both removed after."""
+    from srperf.config.model import TestbedConfig
+    from srperf.testbeds.virtual import VirtualTestbed
+
+    vt = VirtualTestbed(TestbedConfig(name=name, prefix=prefix))
+    try:
+        vt.up()
+        with SshdNode(f"{prefix}-sut", f"{prefix}-tester", tag=tag) as node:
+            yield node
+    finally:
+        vt.down()

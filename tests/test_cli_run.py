@@ -20,7 +20,7 @@ from srperf.cli import main
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
 TESTBED = {"name": "e2e", "kind": "virtual", "prefix": "srpcli",
-           "tester": {"line_rate_pps": 400000}}
+           "tester": {"line_rate_pps": 200000}}  # well within what the generator paces under load
 
 
 def _files(tmp_path: Path, behaviors: list[str]) -> tuple[Path, Path]:
@@ -50,7 +50,7 @@ def test_run_measures_verifies_and_reports_unsupported(tmp_path: Path,
     for beh, status, low, up in searches:
         assert status in ("ok", "at_max", "below_min"), (beh, status)
         if status == "ok":
-            assert low < up <= 400000 * 1.0001
+            assert low < up <= 200000 * 1.0001
     outcome = db.execute("SELECT status, reason FROM outcomes WHERE behavior='end_dt4'").fetchone()
     assert outcome[0] == "unsupported" and outcome[1]
     assert db.execute("SELECT status FROM runs").fetchone()[0] == "finished"

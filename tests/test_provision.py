@@ -14,13 +14,11 @@ import pytest
 import yaml
 from lxml import etree
 
-from sshd import SshdNode
+from sshd import SshdNode, sshd_on_virtual_testbed
 from srperf import resources
 from srperf.cli import main
 from srperf.config.loader import load_testbed
-from srperf.config.model import TestbedConfig
 from srperf.provision import plan
-from srperf.testbeds.virtual import VirtualTestbed
 
 ROOT = Path(__file__).resolve().parents[1]
 PREFIX = "srppv"
@@ -93,13 +91,8 @@ def test_trex_release_must_be_pinned(tmp_path: Path, capsys) -> None:
 
 @pytest.fixture(scope="module")
 def node() -> Iterator[SshdNode]:
-    vt = VirtualTestbed(TestbedConfig(name="provision-links", prefix=PREFIX))
-    try:
-        vt.up()
-        with SshdNode(SUT_NS, TESTER_NS, tag=11) as sshd:
-            yield sshd
-    finally:
-        vt.down()
+    with sshd_on_virtual_testbed(PREFIX, tag=11, name="provision-links") as sshd:
+        yield sshd
 
 
 def _ssh_tb(tmp_path: Path, node: SshdNode) -> Path:

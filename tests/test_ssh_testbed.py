@@ -20,13 +20,11 @@ from typing import Any, Iterator
 import pytest
 import yaml
 
-from sshd import SshdNode
+from sshd import SshdNode, sshd_on_virtual_testbed
 from srperf.cli import main
 from srperf.config.loader import load_experiment, load_testbed
-from srperf.config.model import TestbedConfig
 from srperf.errors import TransportError
 from srperf.orchestrator import Orchestrator
-from srperf.testbeds.virtual import VirtualTestbed
 
 pytestmark = pytest.mark.netns
 
@@ -38,13 +36,8 @@ SEARCH = {"algorithm": "bisect", "trial_duration_s": 0.2, "accuracy": "10%",
 
 @pytest.fixture(scope="module")
 def node() -> Iterator[SshdNode]:
-    vt = VirtualTestbed(TestbedConfig(name="ssh-links", prefix=PREFIX))
-    try:
-        vt.up()
-        with SshdNode(SUT_NS, TESTER_NS, tag=7) as sshd:
-            yield sshd
-    finally:
-        vt.down()
+    with sshd_on_virtual_testbed(PREFIX, tag=7, name="ssh-links") as sshd:
+        yield sshd
 
 
 def _testbed(tmp_path: Path, node: SshdNode, forwarder: str, **ssh: Any) -> Path:

@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from srperf import cli_provision, cli_results, resources
-from srperf.config.loader import load_experiment, load_testbed, validate_file
-from srperf.config.model import Experiment
+from srperf import cli_guard, cli_provision, cli_results, resources
+from srperf.config.loader import load_experiment, load_testbed, testbed_of, validate_file
+from srperf.config.model import ALGORITHMS, Experiment
+from srperf.forwarders import names as forwarder_names
 from srperf.errors import ConfigError, SrperfError
 from srperf.terminate import Terminated, sigterm_as_interrupt
 
@@ -30,34 +31,53 @@ def _rate(text: str) -> float | str:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="srperf", description="Benchmark SRv6 dataplanes: "
-                                "PDR/NDR/MRR of each behavior on each forwarder.")
+                                "PDR/NDR/MRR of each behavior on each forwarder.",
+                                epilog=cli_guard.MAIN_EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv debug)")
     sub = p.add_subparsers(dest="command", required=True)
 
-    v = sub.add_parser("validate", help="check experiment/testbed files; touches no SUT")
-    v.add_argument("files", nargs="+")
+    v = sub.add_parser("validate", help="check experiment/testbed files; touches no SUT",
+                       description="Check experiment and testbed files as 'run' would, "
+                       "an experiment also against its testbed (rates vs line rate, "
+                       "frames vs link MTU, forwarder vs SUT). Touches no SUT.",
+                       epilog=cli_guard.VALIDATE_EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    v.add_argument("files", nargs="+", metavar="FILE", help="experiment or testbed YAML file")
+    v.add_argument("--testbed", "-t", help="testbed to check experiments against (default: "
+                   "the experiment's 'testbed' key, else virtual)")
 
     tb = sub.add_parser("testbed", help="bring a testbed up or down, or check it (virtual: "
                         "namespaces; ssh: the SUT answers and has its ports)")
-    tb.add_argument("action", choices=["up", "down", "status"])
-    tb.add_argument("testbed", nargs="?", default=DEFAULT_TESTBED)
+    tb.add_argument("action", choices=["up", "down", "status"],
+                    help="up: bring it up; down: remove it; status: up or down")
+    tb.add_argument("testbed", nargs="?", default=DEFAULT_TESTBED,
+                    help="testbed file or name (default: %(default)s)")
 
     r = sub.add_parser("run", help="run every behavior x repetition of an experiment")
-    r.add_argument("experiment")
+    r.add_argument("experiment", help="experiment file or name (e.g. quick)")
     _common_run_args(r)
-    r.add_argument("--repetitions", type=int, help="override the experiment's repetitions")
+    r.add_argument("--repetitions", type=int, help="override the experiment's repetitions "
+                   "(default: the experiment's)")
 
     d = sub.add_parser("pdr", help="one PDR/NDR search for one behavior")
-    d.add_argument("--behavior", "-b", required=True)
+    d.add_argument("--behavior", "-b", required=True, help="behavior name (srperf behaviors)")
     d.add_argument("--threshold", type=float, action="append",
                    help="loss threshold in %% (repeatable; 0 = NDR); default 0.5")
-    d.add_argument("--forwarder", default="linux")
-    d.add_argument("--trial-duration", type=float, help="seconds per (final) trial")
-    d.add_argument("--accuracy", type=_rate, help="bisection width: pps or %% of line rate")
-    d.add_argument("--min-rate", type=_rate, help="pps, '500kpps' or %% of line rate")
-    d.add_argument("--max-rate", type=_rate, help="pps, '1.2Mpps' or %% of line rate")
-    d.add_argument("--packet-size", type=int, default=64, help="inner IP packet bytes")
-    d.add_argument("--no-verify", action="store_true")
+    d.add_argument("--forwarder", default="linux", choices=forwarder_names(),
+                   help="forwarder (default: %(default)s)")
+    d.add_argument("--trial-duration", type=float, help="seconds per (final) trial "
+                   "(default 1)")
+    d.add_argument("--accuracy", type=_rate, help="bisection width: pps or %% of line rate "
+                   "(default 0.5%%)")
+    d.add_argument("--min-rate", type=_rate, help="pps, '500kpps' or %% of line rate "
+                   "(default 1%%)")
+    d.add_argument("--max-rate", type=_rate, help="pps, '1.2Mpps' or %% of line rate "
+                   "(default 100%%)")
+    d.add_argument("--packet-size", type=int, default=64,
+                   help="inner IP packet bytes (default: %(default)s)")
+    d.add_argument("--no-verify", action="store_true",
+                   help="skip checking a few forwarded frames before the search")
     _common_run_args(d)
 
     sub.add_parser("behaviors", help="list the behavior catalogue")
@@ -69,8 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _common_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--testbed", "-t", help="testbed file or name (default: virtual)")
-    p.add_argument("--algorithm", "-a", help="search algorithm (bisect, multi, mlr, "
-                   "mlrsearch, mrr)")
+    p.add_argument("--algorithm", "-a", choices=ALGORITHMS,
+                   help="search algorithm (default: the experiment's, else mlr)")
     p.add_argument("--results", default=os.environ.get("SRPERF_RESULTS", "srperf-results"),
                    help="results directory (SQLite + CSV); default ./srperf-results")
     p.add_argument("--keep-testbed", action="store_true",
@@ -93,6 +113,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SrperfError as exc:
         print(f"srperf: error: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    except OSError as exc:  # a disk full, a permission: the system's words, one line
+        print(f"srperf: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as exc:  # noqa: BLE001 - no traceback reaches the user
+        log_file = cli_guard.write_error_log(exc, list(argv if argv is not None else sys.argv[1:]))
+        print(f"srperf: internal error: {type(exc).__name__}: {str(exc)[:200]} "
+              f"(traceback in {log_file or 'no log file could be written'})", file=sys.stderr)
+        return EXIT_FAILED
     except Terminated:
         print("srperf: terminated (SUT cleaned, finished trials kept)", file=sys.stderr)
         return 128 + signal.SIGTERM
@@ -102,11 +132,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from srperf import preflight
+
     status = EXIT_OK
     for name in args.files:
         try:
             kind = validate_file(Path(name))
-            print(f"{name}: ok ({kind})")
+            if kind == "experiment":
+                exp = load_experiment(Path(name))
+                tb = _load_testbed(args.testbed, exp)
+                preflight.check_run(exp, tb)
+                print(f"{name}: ok (experiment, checked against testbed {tb.source})")
+            else:
+                preflight.check_testbed(load_testbed(Path(name)))
+                print(f"{name}: ok (testbed)")
         except ConfigError as exc:
             print(f"srperf: config error: {exc}", file=sys.stderr)
             status = EXIT_CONFIG
@@ -114,8 +153,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _load_testbed(name: str | None, exp: Experiment | None = None):
-    chosen = name or (exp.testbed if exp else None) or DEFAULT_TESTBED
-    return load_testbed(resources.find_config(chosen, "testbed"))
+    named = testbed_of(exp) if exp is not None else None  # a bad testbed key is an error
+    if name is None and named is not None:
+        return named
+    return load_testbed(resources.find_config(name or DEFAULT_TESTBED, "testbed"))
 
 
 def cmd_testbed(args: argparse.Namespace) -> int:
@@ -143,8 +184,12 @@ def _run(exp: Experiment, args: argparse.Namespace) -> int:
     from srperf.progress import make_progress
     from srperf.results.summary import format_table
 
+    from srperf import preflight
+
     tb = _load_testbed(args.testbed, exp)
-    orch = Orchestrator(exp, tb, Path(args.results), algorithm=args.algorithm,
+    exp = preflight.replace_algorithm(exp, args.algorithm, "<command line>")
+    preflight.check_run(exp, tb)
+    orch = Orchestrator(exp, tb, Path(args.results),
                         progress=make_progress(sys.stdout),
                         keep_testbed=args.keep_testbed)
 

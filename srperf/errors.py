@@ -10,15 +10,27 @@ class SrperfError(Exception):
 class ConfigError(SrperfError):
     """A configuration file is invalid.
 
-    The message always names the file, the key path and the bad value.
+    The message always names the file, the key path and the bad value (its text
+    cut to :data:`VALUE_CHARS`, so that a whole file never lands in a message);
+    ``value=ConfigError.SKIP`` when the problem is the file itself.
     """
+
+    SKIP: object = object()
+    VALUE_CHARS = 120
 
     def __init__(self, file: str, key: str, value: object, reason: str) -> None:
         self.file = file
         self.key = key
         self.value = value
         self.reason = reason
-        super().__init__(f"{file}: {key or '<top level>'} = {value!r}: {reason}")
+        if value is ConfigError.SKIP:
+            where = f"{file}: {key}" if key else file
+            super().__init__(f"{where}: {reason}")
+            return
+        text = repr(value)
+        if len(text) > self.VALUE_CHARS:
+            text = text[:self.VALUE_CHARS - 3] + "..."
+        super().__init__(f"{file}: {key or '<top level>'} = {text}: {reason}")
 
 
 class UnsupportedBehavior(SrperfError):

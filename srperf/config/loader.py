@@ -8,22 +8,25 @@ Loading never touches a SUT.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import ipaddress
+import os
 import re
 from pathlib import Path
 from typing import Any, Sequence
 
 import jsonschema
-import yaml
 
 from srperf.imix import IMIX_SIZE, parse_imix
 from srperf.config.model import (Addressing, Experiment, LatencyConfig, PortConfig,
                                  SearchConfig,
                                  SshConfig, SutConfig, TesterConfig, TestbedConfig,
-                                 TransportConfig, expand_proxy_command)
-from srperf.config.schema import EXPERIMENT_SCHEMA, MAC_PATTERN, TESTBED_SCHEMA
+                                 TransportConfig, expand_proxy_command, vnf_sid)
+from srperf.config.settings import SettingError
+from srperf.config.schema import (EXPERIMENT_SCHEMA, IFNAME_DOC, IFNAME_PATTERN, MAC_PATTERN,
+                                  TESTBED_SCHEMA)
+from srperf.config.yamlfile import parse_text, read_mapping, refuse_non_finite
 from srperf.errors import ConfigError
-
 
 
 def _key(path: Any) -> str:
@@ -34,34 +37,33 @@ def _key(path: Any) -> str:
 
 
 def read_yaml(path: Path) -> dict[str, Any]:
-    """Parse a YAML mapping; errors name the file (and line where YAML knows it)."""
-    file = str(path)
-    if not path.is_file():
-        raise ConfigError(file, "", str(path), "file not found")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError(file, where, getattr(exc, "problem", str(exc)),
-                          "not valid YAML") from None
-    if not isinstance(data, dict):
-        raise ConfigError(file, "", data, "the file must hold a YAML mapping")
-    return data
+    """Parse a YAML mapping strictly (:mod:`srperf.config.yamlfile`); errors name the file."""
+    return read_mapping(Path(path))
+
+
+def suggest(word: str, known: Any) -> str:
+    """`` (did you mean 'x'?)`` for the known word nearest to ``word``, else ``""``."""
+    close = difflib.get_close_matches(str(word), [str(k) for k in known], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _validate(file: str, data: dict[str, Any], schema: dict[str, Any]) -> None:
     validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(data), key=lambda e: (list(map(str, e.path)), e.message))
+    errors = list(validator.iter_errors(data))
     if not errors:
         return
-    err = errors[0]
+    # An unknown key first (a typo explains the rest: "behaviour" makes "behaviors"
+    # missing), then the first error in key order.
+    unknown = [e for e in errors if e.validator == "additionalProperties"]
+    err = (unknown or sorted(errors, key=lambda e: (list(map(str, e.path)), e.message)))[0]
     if err.validator == "additionalProperties":
-        extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
+        props = err.schema.get("properties", {})
+        extra = sorted(set(err.instance) - set(props))
         key = _key(list(err.path) + [extra[0]]) if extra else _key(err.path)
-        known = ", ".join(sorted(err.schema.get("properties", {})))
+        known = ", ".join(sorted(props))
         raise ConfigError(file, key, err.instance.get(extra[0]) if extra else err.instance,
-                          f"unknown key (known keys: {known})")
+                          f"unknown key{suggest(extra[0], props) if extra else ''} "
+                          f"(known keys here: {known})")
     if err.validator == "required":
         missing = err.message.split("'")[1] if "'" in err.message else err.message
         raise ConfigError(file, _key(list(err.path) + [missing]), None, "required key missing")
@@ -69,9 +71,11 @@ def _validate(file: str, data: dict[str, Any], schema: dict[str, Any]) -> None:
     if err.validator == "oneOf":
         reason = err.schema.get("description") or "none of the accepted forms"
     elif err.validator == "enum":
-        reason = f"must be one of {', '.join(map(str, err.validator_value))}"
+        reason = (f"must be one of {', '.join(map(str, err.validator_value))}"
+                  f"{suggest(err.instance, err.validator_value)}")
     elif err.validator == "pattern":
-        reason = f"does not match the pattern {err.validator_value}"
+        reason = err.schema.get("pattern_doc") or \
+            f"does not match the pattern {err.validator_value}"
     raise ConfigError(file, _key(err.path), err.instance, reason)
 
 
@@ -83,11 +87,14 @@ def apply_overrides(data: dict[str, Any], overrides: Sequence[str], file: str) -
         if not sep or not key:
             raise ConfigError(file, "--set", item, "use KEY=VALUE, e.g. search.trial_duration_s=2")
         try:
-            value = yaml.safe_load(text)
-        except yaml.YAMLError:
-            raise ConfigError(file, key, text, "not a YAML value") from None
+            value = parse_text(text, file) if text.strip() else None
+        except ConfigError:
+            raise ConfigError(file, f"--set {key}", text, "not a YAML value") from None
+        refuse_non_finite(file, value, [f"--set {key}"])
         node = data
         parts = key.split(".")
+        if not all(parts):
+            raise ConfigError(file, "--set", item, "empty key part (use a.b=VALUE)")
         for part in parts[:-1]:
             child = node.setdefault(part, {})
             if not isinstance(child, dict):
@@ -107,13 +114,17 @@ def load_experiment(path: str | Path, overrides: Sequence[str] = ()) -> Experime
 
 def experiment_from_mapping(data: dict[str, Any], file: str) -> Experiment:
     """Validate a parsed experiment mapping (``file`` names it in errors)."""
+    refuse_non_finite(file, data)
     _validate(file, data, EXPERIMENT_SCHEMA)
-    s = dict(data.get("search", {}))
+    s = dict(data.get("search") or {})
     # Unless set, the first-phase duration follows a shorter trial duration.
     s.setdefault("initial_trial_duration_s",
                  min(SearchConfig.initial_trial_duration_s,
                      float(s.get("trial_duration_s", SearchConfig.trial_duration_s))))
-    search = SearchConfig.from_mapping(s)
+    try:
+        search = SearchConfig.from_mapping(s)
+    except SettingError as exc:
+        raise ConfigError(file, f"search.{exc.key}".rstrip("."), exc.value, exc.reason) from None
     if (search.min_rate.percent == search.max_rate.percent
             and search.min_rate.value >= search.max_rate.value):
         raise ConfigError(file, "search.min_rate", s.get("min_rate"),
@@ -155,7 +166,8 @@ def _check_behaviors(file: str, forwarder: str, behaviors: tuple[str, ...]) -> N
     for i, name in enumerate(behaviors):
         if name not in known:
             raise ConfigError(file, f"behaviors[{i}]", name,
-                              f"unknown behavior (known: {', '.join(sorted(known))})")
+                              f"unknown behavior{suggest(name, known)} "
+                              f"(known: {', '.join(sorted(known))})")
         if not forwarders.get(forwarder).offers(name):
             raise ConfigError(file, f"behaviors[{i}]", name,
                               f"not offered by forwarder {forwarder!r}: "
@@ -176,6 +188,8 @@ def check_options(file: str, forwarder: str, options: dict[str, Any]) -> None:
     _validate(file, {"options": options}, schema)
     try:
         fwd.parse_options(options)
+    except SettingError as exc:
+        raise ConfigError(file, f"options.{exc.key}".rstrip("."), exc.value, exc.reason) from None
     except ValueError as exc:
         raise ConfigError(file, "options", options, str(exc)) from None
 
@@ -210,6 +224,10 @@ def load_testbed(path: str | Path) -> TestbedConfig:
         napi_defer_hard_irqs=int(s.get("napi_defer_hard_irqs", 0)),
         gro_flush_timeout_us=float(s.get("gro_flush_timeout_us", 0.0)),
         vpp_binary=s.get("vpp_binary"))
+    for key, a, b in (("tester.rx.name", tester.tx.name, tester.rx.name),
+                      ("sut.out.name", sut.in_port.name, sut.out_port.name)):
+        if a == b:
+            raise ConfigError(file, key, b, "the same interface as the other port")
     _check_driver_options(file, tester.driver, tester.options)
     from srperf import testbeds
 
@@ -290,13 +308,30 @@ def _port(data: dict[str, Any] | None, default: PortConfig, mac: str) -> PortCon
     return PortConfig(data["name"], data.get("mac", mac))
 
 
+_INT_RANGES = {
+    "link_prefix_len6": (1, 127), "link_prefix_len4": (1, 31), "table": (1, 2**32 - 1),
+    "csid_lblen": (8, 112), "csid_nflen": (8, 64), "link_mtu": (1280, 65535),
+}
+"""Allowed values of integer addressing keys (inclusive); C-SIDs are checked below."""
+_RESERVED_TABLES = {253: "default", 254: "main", 255: "local"}
+_MAC_PREFIX4 = r"^([0-9a-fA-F]{2}:){3}[0-9a-fA-F]{2}$"
+
+
 def _addressing(file: str, data: dict[str, Any]) -> Addressing:
     addressing = Addressing(**data)
     for f in dataclasses.fields(Addressing):
         value = getattr(addressing, f.name)
         key = f"addressing.{f.name}"
         name = f.name
-        if name.endswith("_mac"):
+        if name in _INT_RANGES:
+            low, high = _INT_RANGES[name]
+            if not low <= value <= high:
+                raise ConfigError(file, key, value, f"must be {low}..{high}")
+        elif name.endswith("_mac_prefix"):
+            if not re.match(_MAC_PREFIX4, str(value)):
+                raise ConfigError(file, key, value,
+                                  "not the first 4 bytes of a MAC (like 02:5e:00:10)")
+        elif name.endswith("_mac"):
             if not re.match(MAC_PATTERN, str(value)):
                 raise ConfigError(file, key, value, "not a MAC address")
         elif name.endswith("prefix6") or name == "sid_prefix":
@@ -306,12 +341,66 @@ def _addressing(file: str, data: dict[str, Any]) -> Addressing:
         elif name.endswith("_ip6") or name in ("src6", "dst6", "tunsrc", "csid_block") \
                 or (name.startswith("sid_") and isinstance(value, str)):
             _check_ip(file, key, value, 6, network=False)
-        elif name.endswith("_ip4") or name in ("src4", "dst4"):
+        elif name.endswith("_ip4") or name in ("src4", "dst4", "vnf_snat4"):
             _check_ip(file, key, value, 4, network=False)
-    if addressing.csid_lblen + 2 * addressing.csid_nflen > 128:
-        raise ConfigError(file, "addressing.csid_lblen", addressing.csid_lblen,
-                          "locator block + two C-SIDs exceed 128 bits")
+        elif name == "vnf_snat6":
+            _check_ip(file, key, value, 6, network=False)
+    a = addressing
+    if a.table in _RESERVED_TABLES:
+        raise ConfigError(file, "addressing.table", a.table,
+                          f"the kernel's own {_RESERVED_TABLES[a.table]!r} table; "
+                          "use another number")
+    for name in ("csid_lblen", "csid_nflen"):
+        if getattr(a, name) % 8:
+            raise ConfigError(file, f"addressing.{name}", getattr(a, name),
+                              "must be a multiple of 8 (the kernel's next-csid flavor)")
+    if a.csid_lblen + 2 * a.csid_nflen > 128:
+        raise ConfigError(file, "addressing.csid_lblen", a.csid_lblen,
+                          f"locator block + two C-SIDs of {a.csid_nflen} bits exceed 128 bits")
+    for name in ("csid_sut", "csid_next"):
+        value = getattr(a, name)
+        if not 1 <= value < 2 ** a.csid_nflen:
+            raise ConfigError(file, f"addressing.{name}", value,
+                              f"a C-SID of csid_nflen = {a.csid_nflen} bits must be "
+                              f"1..{2 ** a.csid_nflen - 1}")
+    if a.csid_sut == a.csid_next:
+        raise ConfigError(file, "addressing.csid_next", a.csid_next, "equals csid_sut")
+    block = int(ipaddress.IPv6Address(a.csid_block))
+    if block & ((1 << (128 - a.csid_lblen)) - 1):
+        raise ConfigError(file, "addressing.csid_block", a.csid_block,
+                          f"has bits set beyond its {a.csid_lblen}-bit locator block "
+                          "(csid_lblen)")
+    for ip, peer, length, key in ((a.sut_in_ip6, a.tester_tx_ip6, a.link_prefix_len6, "6"),
+                                  (a.sut_out_ip6, a.tester_rx_ip6, a.link_prefix_len6, "6"),
+                                  (a.sut_in_ip4, a.tester_tx_ip4, a.link_prefix_len4, "4"),
+                                  (a.sut_out_ip4, a.tester_rx_ip4, a.link_prefix_len4, "4")):
+        net = ipaddress.ip_network(f"{ip}/{length}", strict=False)
+        if ipaddress.ip_address(peer) not in net:
+            raise ConfigError(file, f"addressing.link_prefix_len{key}", length,
+                              f"{peer} is not on the SUT's link {net}")
+    _check_vnfs(file, a)
     return addressing
+
+
+def _check_vnfs(file: str, a: Addressing) -> None:
+    """The VNF names and SIDs derived from a prefix must be valid for every VNF index."""
+    from srperf.testbeds.vnf import MAX_VNFS
+
+    last = MAX_VNFS - 1
+    name = f"{a.vnf_if_prefix}{last}"
+    if not re.match(IFNAME_PATTERN, name):
+        raise ConfigError(file, "addressing.vnf_if_prefix", a.vnf_if_prefix,
+                          f"VNF interfaces are named <prefix><0..{last}>; {name!r} is not "
+                          f"a valid interface name: {IFNAME_DOC}")
+    for index in (0, last):
+        try:
+            vnf_sid(a, index)
+        except ValueError:
+            raise ConfigError(file, "addressing.vnf_sid_base", a.vnf_sid_base,
+                              f"VNF {index}'s SID would be {a.vnf_sid_base}{index + 1:x}, "
+                              "not an IPv6 address (end the base with '::' or ':')") from None
+    if not 0 <= a.vnf_target <= last:
+        raise ConfigError(file, "addressing.vnf_target", a.vnf_target, f"must be 0..{last}")
 
 
 def _check_ip(file: str, key: str, value: Any, version: int, network: bool) -> None:
@@ -328,6 +417,33 @@ def _check_ip(file: str, key: str, value: Any, version: int, network: bool) -> N
 
 
 # -- any file --------------------------------------------------------------------
+def guess_kind(data: dict[str, Any]) -> str:
+    """``experiment`` or ``testbed``: the schema whose top-level keys ``data`` matches best
+    (a misspelt key counts half), so that a typo is reported against the right schema."""
+    def score(schema: dict[str, Any]) -> float:
+        props = schema["properties"]
+        return sum(1.0 if k in props and k != "name" else 0.5 if suggest(k, props) else 0.0
+                   for k in data)
+
+    return "experiment" if score(EXPERIMENT_SCHEMA) >= score(TESTBED_SCHEMA) and \
+        score(EXPERIMENT_SCHEMA) > 0 else "testbed"
+
+
+def testbed_of(exp: Experiment) -> TestbedConfig | None:
+    """The testbed the experiment's ``testbed`` key names, loaded (None without the key);
+    a name that resolves to no file is an error of the experiment file."""
+    if exp.testbed is None:
+        return None
+    from srperf.resources import find_config
+
+    found = find_config(exp.testbed, "testbed")
+    if not found.is_file():
+        why = "is a directory" if found.is_dir() else "file not found"
+        raise ConfigError(exp.source, "testbed", exp.testbed,
+                          f"{why} (neither a path nor a shipped testbed name)")
+    return load_testbed(found)
+
+
 def validate_file(path: str | Path) -> str:
     """Validate a file as an experiment or a testbed (guessed from its keys).
 
@@ -335,8 +451,8 @@ def validate_file(path: str | Path) -> str:
     """
     path = Path(path)
     data = read_yaml(path)
-    if "behaviors" in data or "search" in data:
-        load_experiment(path)
+    if guess_kind(data) == "experiment":
+        testbed_of(load_experiment(path))
         return "experiment"
     load_testbed(path)
     return "testbed"

@@ -35,6 +35,9 @@ class Addressing:
     sut_out_ip6: str = "fd00:2::2"
     tester_rx_ip6: str = "fd00:2::1"
     link_prefix_len6: int = 64
+    link_mtu: int = 1500
+    """MTU of both test links (bytes of IP packet): the largest frame any behavior
+    sends or emits must fit; a virtual testbed makes its veths with it."""
     tester_tx_ip4: str = "198.51.100.1"
     sut_in_ip4: str = "198.51.100.2"
     sut_out_ip4: str = "192.0.2.2"

@@ -52,6 +52,8 @@ def parse_rate(value: Any) -> RateSpec:
     if not match:
         raise ValueError(f"{value!r} is not a rate (e.g. 500000, 500kpps, 1.2Mpps, 50%)")
     number, unit = float(match.group(1)), match.group(2)
+    if number <= 0:
+        raise ValueError(f"{value!r}: a rate must be above zero")
     if unit == "%":
         return RateSpec(number, percent=True)
     return RateSpec(number * _UNITS[unit])

@@ -18,7 +18,10 @@ def testbed_kinds() -> tuple[str, ...]:
 
 MAC_PATTERN = r"^([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}$"
 POSITIVE = {"type": "number", "exclusiveMinimum": 0}
-IFNAME = {"type": "string", "pattern": r"^[A-Za-z0-9_.:-]{1,15}$"}
+IFNAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,14}$"
+IFNAME_DOC = ("an interface name is 1-15 letters, digits, '_' or '-', not starting with '-' "
+              "('.', ':' and '/' are separators to sysctl and iproute2)")
+IFNAME = {"type": "string", "pattern": IFNAME_PATTERN, "pattern_doc": IFNAME_DOC}
 MAC = {"type": "string", "pattern": MAC_PATTERN}
 
 
@@ -31,7 +34,7 @@ def _addressing() -> dict[str, Any]:
     props: dict[str, Any] = {}
     for f in dataclasses.fields(Addressing):
         props[f.name] = {"type": "integer", "minimum": 0} if f.type in ("int", int) \
-            else {"type": "string", "minLength": 1}
+            else {"type": "string", "minLength": 1, "maxLength": 64}
     return {"type": "object", "additionalProperties": False, "properties": props}
 
 

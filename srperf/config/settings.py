@@ -29,6 +29,14 @@ def setting(default: Any, doc: str, unit: str = "", schema: Mapping[str, Any] | 
     return dataclasses.field(default=default, metadata=meta, **extra)
 
 
+class SettingError(ValueError):
+    """A value its setting's parser refused: ``key`` is the path below the block."""
+
+    def __init__(self, key: str, value: Any, reason: str) -> None:
+        super().__init__(f"{key} = {value!r}: {reason}")
+        self.key, self.value, self.reason = key, value, reason
+
+
 class Settings:
     """Mixin for frozen dataclasses whose fields are declared with :func:`setting`."""
 
@@ -66,9 +74,19 @@ class Settings:
             nested = cls._nested(f)
             value = data[f.name]
             parse = f.metadata.get("parse")
-            kwargs[f.name] = nested.from_mapping(value or {}) if nested \
-                else parse(value) if parse else value
-        return cls(**kwargs)  # type: ignore[call-arg]
+            try:
+                kwargs[f.name] = nested.from_mapping(value or {}) if nested \
+                    else parse(value) if parse else value
+            except SettingError as exc:
+                raise SettingError(f"{f.name}.{exc.key}", exc.value, exc.reason) from None
+            except (ValueError, TypeError) as exc:
+                raise SettingError(f.name, value, str(exc)) from None
+        try:
+            return cls(**kwargs)  # type: ignore[call-arg]
+        except SettingError:
+            raise
+        except (ValueError, TypeError) as exc:  # a __post_init__ check
+            raise SettingError("", dict(data), str(exc)) from None
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)  # type: ignore[call-overload]
@@ -89,4 +107,4 @@ class Settings:
         return lines
 
 
-__all__ = ["Settings", "setting"]
+__all__ = ["Settings", "SettingError", "setting"]

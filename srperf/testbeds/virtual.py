@@ -170,7 +170,8 @@ class VirtualTestbed(Testbed):
         for t_dev, t_mac, s_dev, s_mac in ((tx, tb.tester.tx.mac, sin, tb.sut.in_port.mac),
                                            (rx, tb.tester.rx.mac, sout, tb.sut.out_port.mac)):
             run(["ip", "link", "add", "name", t_dev, "netns", tns, "address", t_mac,
-                 "type", "veth", "peer", "name", s_dev, "netns", sns, "address", s_mac])
+                 "mtu", str(a.link_mtu), "type", "veth", "peer", "name", s_dev, "netns", sns,
+                 "address", s_mac, "mtu", str(a.link_mtu)])
         self._sysctls(sns, {
             "net.ipv6.conf.all.forwarding": 1,
             "net.ipv4.ip_forward": 1,

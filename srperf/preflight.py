@@ -1,0 +1,158 @@
+"""Checks that need an experiment and a testbed together, made before anything starts.
+
+``srperf validate`` and the start of ``srperf run``/``pdr`` call :func:`check_run`;
+a problem is a :class:`ConfigError` naming the file, the key and the value.  Nothing
+here touches a SUT or a namespace: only files on this host are read (known_hosts).
+
+What is checked, every check driven by the registries so that a new forwarder,
+testbed kind or driver gets it too:
+
+* the forwarder can run on the testbed (``Testbed.check_forwarder``);
+* the search resolves to pps against the tester's line rate: min below max,
+  max not above the line rate (every trial would be generator-limited), and
+  the algorithm is known;
+* every behavior builds its frame for every packet size, and the largest IP packet
+  on either link (sent or emitted) fits ``addressing.link_mtu``;
+* the tester's driver exists in this srperf (``srperf.generators.DRIVERS``);
+* an SSH SUT's host key is in known_hosts (never learnt while connecting).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from srperf.config.model import Experiment, TestbedConfig
+from srperf.errors import ConfigError
+
+ETH_HDR = 14
+
+
+def check_testbed(tb: TestbedConfig) -> None:
+    """What a testbed alone needs before a run: its driver and its host keys."""
+    if not _is_model(tb):
+        from srperf.generators import DRIVERS
+
+        if tb.tester.driver not in DRIVERS:
+            raise ConfigError(tb.source, "tester.driver", tb.tester.driver,
+                              f"not available in this srperf on a {tb.kind} testbed "
+                              f"(drivers: {', '.join(DRIVERS)})")
+    ssh = tb.sut.transport.ssh
+    if tb.sut.transport.kind == "ssh" and ssh is not None:
+        check_host_known(tb.source, ssh.host, ssh.port, ssh.known_hosts)
+
+
+def check_host_known(file: str, host: str, port: int, known_hosts: str | None) -> None:
+    """The SUT's host key must be in known_hosts before any connection is tried."""
+    import paramiko
+
+    path = Path(known_hosts) if known_hosts else Path("~/.ssh/known_hosts").expanduser()
+    key = "sut.transport.ssh.known_hosts"
+    if not path.is_file():
+        raise ConfigError(file, key, known_hosts,
+                          f"{path} does not exist: host keys are always checked; "
+                          f"run 'srperf testbed trust {file}' to add the SUT's key")
+    keys = paramiko.HostKeys()
+    try:
+        keys.load(str(path))
+    except (OSError, paramiko.SSHException, ValueError, UnicodeDecodeError) as exc:
+        raise ConfigError(file, key, str(path),
+                          f"not a known_hosts file ({type(exc).__name__})") from None
+    name = host if port == 22 else f"[{host}]:{port}"
+    if keys.lookup(name) is None:
+        raise ConfigError(file, "sut.transport.ssh.host", host,
+                          f"no host key for {name} in {path}; check its fingerprint "
+                          f"and add it with 'srperf testbed trust {file}'")
+
+
+def _is_model(tb: TestbedConfig) -> bool:
+    from srperf import testbeds
+
+    return testbeds.KINDS[tb.kind].is_model
+
+
+def check_run(exp: Experiment, tb: TestbedConfig) -> None:
+    """Everything a run of ``exp`` on ``tb`` needs that the files allow to check."""
+    from srperf import forwarders, testbeds
+
+    check_testbed(tb)
+    testbeds.create(tb).check_forwarder(forwarders.get(exp.forwarder), exp.source)
+    check_search(exp, tb)
+    check_frames(exp, tb)
+
+
+def check_search(exp: Experiment, tb: TestbedConfig) -> None:
+    """The search's rates in pps against the line rate, and its algorithm."""
+    from srperf import search
+    from srperf.orchestrator import search_settings
+
+    s, lr = exp.search, tb.tester.line_rate_pps
+    if s.algorithm not in search.ALGORITHMS:
+        raise ConfigError(exp.source, "search.algorithm", s.algorithm,
+                          f"unknown (known: {', '.join(sorted(search.ALGORITHMS))})")
+    low, high = s.min_rate.resolve(lr), s.max_rate.resolve(lr)
+    where = f"with the line rate of {tb.source} ({lr:g} pps, tester.line_rate_pps)"
+    if low >= high:
+        raise ConfigError(exp.source, "search.min_rate", str(s.min_rate),
+                          f"{low:g} pps is not below search.max_rate = {s.max_rate} "
+                          f"= {high:g} pps {where}")
+    if high > lr * (1 + 1e-9):
+        raise ConfigError(exp.source, "search.max_rate", str(s.max_rate),
+                          f"{high:g} pps is above the tester's line rate {lr:g} pps "
+                          f"({tb.source}: tester.line_rate_pps): every trial above it "
+                          "would be generator-limited")
+    for name in ("accuracy", "mrr_rate"):
+        spec = getattr(s, name)
+        if spec is not None and spec.resolve(lr) > high - low + 1e-9 and name == "accuracy":
+            raise ConfigError(exp.source, "search.accuracy", str(spec),
+                              f"{spec.resolve(lr):g} pps is wider than the whole range "
+                              f"[{low:g}, {high:g}] pps {where}")
+        if spec is not None and name == "mrr_rate" and spec.resolve(lr) > lr * (1 + 1e-9):
+            raise ConfigError(exp.source, "search.mrr_rate", str(spec),
+                              f"{spec.resolve(lr):g} pps is above the line rate {lr:g} pps")
+    search_settings(exp, tb)  # everything else the algorithms check
+
+
+def check_frames(exp: Experiment, tb: TestbedConfig) -> None:
+    """Every behavior's frame builds, and its IP packet in and out fits the link MTU."""
+    from srperf import behaviors as catalogue
+
+    mtu = tb.addressing.link_mtu
+    for i, size in enumerate(exp.packet_sizes):
+        key = f"packet_sizes[{i}]"
+        if size > mtu:
+            raise ConfigError(exp.source, key, size,
+                              f"larger than the link MTU {mtu} bytes of {tb.source} "
+                              "(addressing.link_mtu)")
+        for name in exp.behaviors:
+            beh = catalogue.get(name)
+            try:
+                frame = beh.build_frame(tb, size)
+            except ValueError as exc:
+                raise ConfigError(exp.source, key, size, f"behavior {name}: {exc}") from None
+            largest = len(bytes(frame)) - ETH_HDR
+            if beh.expect is not None:
+                out = beh.expected(tb, frame).frame
+                largest = max(largest, len(bytes(out)) - ETH_HDR)
+            if largest > mtu:
+                raise ConfigError(exp.source, key, size,
+                                  f"behavior {name} puts {largest}-byte IP packets on a link "
+                                  f"whose MTU is {mtu} bytes ({tb.source}: "
+                                  f"addressing.link_mtu); the largest size that fits is "
+                                  f"{size - (largest - mtu)}")
+
+
+def replace_algorithm(exp: Experiment, algorithm: str | None, file: str) -> Experiment:
+    """``exp`` with a command line's algorithm, refused when unknown."""
+    if not algorithm:
+        return exp
+    from srperf import search
+
+    if algorithm not in search.ALGORITHMS:
+        raise ConfigError(file, "--algorithm", algorithm,
+                          f"unknown (known: {', '.join(sorted(search.ALGORITHMS))})")
+    return dataclasses.replace(exp, search=dataclasses.replace(exp.search, algorithm=algorithm))
+
+
+__all__ = ["check_host_known", "check_run", "check_search", "check_frames", "check_testbed",
+           "replace_algorithm"]

@@ -12,7 +12,7 @@ from typing import Sequence
 
 from srperf import cli_guard, cli_provision, cli_results, resources
 from srperf.config.loader import load_experiment, load_testbed, testbed_of, validate_file
-from srperf.config.model import ALGORITHMS, Experiment
+from srperf.config.model import ALGORITHMS, Experiment, TestbedConfig
 from srperf.forwarders import names as forwarder_names
 from srperf.errors import ConfigError, SrperfError
 from srperf.terminate import Terminated, sigterm_as_interrupt
@@ -49,8 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     tb = sub.add_parser("testbed", help="bring a testbed up or down, or check it (virtual: "
                         "namespaces; ssh: the SUT answers and has its ports)")
-    tb.add_argument("action", choices=["up", "down", "status"],
-                    help="up: bring it up; down: remove it; status: up or down")
+    tb.add_argument("action", choices=["up", "down", "status", "trust"],
+                    help="up: bring it up; down: remove it; status: up or down; trust: "
+                         "show the SSH nodes' host key fingerprints and add each to "
+                         "known_hosts when you confirm")
     tb.add_argument("testbed", nargs="?", default=DEFAULT_TESTBED,
                     help="testbed file or name (default: %(default)s)")
 
@@ -116,19 +118,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # a disk full, a permission: the system's words, one line
         print(f"srperf: error: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except Exception as exc:  # noqa: BLE001 - no traceback reaches the user
-        log_file = cli_guard.write_error_log(exc, list(argv if argv is not None else sys.argv[1:]))
-        print(f"srperf: internal error: {type(exc).__name__}: {str(exc)[:200]} "
-              f"(traceback in {log_file or 'no log file could be written'})", file=sys.stderr)
-        return EXIT_FAILED
     except Terminated:
         print("srperf: terminated (SUT cleaned, finished trials kept)", file=sys.stderr)
         return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         print("srperf: interrupted (SUT cleaned, finished trials kept)", file=sys.stderr)
         return 130
+    except Exception as exc:  # noqa: BLE001 - no traceback reaches the user
+        log_file = cli_guard.write_error_log(exc, list(argv if argv is not None else sys.argv[1:]))
+        print(f"srperf: internal error: {type(exc).__name__}: {str(exc)[:200]} "
+              f"(traceback in {log_file or 'no log file could be written'})", file=sys.stderr)
+        return EXIT_FAILED
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -163,6 +163,8 @@ def cmd_testbed(args: argparse.Namespace) -> int:
     from srperf import testbeds
 
     tb = _load_testbed(args.testbed)
+    if args.action == "trust":
+        return _trust(tb)
     testbed = testbeds.create(tb)
     try:
         if args.action == "status":
@@ -176,6 +178,31 @@ def cmd_testbed(args: argparse.Namespace) -> int:
             print(f"testbed {tb.name} ({tb.kind}) down")
     finally:
         testbed.close()
+    return EXIT_OK
+
+
+def _trust(tb: TestbedConfig) -> int:
+    """Show each SSH node's host key fingerprint; add it to known_hosts only on 'yes'."""
+    from srperf.transports import ssh_trust
+
+    nodes = [(role, t.ssh) for role, t in (("sut", tb.sut.transport),
+                                            ("tester", tb.tester.transport))
+             if t is not None and t.kind == "ssh" and t.ssh is not None]
+    if not nodes:
+        print(f"{tb.source}: no node is reached over SSH; nothing to trust")
+        return EXIT_OK
+    for role, cfg in nodes:
+        name, path = ssh_trust.host_name(cfg), ssh_trust.known_hosts_path(cfg)
+        key = ssh_trust.fetch_host_key(cfg)
+        print(f"{role} {name}: {key.get_name()} key {ssh_trust.fingerprint(key)}")
+        try:
+            answer = input(f"Is this the key of {name}? Add it to {path}? [y/N] ")
+        except EOFError:
+            answer = ""
+        if answer.strip().lower() not in ("y", "yes"):
+            print(f"{role}: not added")
+            continue
+        print(f"{role}: added to {ssh_trust.add_known_host(cfg, key)}")
     return EXIT_OK
 
 

@@ -118,17 +118,40 @@ def test_end_ad_runs_over_ssh(node: SshdNode, tmp_path: Path,
     _assert_sut_clean()
 
 
+def test_unknown_host_key_is_refused_before_connecting_and_trust_adds_it(
+        node: SshdNode, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    known = tmp_path / "empty_known_hosts"
+    known.write_text("")
+    tb = str(_testbed(tmp_path, node, "linux", known_hosts=str(known)))
+    exp = str(_experiment(tmp_path, "linux", ["ipv6"]))
+    assert main(["run", exp, "--testbed", tb, "--results", str(tmp_path / "res")]) == 2
+    err = capsys.readouterr().err
+    assert f"sut.transport.ssh.host = '{node.host}'" in err and "no host key" in err
+    assert "srperf testbed trust" in err and not (tmp_path / "res").exists()
+    monkeypatch.setattr("builtins.input", lambda prompt: "n")
+    assert main(["testbed", "trust", tb]) == 0
+    out = capsys.readouterr().out
+    assert "SHA256:" in out and "sut: not added" in out and known.read_text() == ""
+    monkeypatch.setattr("builtins.input", lambda prompt: "yes")
+    assert main(["testbed", "trust", tb]) == 0
+    assert "sut: added to" in capsys.readouterr().out
+    assert main(["validate", tb]) == 0  # the key is known now
+    _assert_sut_clean()
+
+
 @pytest.mark.parametrize("what, ssh, message", [
-    ("unknown host key", {"known_hosts": "EMPTY"}, "host key"),
     ("wrong key", {"key_file": "OTHER"}, "authentication"),
-    ("refused connection", {"port": 2222}, "refused"),
+    ("refused connection", {"port": 2222, "known_hosts": "PORT2222"}, "refused"),
 ])
 def test_connection_failures_name_the_host(node: SshdNode, tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str], what: str,
                                            ssh: dict[str, Any], message: str) -> None:
-    if ssh.get("known_hosts") == "EMPTY":
-        (tmp_path / "empty_known_hosts").write_text("")
-        ssh = {"known_hosts": str(tmp_path / "empty_known_hosts")}
+    if ssh.get("known_hosts") == "PORT2222":  # the key known, so that the port is tried
+        lines = Path(node.known_hosts).read_text().splitlines()
+        (tmp_path / "kh").write_text("".join(
+            f"[{node.host}]:2222 {line.split(' ', 1)[1]}\n" for line in lines if line))
+        ssh = dict(ssh, known_hosts=str(tmp_path / "kh"))
     if ssh.get("key_file") == "OTHER":
         ssh = {"key_file": node.new_key(f"other-{tmp_path.name}")}
     rc = main(["run", str(_experiment(tmp_path, "linux", ["ipv6"])),

@@ -487,12 +487,13 @@ def test_queue_overflow_is_refused_and_counted(overload: tuple[str, str],
                                                queue_mode: str) -> None:
     tester, _ = overload
     with _slow_peer_gen(tester, "mmsg", queue_pkts=500, queue_mode=queue_mode) as g:
-        # 20000 frames in 0.1 s, where ring and queue hold 756 and the peer
-        # consumes a few hundred: most are refused (lost).
+        # 20000 frames in 0.1 s, where ring and queue hold 756 and the slow
+        # peer consumes a few thousand (how many depends on the vCPU it gets:
+        # 7400 on an idle VM): many are refused (lost), each counted once.
         before = link_stats(tester, "u0")
         r = g.trial(200_000, 0.1)
         after = link_stats(tester, "u0")
-        assert r.refused > 15_000 and r.sent + r.refused == 20_000, r
+        assert r.refused > 5_000 and r.sent + r.refused == 20_000, r
         assert _delta(before, after, "tx_packets") == r.sent
         assert r.counters_consistent, r.note
         if queue_mode == "qdisc":     # each lost frame a queue drop

@@ -13,26 +13,36 @@ Whatever happens, the SUT is cleaned and every finished trial is kept.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import datetime as dt
+import errno
+import json
 import logging
+import os
+import shutil
+import signal
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Iterator
 
 import pandas as pd
 
 from srperf import behaviors as catalogue
 from srperf import environment, forwarders, testbeds
 from srperf.config.model import Experiment, TestbedConfig
-from srperf.errors import (CfgError, ConfigError, SrperfError, UnsupportedBehavior,
-                           VerificationError)
+from srperf.errors import (CfgError, ConfigError, SrperfError, StoreError,
+                           UnsupportedBehavior, VerificationError)
 from srperf.progress import ProgressEvents
+from srperf.results.liveness import ProcessId, is_alive
 from srperf.results.store import ResultStore, TrialKey
 from srperf.results.summary import summarize
 from srperf.generators import MIX_DRIVERS
 from srperf.imix import IMIX_SIZE, size_label
 from srperf.search.base import GoalResult, LatencyPoint, SearchResult, SearchSettings
 from srperf.session import MeasurementSession
+from srperf.terminate import Terminated
 from srperf.testbeds.base import Testbed
 
 log = logging.getLogger(__name__)
@@ -79,7 +89,8 @@ class Orchestrator:
 
     def __init__(self, exp: Experiment, tb: TestbedConfig, results_dir: Path,
                  algorithm: str | None = None, progress: Progress | None = None,
-                 keep_testbed: bool = False, testbed: Testbed | None = None) -> None:
+                 keep_testbed: bool = False, testbed: Testbed | None = None,
+                 recipe: dict[str, Any] | None = None) -> None:
         if algorithm:
             exp = dataclasses.replace(exp, search=dataclasses.replace(exp.search,
                                                                       algorithm=algorithm))
@@ -92,6 +103,8 @@ class Orchestrator:
         self.progress = progress or (lambda msg: log.info("%s", msg))
         self.events = progress if isinstance(progress, ProgressEvents) else ProgressEvents()
         self.keep_testbed = keep_testbed
+        self.recipe = recipe or {}
+        """How to make this experiment and testbed again (files, overrides), for resume."""
         self.settings = search_settings(exp, tb)
         self.behaviors = [catalogue.get(name) for name in exp.behaviors]
         if IMIX_SIZE in exp.packet_sizes and tb.tester.driver not in MIX_DRIVERS:
@@ -101,47 +114,158 @@ class Orchestrator:
                               f"tester.driver {tb.tester.driver!r}")
 
     # -- top level ---------------------------------------------------------------
-    def run(self) -> RunReport:
+    def plan(self) -> dict[str, Any]:
+        """What the run will do, as stored in its environment and compared on resume."""
+        return {"forwarder": self.exp.forwarder, "behaviors": [b.name for b in self.behaviors],
+                "packet_sizes": list(self.exp.packet_sizes), "repetitions": self.exp.repetitions,
+                "algorithm": self.exp.search.algorithm,
+                "search": json.loads(json.dumps(dataclasses.asdict(self.settings), default=str))}
+
+    def run(self, resume: str | None = None) -> RunReport:
+        """Run the plan; with ``resume`` (a run id), continue that run: its ended
+        searches are kept and skipped, the one that was running is redone."""
         store = ResultStore(self.results_dir / "srperf.sqlite")
-        env = environment.collect()
-        env.update(experiment_file=self.exp.source, testbed_file=self.tb.source,
-                   search=dataclasses.asdict(self.settings))
-        run_id = store.begin_run(self.exp.name, self.tb.name, self.exp.forwarder, env)
-        report = RunReport(run_id, store.path)
+        try:
+            run_id, env, ended = (self._reclaim(store, resume) if resume
+                                  else self._begin(store))
+        except BaseException:
+            store.close()
+            raise
+        report = RunReport(run_id, store.path or self.results_dir)
         self.progress(f"run {run_id}: {self.exp.name} on {self.tb.name} "
-                      f"({self.exp.forwarder}), results in {store.path}")
+                      f"({self.exp.forwarder}), results in {store.where}")
         session = MeasurementSession(self.testbed, self.forwarder, self.options, store, run_id,
                                      keep_testbed=self.keep_testbed, verify=self.exp.verify,
                                      imix=self.exp.imix)
         session.events = self.events
         self.events.run_started(run_id, self.exp.name, self.tb.name, self.exp.forwarder,
-                                len(self.exp.packet_sizes) * self.exp.repetitions
-                                * len(self.behaviors))
+                                self.planned)
+        reason: str | None = None
+        signame: str | None = None
+        adopt = False
         try:
-            if not self.testbed.is_up():
-                self.progress(f"bringing up {self.testbed.kind} testbed {self.tb.name}")
-            with session:
-                env.update(session.environment())
-                store.update_environment(run_id, env)
-                self._loop(session, store, report)
+            with run_tmpdir(self.results_dir / "runs" / run_id / "tmp"):
+                was_up = self.testbed.is_up()
+                if not was_up:
+                    self.progress(f"bringing up {self.testbed.kind} testbed {self.tb.name}")
+                if resume:
+                    # the dead run's testbed is checked by up() (rebuilt when incomplete),
+                    # its SUT cleaned by the session; what the dead run made, we remove
+                    adopt = was_up and bool(env.get("testbed_made")) and not self.keep_testbed
+                else:
+                    env["testbed_made"] = not was_up   # before anything is made
+                    store.update_environment(run_id, env)
+                try:
+                    with session:
+                        env.update(session.environment())
+                        store.update_environment(run_id, env)
+                        self._loop(session, store, report, ended)
+                finally:
+                    if adopt:
+                        self.progress(f"removing the testbed run {run_id} brought up")
+                        self.testbed.down()
             report.status = "finished"
+        except KeyboardInterrupt as exc:
+            report.status, signame = "interrupted", signal_name(exc)
+            reason = f"interrupted by {signame}"
+            raise
+        except OSError as exc:
+            report.status, reason = "failed", describe_error(exc)
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise StoreError(f"results {self.results_dir}: no space left on device "
+                                 f"({exc.filename or store.where}); finished trials kept in "
+                                 f"{store.where}") from None
+            raise
         except BaseException as exc:
-            report.status = "failed"
-            log.error("run %s failed: %s", run_id, exc)
+            report.status, reason = "failed", describe_error(exc)
+            log.error("run %s failed: %s", run_id, reason)
             raise
         finally:
-            store.end_run(run_id, report.status)
-            report.summary = summarize(store.frame("searches", run_id),
-                                       store.frame("outcomes", run_id))
-            csv = self.results_dir / f"summary-{run_id}.csv"
-            report.summary.to_csv(csv, index=False)
-            report.summary_csv = csv
-            store.close()
-            self.events.run_done(report.status)
+            self._finish(store, report, reason, signame)
         return report
 
+    def _begin(self, store: ResultStore) -> tuple[str, dict[str, Any], dict[int, Any]]:
+        env = environment.collect()
+        env.update(experiment_file=self.exp.source, testbed_file=self.tb.source,
+                   search=dataclasses.asdict(self.settings), plan=self.plan(),
+                   recipe=self.recipe)
+        run_id = store.begin_run(self.exp.name, self.tb.name, self.exp.forwarder, env,
+                                 planned=self.planned)
+        return run_id, env, {}
+
+    def _reclaim(self, store: ResultStore,
+                 run_id: str) -> tuple[str, dict[str, Any], dict[int, Any]]:
+        """Check that ``run_id`` may be resumed with this plan; make it ours again."""
+        row = store.run_row(run_id)
+        if row is None:
+            raise ConfigError(store.where, "--resume", run_id, "no such run in this store")
+        where = f"{store.where} run {run_id}"
+        if row["status"] == "finished":
+            raise ConfigError(where, "status", "finished", "the run has finished; "
+                              "nothing to resume")
+        proc = ProcessId(int(row["pid"] or 0), str(row["host"] or ""), row["pid_start"])
+        if row["status"] == "running" and is_alive(proc) is not False:
+            state = "runs" if is_alive(proc) else "may still run"
+            raise ConfigError(where, "status", "running",
+                              f"it {state} (pid {proc.pid} on {proc.host or '?'}); "
+                              "resume only a run whose process is gone")
+        env = row["environment"]
+        stored = env.get("plan")
+        if stored is None:
+            raise ConfigError(where, "environment.plan", None, "the run was stored by an "
+                              "srperf without resume; it cannot be resumed")
+        mine = self.plan()
+        diff = sorted(k for k in set(stored) | set(mine) if stored.get(k) != mine.get(k))
+        if diff:
+            raise ConfigError(where, "plan", {k: stored.get(k) for k in diff},
+                              f"the files now give {({k: mine.get(k) for k in diff})}: "
+                              "the experiment or testbed changed since the run started")
+        store.claim_run(run_id)
+        dropped = store.drop_unended(run_id)
+        ended = store.ended_searches(run_id)
+        env.setdefault("resumes", []).append(
+            {"time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+             "previous_status": row["status"], "searches_kept": len(ended),
+             "dropped_trials": dropped.get("trials", 0),
+             "dropped_search_goals": dropped.get("searches", 0)})
+        store.update_environment(run_id, env)
+        shutil.rmtree(self.results_dir / "runs" / run_id / "tmp", ignore_errors=True)
+        self.progress(f"resuming run {run_id} ({row['status']}): {len(ended)} of "
+                      f"{self.planned} searches ended and are kept; "
+                      f"{dropped.get('trials', 0)} trials of an unfinished search dropped")
+        return run_id, env, ended
+
+    def _finish(self, store: ResultStore, report: RunReport, reason: str | None,
+                signame: str | None) -> None:
+        """Record how the run ended and write its summary; a store that cannot be
+        written (disk full) is logged here, the run's own error goes on up."""
+        try:
+            store.end_run(report.run_id, report.status, reason, signame)
+        except StoreError as exc:
+            log.error("%s", exc)
+        try:
+            report.summary = summarize(store.frame("searches", report.run_id),
+                                       store.frame("outcomes", report.run_id))
+            csv = self.results_dir / f"summary-{report.run_id}.csv"
+            report.summary.to_csv(csv, index=False)
+            report.summary_csv = csv
+        except OSError as exc:
+            log.error("summary of run %s not written: %s", report.run_id, exc)
+        finally:
+            store.close()
+            self.events.run_done(report.status)
+
+    @property
+    def planned(self) -> int:
+        """Searches in the plan: packet sizes x repetitions x behaviors."""
+        return len(self.exp.packet_sizes) * self.exp.repetitions * len(self.behaviors)
+
     # -- the plan -------------------------------------------------------------------
-    def _loop(self, session: MeasurementSession, store: ResultStore, report: RunReport) -> None:
+    def _loop(self, session: MeasurementSession, store: ResultStore, report: RunReport,
+              ended: dict[int, tuple[str, int, str, str]] | None = None) -> None:
+        """The plan, interleaved; a search in ``ended`` (a resumed run's) is replayed
+        from the store, not redone, so search numbers and skips stay as they were."""
+        ended = ended or {}
         seq = 0
         for size in self.exp.packet_sizes:
             for rep in range(1, self.exp.repetitions + 1):
@@ -149,6 +273,14 @@ class Orchestrator:
                     if report.outcomes.get((beh.name, size), ("",))[0] in SKIP_AFTER:
                         continue
                     seq += 1
+                    if seq in ended:
+                        name, stored_size, status, reason = ended[seq]
+                        if (name, stored_size) != (beh.name, size):
+                            raise SrperfError(f"run {report.run_id}: search {seq} is "
+                                              f"{name} {stored_size} B in the store, "
+                                              f"{beh.name} {size} B in the plan")
+                        report.outcomes[(beh.name, size)] = (status, reason)
+                        continue
                     key = TrialKey(beh.name, self.exp.forwarder, size, rep, seq)
                     self._one(session, store, report, beh, key)
 
@@ -169,7 +301,7 @@ class Orchestrator:
             report.searches.append((key, result))
             report.outcomes[(key.behavior, key.packet_size)] = ("measured", "")
             store.add_outcome(report.run_id, key.behavior, key.forwarder, key.packet_size,
-                              "measured")
+                              "measured", repetition=key.repetition, search_seq=key.search_seq)
             self.progress(self._describe(key, result))
             for p in result.latency:
                 self.progress(f"{key.behavior}: latency at {p.fraction:.0%} of PDR: "
@@ -179,7 +311,7 @@ class Orchestrator:
                  reason: str) -> None:
         report.outcomes[(key.behavior, key.packet_size)] = (status, reason)
         store.add_outcome(report.run_id, key.behavior, key.forwarder, key.packet_size,
-                          status, reason)
+                          status, reason, repetition=key.repetition, search_seq=key.search_seq)
         self.progress(f"{key.behavior}: {status}: {reason}")
 
     def _describe(self, key: TrialKey, result: SearchResult) -> str:
@@ -196,6 +328,40 @@ class Orchestrator:
         return (f"{key.behavior} size {size_label(key.packet_size)} rep {key.repetition}: "
                 + "; ".join(parts) + f" ({result.n_trials} trials, "
                 f"{result.trial_seconds:.1f} trial-s, {result.wall_s:.1f} s)")
+
+
+def signal_name(exc: KeyboardInterrupt) -> str:
+    """The signal behind a KeyboardInterrupt: SIGTERM for :class:`Terminated`, else SIGINT."""
+    return (signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT).name
+
+
+def describe_error(exc: BaseException) -> str:
+    """Why a run failed, in one line, never empty."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+@contextlib.contextmanager
+def run_tmpdir(path: Path) -> Iterator[Path]:
+    """Temporary files of a run go under ``path`` (the run's own directory), which is
+    removed at the end: Python's :mod:`tempfile` (the generator's files, local
+    transports' work directories) and the commands srperf starts (``TMPDIR``)."""
+    path = path.resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    before, before_env = tempfile.tempdir, os.environ.get("TMPDIR")
+    tempfile.tempdir, os.environ["TMPDIR"] = str(path), str(path)
+    try:
+        yield path
+    finally:
+        tempfile.tempdir = before
+        if before_env is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = before_env
+        shutil.rmtree(path, ignore_errors=True)
+        for parent in (path.parent, path.parent.parent):   # runs/<run_id>, runs/
+            with contextlib.suppress(OSError):
+                parent.rmdir()   # only when nothing else is in it
 
 
 def describe_latency(p: LatencyPoint) -> str:
@@ -221,5 +387,5 @@ def describe_estimate(g: GoalResult) -> str:
     return f", estimate {g.estimate_pps / 1e3:.1f} kpps (95 % {low}-{high})"
 
 
-__all__ = ["Orchestrator", "describe_estimate", "describe_latency", "RunReport", "search_settings",
-           "SrperfError"]
+__all__ = ["Orchestrator", "describe_error", "describe_estimate", "describe_latency", "RunReport",
+           "run_tmpdir", "search_settings", "signal_name", "SrperfError"]

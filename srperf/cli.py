@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 epilog=cli_guard.MAIN_EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv debug)")
-    sub = p.add_subparsers(dest="command", required=True)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     v = sub.add_parser("validate", help="check experiment/testbed files; touches no SUT",
                        description="Check experiment and testbed files as 'run' would, "
@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="testbed file or name (default: %(default)s)")
 
     r = sub.add_parser("run", help="run every behavior x repetition of an experiment, "
-                       "or resume a run whose process died")
+                       "or resume a run whose process died", epilog=cli_guard.RUN_EPILOG)
     r.add_argument("experiment", nargs="?", help="experiment file or name (e.g. quick); "
                    "not with --resume")
     _common_run_args(r)
@@ -89,12 +89,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip checking a few forwarded frames before the search")
     _common_run_args(d)
 
-    sub.add_parser("behaviors", help="list the behavior catalogue")
+    sub.add_parser("behaviors", help="list the behavior catalogue and which forwarders "
+                   "offer each behavior")
     sub.add_parser("build", help="compile the traffic generator and the eBPF dataplane")
     cli_runs.add_parsers(sub)  # runs
     cli_results.add_parsers(sub)  # report, compare, export, nightly
     cli_provision.add_parsers(sub)
-    return p
+    return cli_guard.use_help_formatter(p)
 
 
 def _common_run_args(p: argparse.ArgumentParser) -> None:
@@ -102,7 +103,8 @@ def _common_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--algorithm", "-a", choices=ALGORITHMS,
                    help="search algorithm (default: the experiment's, else mlr)")
     p.add_argument("--results", default=os.environ.get("SRPERF_RESULTS", "srperf-results"),
-                   help="results directory (SQLite + CSV); default ./srperf-results")
+                   help="results directory: srperf.sqlite, summary CSVs and each run's "
+                        "temporary files (runs/RUN_ID/tmp; env SRPERF_RESULTS)")
     p.add_argument("--keep-testbed", action="store_true",
                    help="leave a virtual testbed this run brought up")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",

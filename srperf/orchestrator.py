@@ -178,7 +178,7 @@ class Orchestrator:
             raise
         except BaseException as exc:
             report.status, reason = "failed", describe_error(exc)
-            log.error("run %s failed: %s", run_id, reason)
+            log.info("run %s failed: %s", run_id, reason)   # the caller reports it
             raise
         finally:
             self._finish(store, report, reason, signame)
@@ -242,15 +242,16 @@ class Orchestrator:
         try:
             store.end_run(report.run_id, report.status, reason, signame)
         except StoreError as exc:
-            log.error("%s", exc)
+            log.warning("run %s: its end (%s) could not be recorded, 'srperf runs' will show "
+                        "it as dead: %s", report.run_id, report.status, exc)
         try:
             report.summary = summarize(store.frame("searches", report.run_id),
                                        store.frame("outcomes", report.run_id))
             csv = self.results_dir / f"summary-{report.run_id}.csv"
             report.summary.to_csv(csv, index=False)
             report.summary_csv = csv
-        except OSError as exc:
-            log.error("summary of run %s not written: %s", report.run_id, exc)
+        except (OSError, StoreError) as exc:
+            log.info("summary of run %s not written: %s", report.run_id, exc)
         finally:
             store.close()
             self.events.run_done(report.status)

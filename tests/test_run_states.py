@@ -70,12 +70,12 @@ def _wait_for_searches(db: Path, n: int, proc: subprocess.Popen, timeout: float 
     raise AssertionError(f"fewer than {n} searches ended in {timeout} s")
 
 
-def _leftovers(results: Path) -> list[str]:
+def _leftovers(results: Path, base: Path | None = None) -> list[str]:
     """Temporary files a run could leave: its own directory, and anything in the system
     temporary directory the children are given (:func:`_env`; /tmp itself is shared
     with other processes of the machine)."""
     return sorted(glob.glob(str(results / "runs" / "*"))
-                  + glob.glob(str(results.parent / "systmp" / "*")))
+                  + glob.glob(str((base or results.parent) / "systmp" / "*")))
 
 
 def _env(tmp_path: Path) -> dict[str, str]:

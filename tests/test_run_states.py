@@ -187,6 +187,10 @@ def test_background_shell_really_ignores_sigint() -> None:
     assert proc.stdout is not None
     pid = int(proc.stdout.readline())
     try:
+        deadline = time.monotonic() + 10   # until bash's child has become sleep (exec)
+        while Path(f"/proc/{pid}/comm").read_text().strip() != "sleep":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
         status = Path(f"/proc/{pid}/status").read_text()
         ignored = int(next(line for line in status.splitlines()
                            if line.startswith("SigIgn:")).split()[1], 16)

@@ -169,13 +169,15 @@ class Orchestrator:
             report.status, signame = "interrupted", signal_name(exc)
             reason = f"interrupted by {signame}"
             raise
-        except OSError as exc:
+        except (OSError, StoreError) as exc:
             report.status, reason = "failed", describe_error(exc)
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-                raise StoreError(f"results {self.results_dir}: no space left on device "
-                                 f"({exc.filename or store.where}); finished trials kept in "
-                                 f"{store.where}") from None
-            raise
+            if isinstance(exc, OSError) and exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            what = (str(exc) if isinstance(exc, StoreError) else
+                    f"results {self.results_dir}: no space left on device "
+                    f"({exc.filename or store.where}); rows written before are kept")
+            raise StoreError(f"{what}; the SUT is cleaned; once there is room: "
+                             f"srperf run --resume {run_id}") from None
         except BaseException as exc:
             report.status, reason = "failed", describe_error(exc)
             log.info("run %s failed: %s", run_id, reason)   # the caller reports it
@@ -241,9 +243,8 @@ class Orchestrator:
         written (disk full) is logged here, the run's own error goes on up."""
         try:
             store.end_run(report.run_id, report.status, reason, signame)
-        except StoreError as exc:
-            log.warning("run %s: its end (%s) could not be recorded, 'srperf runs' will show "
-                        "it as dead: %s", report.run_id, report.status, exc)
+        except StoreError as exc:   # the run's own error says so; 'srperf runs': dead
+            log.info("run %s: its end (%s) not recorded: %s", report.run_id, report.status, exc)
         try:
             report.summary = summarize(store.frame("searches", report.run_id),
                                        store.frame("outcomes", report.run_id))

@@ -20,6 +20,8 @@ import errno
 import json
 import logging
 import os
+import posixpath
+import re
 import shutil
 import signal
 import tempfile
@@ -44,10 +46,14 @@ from srperf.search.base import GoalResult, LatencyPoint, SearchResult, SearchSet
 from srperf.session import MeasurementSession
 from srperf.terminate import Terminated
 from srperf.testbeds.base import Testbed
+from srperf.transports.base import WORKDIR_TEMPLATE, Transport
 
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str], None]
+WORKDIR_RE = re.compile(re.escape(WORKDIR_TEMPLATE.rstrip("X")) + "[A-Za-z0-9]{%d}"
+                        % (len(WORKDIR_TEMPLATE) - len(WORKDIR_TEMPLATE.rstrip("X"))))
+"""The name ``mktemp -d`` gives a transport's work directory."""
 SKIP_AFTER = ("unsupported", "verify_failed", "error")
 """Outcomes after which a behavior is not tried again in later repetitions."""
 
@@ -157,8 +163,12 @@ class Orchestrator:
                     store.update_environment(run_id, env)
                 try:
                     with session:
+                        previous = env.get("sut_workdir")
                         env.update(session.environment())
+                        env["sut_workdir"] = self.testbed.node("sut").workdir()
                         store.update_environment(run_id, env)
+                        if resume and previous and previous != env["sut_workdir"]:
+                            remove_stale_workdir(self.testbed.node("sut"), str(previous))
                         self._loop(session, store, report, ended)
                 finally:
                     if adopt:
@@ -366,6 +376,23 @@ def run_tmpdir(path: Path) -> Iterator[Path]:
                 parent.rmdir()   # only when nothing else is in it
 
 
+def remove_stale_workdir(node: Transport, path: str) -> bool:
+    """Remove the work directory a dead run left on ``node`` (its CFG scripts), only if
+    ``path`` has the shape :meth:`Transport.workdir` makes (``TMP_BASE/srperf.XXXXXXXXXX``
+    under this node's ``tmp_base``).  Returns True when a directory was removed."""
+    base = node.tmp_base.rstrip("/") or "/"
+    if posixpath.dirname(path) != base or not WORKDIR_RE.fullmatch(posixpath.basename(path)):
+        log.warning("%s: not removing %r: not a work directory srperf makes", node.where, path)
+        return False
+    result = node.run(["test", "-d", path], timeout=30.0)
+    if not result.ok:
+        return False
+    removed = node.run(["rm", "-rf", "--", path], timeout=60.0)
+    if not removed.ok:
+        log.warning("%s: could not remove %s: %s", node.where, path, removed.stderr.strip())
+    return removed.ok
+
+
 def describe_latency(p: LatencyPoint) -> str:
     """``min/avg/max 5/9/40 us, p50/p90/p99/p99.9 8/12/30/38 us`` or why there is none."""
     if p.latency is None:
@@ -390,4 +417,4 @@ def describe_estimate(g: GoalResult) -> str:
 
 
 __all__ = ["Orchestrator", "describe_error", "describe_estimate", "describe_latency", "RunReport",
-           "run_tmpdir", "search_settings", "signal_name", "SrperfError"]
+           "remove_stale_workdir", "run_tmpdir", "search_settings", "signal_name", "SrperfError"]

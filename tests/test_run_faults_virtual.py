@@ -14,7 +14,6 @@ made, SUT configuration, the run's temporary files).
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
 import tempfile

@@ -288,3 +288,24 @@ def test_resume_refuses_a_finished_a_live_and_a_changed_run(tmp_path: Path) -> N
                              capture_output=True, text=True)
     assert changed.returncode == 2 and "behaviors" in changed.stderr, changed.stderr
     assert _query(results2 / "srperf.sqlite", "SELECT status FROM runs")[0][0] == "running"
+
+
+# -- the work directory a dead run left on the SUT ---------------------------------------
+def test_a_dead_runs_work_directory_is_removed_only_if_srperf_made_it(tmp_path: Path) -> None:
+    from srperf.orchestrator import remove_stale_workdir
+    from srperf.transports.netns import NetnsTransport
+
+    node = NetnsTransport(None, tmp_base=str(tmp_path))
+    stale = tmp_path / "srperf.Ab3dE5gH9k"
+    (stale / "sub").mkdir(parents=True)
+    (stale / "linux.sh").write_text("#!/bin/bash\n")
+    assert remove_stale_workdir(node, str(stale))
+    assert not stale.exists()
+    assert not remove_stale_workdir(node, str(stale))   # gone already: nothing to do
+    for other in (tmp_path / "keep", tmp_path / "srperf.short",
+                  tmp_path / "x" / "srperf.Ab3dE5gH9k"):
+        other.mkdir(parents=True)
+        assert not remove_stale_workdir(node, str(other))
+        assert other.exists()
+    assert not remove_stale_workdir(node, "/")
+    assert not remove_stale_workdir(node, f"{tmp_path}/srperf.Ab3dE5gH9k/../keep")

@@ -23,7 +23,6 @@ import os
 import posixpath
 import re
 import shutil
-import signal
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,7 +43,7 @@ from srperf.generators import MIX_DRIVERS
 from srperf.imix import IMIX_SIZE, size_label
 from srperf.search.base import GoalResult, LatencyPoint, SearchResult, SearchSettings
 from srperf.session import MeasurementSession
-from srperf.terminate import Terminated
+from srperf.terminate import run_end
 from srperf.testbeds.base import Testbed
 from srperf.transports.base import WORKDIR_TEMPLATE, Transport
 
@@ -176,8 +175,7 @@ class Orchestrator:
                         self.testbed.down()
             report.status = "finished"
         except KeyboardInterrupt as exc:
-            report.status, signame = "interrupted", signal_name(exc)
-            reason = f"interrupted by {signame}"
+            report.status, reason, signame = run_end(exc)
             raise
         except (OSError, StoreError) as exc:
             report.status, reason = "failed", describe_error(exc)
@@ -342,15 +340,9 @@ class Orchestrator:
                 f"{result.trial_seconds:.1f} trial-s, {result.wall_s:.1f} s)")
 
 
-def signal_name(exc: KeyboardInterrupt) -> str:
-    """The signal behind a KeyboardInterrupt: SIGTERM for :class:`Terminated`, else SIGINT."""
-    return (signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT).name
-
-
 def describe_error(exc: BaseException) -> str:
     """Why a run failed, in one line, never empty."""
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return run_end(exc)[1] or type(exc).__name__
 
 
 @contextlib.contextmanager
@@ -417,4 +409,4 @@ def describe_estimate(g: GoalResult) -> str:
 
 
 __all__ = ["Orchestrator", "describe_error", "describe_estimate", "describe_latency", "RunReport",
-           "remove_stale_workdir", "run_tmpdir", "search_settings", "signal_name", "SrperfError"]
+           "remove_stale_workdir", "run_tmpdir", "search_settings", "SrperfError"]

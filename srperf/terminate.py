@@ -18,6 +18,19 @@ import signal
 from typing import Iterator
 
 
+def run_end(exc: BaseException | None) -> tuple[str, str | None, str | None]:
+    """How a run ends after ``exc`` (None: normally): (status, reason, signal name), as
+    the results store records it: ``finished``; ``interrupted`` by SIGINT or SIGTERM;
+    ``failed`` with a one-line reason, never empty."""
+    if exc is None:
+        return "finished", None, None
+    if isinstance(exc, KeyboardInterrupt):
+        name = (signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT).name
+        return "interrupted", f"interrupted by {name}", name
+    text = " ".join(str(exc).split())
+    return "failed", (f"{type(exc).__name__}: {text}" if text else type(exc).__name__), None
+
+
 class Terminated(KeyboardInterrupt):
     """Raised by SIGTERM inside :func:`sigterm_as_interrupt`; a KeyboardInterrupt,
     so code that cleans up on Ctrl-C cleans up on SIGTERM too."""

@@ -129,6 +129,38 @@ def test_a_running_run_of_a_dead_process_is_shown_dead(tmp_path: Path) -> None:
     assert is_alive(ProcessId(me.pid, "another-host", me.start)) is None
 
 
+def test_a_store_of_schema_4_is_migrated_and_its_runs_listed(tmp_path: Path) -> None:
+    import sqlalchemy as sa
+
+    from srperf.results import schema
+
+    path = tmp_path / "old.sqlite"
+    engine = sa.create_engine(f"sqlite:///{path}")
+    with engine.begin() as conn:   # a store as srperf wrote it before version 5
+        conn.exec_driver_sql("CREATE TABLE runs (run_id TEXT PRIMARY KEY, started TEXT, "
+                             "finished TEXT, experiment TEXT, testbed TEXT, forwarder TEXT, "
+                             "status TEXT, environment TEXT, purpose TEXT NOT NULL DEFAULT "
+                             "'run', suite TEXT)")
+        conn.exec_driver_sql("CREATE TABLE outcomes (id INTEGER PRIMARY KEY, run_id TEXT, "
+                             "time TEXT, behavior TEXT, forwarder TEXT, packet_size INTEGER, "
+                             "status TEXT, reason TEXT)")
+        conn.exec_driver_sql("INSERT INTO runs VALUES ('old1', '2026-01-01T00:00:00', NULL, "
+                             "'e', 't', 'linux', 'failed', '{}', 'run', NULL)")
+        conn.exec_driver_sql("INSERT INTO outcomes VALUES (1, 'old1', 't', 'end', 'linux', 64, "
+                             "'measured', '')")
+    engine.dispose()
+    with ResultStore(path) as store:
+        with store.engine.connect() as conn:
+            assert schema.current_version(conn) == schema.CURRENT_VERSION
+        df = store.runs_overview()
+        assert list(df["run_id"]) == ["old1"] and df.loc[0, "searches"] == 1
+        assert store.ended_searches("old1") == {}   # no search numbers before version 5
+    path.rename(tmp_path / "srperf.sqlite")
+    refused = subprocess.run([SRPERF, "run", "--resume", "old1", "--results", str(tmp_path)],
+                             capture_output=True, text=True)
+    assert refused.returncode == 2 and "cannot be resumed" in refused.stderr, refused.stderr
+
+
 # -- signals --------------------------------------------------------------------------------
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 @pytest.mark.parametrize("where", ["foreground", "background"])
@@ -177,6 +209,18 @@ def test_signal_stores_interrupted_with_its_name(tmp_path: Path, signum: int, co
                              capture_output=True, text=True)
     assert listing.returncode == 0, listing.stderr
     assert f"interrupted ({signal.Signals(signum).name})" in listing.stdout
+    if where == "foreground":   # an interrupted run can be resumed, too
+        ended = _query(db, "SELECT COUNT(*) FROM outcomes")[0][0]
+        partial = _query(db, "SELECT COUNT(*) FROM trials WHERE search_seq NOT IN "
+                             "(SELECT search_seq FROM outcomes)")[0][0]
+        run_id = _run_row(db)[0]
+        done = subprocess.run([SRPERF, "run", "--resume", run_id, "--results", str(results)],
+                              capture_output=True, text=True, timeout=120, env=_env(tmp_path))
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert _run_row(db)[1:4] == ("finished", None, None)
+        assert f"{partial} trials of an unfinished search dropped" in done.stdout
+        print(f"{signal.Signals(signum).name}: {ended} searches kept, {partial} trials of "
+              "the running search dropped on resume")
 
 
 def test_background_shell_really_ignores_sigint() -> None:

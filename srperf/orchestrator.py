@@ -13,46 +13,36 @@ Whatever happens, the SUT is cleaned and every finished trial is kept.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import datetime as dt
 import errno
 import json
 import logging
-import os
-import posixpath
-import re
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import pandas as pd
 
 from srperf import behaviors as catalogue
-from srperf import environment, forwarders, testbeds
+from srperf import environment, forwarders, run_record, testbeds
 from srperf.config.model import Experiment, TestbedConfig
 from srperf.errors import (CfgError, ConfigError, SrperfError, StoreError,
                            UnsupportedBehavior, VerificationError)
 from srperf.progress import ProgressEvents
-from srperf.results.liveness import ProcessId, is_alive
 from srperf.results.store import ResultStore, TrialKey
 from srperf.results.summary import summarize
 from srperf.generators import MIX_DRIVERS
 from srperf.imix import IMIX_SIZE, size_label
 from srperf.search.base import GoalResult, LatencyPoint, SearchResult, SearchSettings
 from srperf.session import MeasurementSession
+from srperf.run_record import describe_error, remove_stale_workdir, run_tmpdir
 from srperf.terminate import run_end
 from srperf.testbeds.base import Testbed
-from srperf.transports.base import WORKDIR_TEMPLATE, Transport
 
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str], None]
-WORKDIR_RE = re.compile(re.escape(WORKDIR_TEMPLATE.rstrip("X")) + "[A-Za-z0-9]{%d}"
-                        % (len(WORKDIR_TEMPLATE) - len(WORKDIR_TEMPLATE.rstrip("X"))))
-"""The name ``mktemp -d`` gives a transport's work directory."""
 SKIP_AFTER = ("unsupported", "verify_failed", "error")
 """Outcomes after which a behavior is not tried again in later repetitions."""
 
@@ -206,44 +196,12 @@ class Orchestrator:
     def _reclaim(self, store: ResultStore,
                  run_id: str) -> tuple[str, dict[str, Any], dict[int, Any]]:
         """Check that ``run_id`` may be resumed with this plan; make it ours again."""
-        row = store.run_row(run_id)
-        if row is None:
-            raise ConfigError(store.where, "--resume", run_id, "no such run in this store")
-        where = f"{store.where} run {run_id}"
-        if row["status"] == "finished":
-            raise ConfigError(where, "status", "finished", "the run has finished; "
-                              "nothing to resume")
-        proc = ProcessId(int(row["pid"] or 0), str(row["host"] or ""), row["pid_start"])
-        if row["status"] == "running" and is_alive(proc) is not False:
-            state = "runs" if is_alive(proc) else "may still run"
-            raise ConfigError(where, "status", "running",
-                              f"it {state} (pid {proc.pid} on {proc.host or '?'}); "
-                              "resume only a run whose process is gone")
-        env = row["environment"]
-        stored = env.get("plan")
-        if stored is None:
-            raise ConfigError(where, "environment.plan", None, "the run was stored by an "
-                              "srperf without resume; it cannot be resumed")
-        mine = self.plan()
-        diff = sorted(k for k in set(stored) | set(mine) if stored.get(k) != mine.get(k))
-        if diff:
-            raise ConfigError(where, "plan", {k: stored.get(k) for k in diff},
-                              f"the files now give {({k: mine.get(k) for k in diff})}: "
-                              "the experiment or testbed changed since the run started")
-        store.claim_run(run_id)
-        dropped = store.drop_unended(run_id)
-        ended = store.ended_searches(run_id)
-        env.setdefault("resumes", []).append(
-            {"time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-             "previous_status": row["status"], "searches_kept": len(ended),
-             "dropped_trials": dropped.get("trials", 0),
-             "dropped_search_goals": dropped.get("searches", 0)})
-        store.update_environment(run_id, env)
+        found = run_record.reclaim(store, run_id, self.plan())
         shutil.rmtree(self.results_dir / "runs" / run_id / "tmp", ignore_errors=True)
-        self.progress(f"resuming run {run_id} ({row['status']}): {len(ended)} of "
-                      f"{self.planned} searches ended and are kept; "
-                      f"{dropped.get('trials', 0)} trials of an unfinished search dropped")
-        return run_id, env, ended
+        self.progress(f"resuming run {run_id} ({found.previous_status}): {len(found.ended)} "
+                      f"of {self.planned} searches ended and are kept; "
+                      f"{found.dropped_trials} trials of an unfinished search dropped")
+        return run_id, found.environment, found.ended
 
     def _finish(self, store: ResultStore, report: RunReport, reason: str | None,
                 signame: str | None) -> None:
@@ -340,51 +298,6 @@ class Orchestrator:
                 f"{result.trial_seconds:.1f} trial-s, {result.wall_s:.1f} s)")
 
 
-def describe_error(exc: BaseException) -> str:
-    """Why a run failed, in one line, never empty."""
-    return run_end(exc)[1] or type(exc).__name__
-
-
-@contextlib.contextmanager
-def run_tmpdir(path: Path) -> Iterator[Path]:
-    """Temporary files of a run go under ``path`` (the run's own directory), which is
-    removed at the end: Python's :mod:`tempfile` (the generator's files, local
-    transports' work directories) and the commands srperf starts (``TMPDIR``)."""
-    path = path.resolve()
-    path.mkdir(parents=True, exist_ok=True)
-    before, before_env = tempfile.tempdir, os.environ.get("TMPDIR")
-    tempfile.tempdir, os.environ["TMPDIR"] = str(path), str(path)
-    try:
-        yield path
-    finally:
-        tempfile.tempdir = before
-        if before_env is None:
-            os.environ.pop("TMPDIR", None)
-        else:
-            os.environ["TMPDIR"] = before_env
-        shutil.rmtree(path, ignore_errors=True)
-        for parent in (path.parent, path.parent.parent):   # runs/<run_id>, runs/
-            with contextlib.suppress(OSError):
-                parent.rmdir()   # only when nothing else is in it
-
-
-def remove_stale_workdir(node: Transport, path: str) -> bool:
-    """Remove the work directory a dead run left on ``node`` (its CFG scripts), only if
-    ``path`` has the shape :meth:`Transport.workdir` makes (``TMP_BASE/srperf.XXXXXXXXXX``
-    under this node's ``tmp_base``).  Returns True when a directory was removed."""
-    base = node.tmp_base.rstrip("/") or "/"
-    if posixpath.dirname(path) != base or not WORKDIR_RE.fullmatch(posixpath.basename(path)):
-        log.warning("%s: not removing %r: not a work directory srperf makes", node.where, path)
-        return False
-    result = node.run(["test", "-d", path], timeout=30.0)
-    if not result.ok:
-        return False
-    removed = node.run(["rm", "-rf", "--", path], timeout=60.0)
-    if not removed.ok:
-        log.warning("%s: could not remove %s: %s", node.where, path, removed.stderr.strip())
-    return removed.ok
-
-
 def describe_latency(p: LatencyPoint) -> str:
     """``min/avg/max 5/9/40 us, p50/p90/p99/p99.9 8/12/30/38 us`` or why there is none."""
     if p.latency is None:
@@ -408,5 +321,5 @@ def describe_estimate(g: GoalResult) -> str:
     return f", estimate {g.estimate_pps / 1e3:.1f} kpps (95 % {low}-{high})"
 
 
-__all__ = ["Orchestrator", "describe_error", "describe_estimate", "describe_latency", "RunReport",
-           "remove_stale_workdir", "run_tmpdir", "search_settings", "SrperfError"]
+__all__ = ["Orchestrator", "describe_estimate", "describe_latency", "RunReport", "search_settings",
+           "SrperfError"]

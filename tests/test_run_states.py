@@ -336,7 +336,7 @@ def test_resume_refuses_a_finished_a_live_and_a_changed_run(tmp_path: Path) -> N
 
 # -- the work directory a dead run left on the SUT ---------------------------------------
 def test_a_dead_runs_work_directory_is_removed_only_if_srperf_made_it(tmp_path: Path) -> None:
-    from srperf.orchestrator import remove_stale_workdir
+    from srperf.run_record import remove_stale_workdir
     from srperf.transports.netns import NetnsTransport
 
     node = NetnsTransport(None, tmp_base=str(tmp_path))

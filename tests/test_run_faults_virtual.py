@@ -210,6 +210,7 @@ def test_disk_full_while_writing_results(tmp_path: Path, testbed_file: tuple[Pat
     # the SUT is clean (the testbed was not the run's: it stays)
     assert sut_config() == baseline
     # once there is room again, the run is resumed and finishes
+    partial = _unended_trials(db)
     (small_disk / "filler").unlink()
     run_id = _query(db, "SELECT run_id FROM runs")[0][0]
     done = subprocess.run([SRPERF, "run", "--resume", run_id, "--results", str(results)],
@@ -218,4 +219,6 @@ def test_disk_full_while_writing_results(tmp_path: Path, testbed_file: tuple[Pat
     assert _run_row(db)[1] == "finished"
     assert not _leftovers(results, tmp_path)
     assert sut_config() == baseline
-    print(f"disk full: exit 1, {kept} trials of ended searches kept; stderr:\n{err}")
+    assert f"{partial} trials of an unfinished search dropped" in done.stdout
+    print(f"disk full: exit 1, {kept} trials of ended searches kept, {partial} trials of the "
+          f"running search lost and redone on resume; stderr:\n{err}")

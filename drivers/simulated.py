@@ -1,7 +1,8 @@
 """A MODEL of a SUT and its traffic generator, for tests and search benchmarks.
 
 Nothing this module returns is a measurement: every count comes from a
-formula and a seeded random generator.  Trials take no real time.  Results of
+formula and a seeded random generator.  Trials take no real time unless
+``wall_time_scale`` asks for it (to exercise interruptions).  Results of
 the model are marked ``extra["simulated"] = True`` so that a report can never
 present them as the figures of a real forwarder.
 
@@ -33,6 +34,7 @@ from __future__ import annotations
 import logging
 import math
 import random
+import time
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -42,7 +44,8 @@ from srperf.errors import GeneratorError
 log = logging.getLogger(__name__)
 
 _KEYS = ("capacity_pps", "smoothing", "capacity_jitter", "burst_probability",
-         "burst_duration_s", "generator_limited_probability", "generator_max_rate_pps")
+         "burst_duration_s", "generator_limited_probability", "generator_max_rate_pps",
+         "wall_time_scale")
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,9 @@ class SimulatedModel:
         generator_limited_probability: chance that the generator stalls in a trial.
         generator_max_rate_pps: highest rate the modelled generator paces, pps
             (None: unlimited).
+        wall_time_scale: wall-clock seconds a trial takes per second of its (model)
+            duration: 0 = instant (default), 1 = as long as a real trial.  Only
+            timing: it changes no count, so tests can interrupt a model run mid-way.
     """
 
     capacity_pps: float
@@ -67,6 +73,7 @@ class SimulatedModel:
     burst_duration_s: float = 0.0
     generator_limited_probability: float = 0.0
     generator_max_rate_pps: float | None = None
+    wall_time_scale: float = 0.0
 
     def __post_init__(self) -> None:
         _check_number("capacity_pps", self.capacity_pps, low=0.0, low_open=True)
@@ -76,6 +83,7 @@ class SimulatedModel:
         _check_number("burst_duration_s", self.burst_duration_s, low=0.0)
         _check_number("generator_limited_probability", self.generator_limited_probability,
                       low=0.0, high=1.0)
+        _check_number("wall_time_scale", self.wall_time_scale, low=0.0, high=10.0)
         if self.generator_max_rate_pps is not None:
             _check_number("generator_max_rate_pps", self.generator_max_rate_pps,
                           low=0.0, low_open=True)
@@ -233,6 +241,8 @@ class SimulatedGenerator(TrafficGenerator):
         # A model generator that keeps pace takes exactly the intended duration;
         # a limited one stretches the trial by rate / achieved rate.
         elapsed = duration_s * (rate_pps / sut_rate)
+        if m.wall_time_scale > 0:
+            time.sleep(elapsed * m.wall_time_scale)
         return TrialResult(
             rate_pps=float(rate_pps), duration_s=float(duration_s), intended=intended,
             sent=intended, refused=0, received=intended - lost, elapsed_s=elapsed,

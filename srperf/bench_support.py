@@ -23,7 +23,7 @@ from srperf.results.store import ResultStore, TrialKey
 from srperf.search import SearchSettings
 from srperf.search.base import SearchResult
 from srperf.session import MeasurementSession
-from srperf.terminate import sigterm_as_interrupt
+from srperf.terminate import run_end, sigterm_as_interrupt
 
 EBPF_TB = TestbedConfig(name="ebp", prefix="ebp")
 """The eBPF benches' virtual testbed (namespaces ebp-tester, ebp-sut, ebp-vnf<i>)."""
@@ -44,6 +44,8 @@ class BenchSession(MeasurementSession):
         super().__init__(testbeds.create(tb), fwd, options, keep_testbed=keep_testbed)
         self.bench, self.tb = bench, tb
         self._seq = 0
+        self._ending: BaseException | None = None
+        """What ended the bench (None: nothing went wrong), for its run's status."""
 
     def open(self) -> "BenchSession":
         super().open()
@@ -53,9 +55,14 @@ class BenchSession(MeasurementSession):
                                            self.forwarder.name, env, purpose="bench")
         return self
 
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        self._ending = exc
+        self.close()
+
     def close(self) -> None:
         if self.store is not None and self.run_id is not None:
-            self.store.end_run(self.run_id, "finished")
+            status, reason, signame = run_end(self._ending)
+            self.store.end_run(self.run_id, status, reason, signame)
             self.store.close()
             self.store = None
         super().close()

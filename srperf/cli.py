@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from srperf import cli_guard, cli_provision, cli_results, resources
+from srperf import cli_guard, cli_provision, cli_results, cli_runs, resources
 from srperf.config.loader import load_experiment, load_testbed, testbed_of, validate_file
 from srperf.config.model import ALGORITHMS, Experiment, TestbedConfig
 from srperf.forwarders import names as forwarder_names
@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 epilog=cli_guard.MAIN_EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv debug)")
-    sub = p.add_subparsers(dest="command", required=True)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     v = sub.add_parser("validate", help="check experiment/testbed files; touches no SUT",
                        description="Check experiment and testbed files as 'run' would, "
@@ -56,11 +56,18 @@ def build_parser() -> argparse.ArgumentParser:
     tb.add_argument("testbed", nargs="?", default=DEFAULT_TESTBED,
                     help="testbed file or name (default: %(default)s)")
 
-    r = sub.add_parser("run", help="run every behavior x repetition of an experiment")
-    r.add_argument("experiment", help="experiment file or name (e.g. quick)")
+    r = sub.add_parser("run", help="run every behavior x repetition of an experiment, "
+                       "or resume a run whose process died", epilog=cli_guard.RUN_EPILOG)
+    r.add_argument("experiment", nargs="?", help="experiment file or name (e.g. quick); "
+                   "not with --resume")
     _common_run_args(r)
     r.add_argument("--repetitions", type=int, help="override the experiment's repetitions "
                    "(default: the experiment's)")
+    r.add_argument("--resume", metavar="RUN_ID",
+                   help="continue this run (id, unique prefix or 'last') of --results: the "
+                        "testbed is checked (rebuilt if incomplete), the SUT cleaned, every "
+                        "search that ended is kept and skipped, the one that was running is "
+                        "redone; the experiment and its settings are the run's own")
 
     d = sub.add_parser("pdr", help="one PDR/NDR search for one behavior")
     d.add_argument("--behavior", "-b", required=True, help="behavior name (srperf behaviors)")
@@ -82,11 +89,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip checking a few forwarded frames before the search")
     _common_run_args(d)
 
-    sub.add_parser("behaviors", help="list the behavior catalogue")
+    sub.add_parser("behaviors", help="list the behavior catalogue and which forwarders "
+                   "offer each behavior")
     sub.add_parser("build", help="compile the traffic generator and the eBPF dataplane")
+    cli_runs.add_parsers(sub)  # runs
     cli_results.add_parsers(sub)  # report, compare, export, nightly
     cli_provision.add_parsers(sub)
-    return p
+    return cli_guard.use_help_formatter(p)
 
 
 def _common_run_args(p: argparse.ArgumentParser) -> None:
@@ -94,7 +103,8 @@ def _common_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--algorithm", "-a", choices=ALGORITHMS,
                    help="search algorithm (default: the experiment's, else mlr)")
     p.add_argument("--results", default=os.environ.get("SRPERF_RESULTS", "srperf-results"),
-                   help="results directory (SQLite + CSV); default ./srperf-results")
+                   help="results directory: srperf.sqlite, summary CSVs and each run's "
+                        "temporary files (runs/RUN_ID/tmp; env SRPERF_RESULTS)")
     p.add_argument("--keep-testbed", action="store_true",
                    help="leave a virtual testbed this run brought up")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -206,21 +216,26 @@ def _trust(tb: TestbedConfig) -> int:
     return EXIT_OK
 
 
-def _run(exp: Experiment, args: argparse.Namespace) -> int:
+def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = None,
+         recipe: dict | None = None, resume: str | None = None) -> int:
     from srperf.orchestrator import Orchestrator
     from srperf.progress import make_progress
     from srperf.results.summary import format_table
 
     from srperf import preflight
 
-    tb = _load_testbed(args.testbed, exp)
+    if tb is None:
+        tb = _load_testbed(args.testbed, exp)
     exp = preflight.replace_algorithm(exp, args.algorithm, "<command line>")
     preflight.check_run(exp, tb)
+    if recipe is None:
+        recipe = cli_runs.recipe(args, tb, mapping=getattr(args, "mapping", None),
+                                 experiment_file=getattr(args, "experiment_file", None))
     orch = Orchestrator(exp, tb, Path(args.results),
                         progress=make_progress(sys.stdout),
-                        keep_testbed=args.keep_testbed)
+                        keep_testbed=args.keep_testbed, recipe=recipe)
 
-    report = orch.run()
+    report = orch.run(resume=resume)
     print()
     print(f"summary of run {report.run_id} ({exp.forwarder}, algorithm "
           f"{orch.exp.search.algorithm}; rates in kpps; n = repetitions):")
@@ -243,12 +258,36 @@ def _run(exp: Experiment, args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     import dataclasses
 
-    exp = load_experiment(resources.find_config(args.experiment, "experiment"), args.set)
+    if args.resume is not None:
+        return _resume(args)
+    if args.experiment is None:
+        raise ConfigError("<command line>", "EXPERIMENT", None,
+                          "an experiment file or name is required (or --resume RUN_ID)")
+    args.experiment_file = resources.find_config(args.experiment, "experiment")
+    exp = load_experiment(args.experiment_file, args.set)
     if args.repetitions is not None:
         if args.repetitions < 1:
             raise ConfigError("--repetitions", "repetitions", args.repetitions, "must be >= 1")
         exp = dataclasses.replace(exp, repetitions=args.repetitions)
     return _run(exp, args)
+
+
+def _resume(args: argparse.Namespace) -> int:
+    """``run --resume RUN_ID``: the run's own experiment and testbed, made again."""
+    from srperf.cli_results import _open, _resolve
+
+    cli_runs.check_resume_args(args)
+    args.db = None
+    with _open(args) as store:
+        (run_id,) = _resolve(store, [args.resume])
+        row = store.run_row(run_id)
+        where = store.where
+    if row is None:
+        raise ConfigError(where, "--resume", args.resume, "no such run")
+    exp, tb, made = cli_runs.from_recipe(where, run_id, row)
+    args.algorithm = made.get("algorithm")
+    args.keep_testbed = bool(made.get("keep_testbed"))
+    return _run(exp, args, tb=tb, recipe=made, resume=run_id)
 
 
 def cmd_pdr(args: argparse.Namespace) -> int:
@@ -266,6 +305,7 @@ def cmd_pdr(args: argparse.Namespace) -> int:
             "verify": not args.no_verify, "search": search}
     apply_overrides(data, args.set, "<command line>")
     exp = experiment_from_mapping(data, "<command line>")
+    args.mapping = data
     args.algorithm = None
     return _run(exp, args)
 
@@ -297,6 +337,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 COMMANDS = {"validate": cmd_validate, "testbed": cmd_testbed, "run": cmd_run, "pdr": cmd_pdr,
             "behaviors": cmd_behaviors, "build": cmd_build}
+COMMANDS.update(cli_runs.COMMANDS)
 COMMANDS.update(cli_results.COMMANDS)
 COMMANDS.update(cli_provision.COMMANDS)
 

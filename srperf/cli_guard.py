@@ -9,6 +9,7 @@ The log file is made with ``mkstemp`` under ``$SRPERF_LOG_DIR`` (default
 
 from __future__ import annotations
 
+import argparse
 import os
 import tempfile
 import time
@@ -27,6 +28,58 @@ MAIN_EPILOG = """exit status:
   1    the run failed, or srperf itself failed (the message names the log file)
   2    bad input: the message names the file (or option), the key and the value
   130  interrupted (SIGINT); 143: terminated (SIGTERM); the SUT is cleaned"""
+
+RUN_EPILOG = """A run is stored as running, then finished, interrupted (SIGINT or SIGTERM: the
+signal is stored) or failed (the reason is stored); 'srperf runs' lists them and
+shows a running run whose process is gone as dead.  'srperf run --resume RUN_ID'
+continues a run that did not finish: the searches that ended are kept.
+
+exit status:
+  0    every behavior was measured or reported unsupported
+  1    a behavior failed verification or its CFG step; the run failed (e.g. the disk
+       holding the results is full: the message names it); or an internal error
+  2    bad input: the message names the file (or option), the key and the value
+  130  interrupted (SIGINT); 143: terminated (SIGTERM); the SUT is cleaned"""
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions and epilogs laid out by hand (several lines) kept as written, one-line
+    ones wrapped; an option's default appended to its help when it has one worth
+    showing and the help does not state it already (choices are shown by argparse
+    itself, as ``{a,b}``)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text.strip():
+            return super()._fill_text(text, width, indent)
+        return argparse.HelpFormatter._fill_text(self, text, width, indent)
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if "default" in text.lower() or default in (None, False, [], argparse.SUPPRESS) \
+                or isinstance(default, bool):
+            return text
+        if action.option_strings or action.nargs in (argparse.OPTIONAL, argparse.ZERO_OR_MORE):
+            return f"{text} (default: %(default)s)"
+        return text
+
+
+def subparsers(parser: argparse.ArgumentParser) -> list[tuple[str, argparse.ArgumentParser]]:
+    """Every (sub)command's parser, with its command path: ``[("srperf", p), ("srperf
+    run", ...), ...]``."""
+    found = [(parser.prog, parser)]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                found.extend(subparsers(sub))
+    return found
+
+
+def use_help_formatter(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Give every (sub)command :class:`HelpFormatter`."""
+    for _, p in subparsers(parser):
+        p.formatter_class = HelpFormatter
+    return parser
 
 
 def log_dir() -> Path:
@@ -50,5 +103,5 @@ def write_error_log(exc: BaseException, argv: list[str]) -> Path | None:
     return Path(name)
 
 
-__all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_CONFIG", "MAIN_EPILOG", "VALIDATE_EPILOG", "log_dir",
-           "write_error_log"]
+__all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_CONFIG", "HelpFormatter", "MAIN_EPILOG", "RUN_EPILOG",
+           "VALIDATE_EPILOG", "log_dir", "subparsers", "use_help_formatter", "write_error_log"]

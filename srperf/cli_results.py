@@ -18,9 +18,10 @@ EXIT_OK, EXIT_FAILED = 0, 1
 
 def _store_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--results", default=os.environ.get("SRPERF_RESULTS", "srperf-results"),
-                   help="results directory (its srperf.sqlite); default ./srperf-results")
+                   help="results directory (its srperf.sqlite; env SRPERF_RESULTS)")
     p.add_argument("--db", default=os.environ.get("SRPERF_DB"),
-                   help="a results database instead: SQLite file or postgresql:// URL")
+                   help="a results database instead: SQLite file or postgresql:// URL "
+                        "(env SRPERF_DB)")
 
 
 def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -28,27 +29,33 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
     r.add_argument("runs", nargs="+", metavar="RUN", help="run id, unique prefix, or 'last'")
     r.add_argument("-o", "--output", help="HTML file (default: RESULTS/report-<run>.html)")
     r.add_argument("--markdown", help="also write the Markdown summary to this file")
-    r.add_argument("--title", default="")
+    r.add_argument("--title", default="", help="report title (default: one made from "
+                   "the runs)")
     _store_args(r)
 
     c = sub.add_parser("compare", help="per behavior change with its 95 %% interval; "
                        "exit 1 on regression")
-    c.add_argument("baseline", metavar="BASELINE")
-    c.add_argument("current", metavar="CURRENT")
+    c.add_argument("baseline", metavar="BASELINE",
+                   help="the reference run: id, unique prefix or 'last'")
+    c.add_argument("current", metavar="CURRENT",
+                   help="the run judged against BASELINE: id, unique prefix or 'last'")
     c.add_argument("--threshold", type=float, default=None,
                    help="regression threshold in %% of the baseline mean (default 5)")
-    c.add_argument("--method", choices=["welch", "bootstrap"], default="welch")
+    c.add_argument("--method", choices=["welch", "bootstrap"], default="welch",
+                   help="how the 95 %% interval of the change is computed: Welch's t "
+                        "or a bootstrap")
     _store_args(c)
 
     e = sub.add_parser("export", help="export runs as csv, parquet or json")
-    e.add_argument("runs", nargs="+", metavar="RUN")
-    e.add_argument("--format", "-f", choices=["csv", "parquet", "json"], default="csv")
+    e.add_argument("runs", nargs="+", metavar="RUN", help="run id, unique prefix, or 'last'")
+    e.add_argument("--format", "-f", choices=["csv", "parquet", "json"], default="csv",
+                   help="file format")
     e.add_argument("-o", "--output", help="directory (json: a .json file or a directory)")
     _store_args(e)
 
     n = sub.add_parser("nightly", help="run a suite, compare with the last good run, "
                        "write report and JUnit XML; exit 1 on regression")
-    n.add_argument("suite", metavar="SUITE.yaml")
+    n.add_argument("suite", metavar="SUITE.yaml", help="the nightly suite file")
     n.add_argument("--results", help="override the suite's results directory")
     n.add_argument("--db", help="override the suite's shared database URL")
     n.add_argument("--reports", help="override the suite's reports directory")

@@ -56,3 +56,8 @@ class TransportError(SrperfError):
 
 class GeneratorError(SrperfError):
     """The traffic generator failed or cannot run here."""
+
+
+class StoreError(SrperfError):
+    """The results store cannot be written (a full disk, a lost database); the
+    message names the store.  Rows written before stay readable."""

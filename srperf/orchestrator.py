@@ -14,18 +14,21 @@ Whatever happens, the SUT is cleaned and every finished trial is kept.
 from __future__ import annotations
 
 import dataclasses
+import errno
+import json
 import logging
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import pandas as pd
 
 from srperf import behaviors as catalogue
-from srperf import environment, forwarders, testbeds
+from srperf import environment, forwarders, run_record, testbeds
 from srperf.config.model import Experiment, TestbedConfig
-from srperf.errors import (CfgError, ConfigError, SrperfError, UnsupportedBehavior,
-                           VerificationError)
+from srperf.errors import (CfgError, ConfigError, SrperfError, StoreError,
+                           UnsupportedBehavior, VerificationError)
 from srperf.progress import ProgressEvents
 from srperf.results.store import ResultStore, TrialKey
 from srperf.results.summary import summarize
@@ -33,6 +36,8 @@ from srperf.generators import MIX_DRIVERS
 from srperf.imix import IMIX_SIZE, size_label
 from srperf.search.base import GoalResult, LatencyPoint, SearchResult, SearchSettings
 from srperf.session import MeasurementSession
+from srperf.run_record import describe_error, remove_stale_workdir, run_tmpdir
+from srperf.terminate import run_end
 from srperf.testbeds.base import Testbed
 
 log = logging.getLogger(__name__)
@@ -79,7 +84,8 @@ class Orchestrator:
 
     def __init__(self, exp: Experiment, tb: TestbedConfig, results_dir: Path,
                  algorithm: str | None = None, progress: Progress | None = None,
-                 keep_testbed: bool = False, testbed: Testbed | None = None) -> None:
+                 keep_testbed: bool = False, testbed: Testbed | None = None,
+                 recipe: dict[str, Any] | None = None) -> None:
         if algorithm:
             exp = dataclasses.replace(exp, search=dataclasses.replace(exp.search,
                                                                       algorithm=algorithm))
@@ -92,6 +98,8 @@ class Orchestrator:
         self.progress = progress or (lambda msg: log.info("%s", msg))
         self.events = progress if isinstance(progress, ProgressEvents) else ProgressEvents()
         self.keep_testbed = keep_testbed
+        self.recipe = recipe or {}
+        """How to make this experiment and testbed again (files, overrides), for resume."""
         self.settings = search_settings(exp, tb)
         self.behaviors = [catalogue.get(name) for name in exp.behaviors]
         if IMIX_SIZE in exp.packet_sizes and tb.tester.driver not in MIX_DRIVERS:
@@ -101,47 +109,131 @@ class Orchestrator:
                               f"tester.driver {tb.tester.driver!r}")
 
     # -- top level ---------------------------------------------------------------
-    def run(self) -> RunReport:
+    def plan(self) -> dict[str, Any]:
+        """What the run will do, as stored in its environment and compared on resume."""
+        return {"forwarder": self.exp.forwarder, "behaviors": [b.name for b in self.behaviors],
+                "packet_sizes": list(self.exp.packet_sizes), "repetitions": self.exp.repetitions,
+                "algorithm": self.exp.search.algorithm,
+                "search": json.loads(json.dumps(dataclasses.asdict(self.settings), default=str))}
+
+    def run(self, resume: str | None = None) -> RunReport:
+        """Run the plan; with ``resume`` (a run id), continue that run: its ended
+        searches are kept and skipped, the one that was running is redone."""
         store = ResultStore(self.results_dir / "srperf.sqlite")
-        env = environment.collect()
-        env.update(experiment_file=self.exp.source, testbed_file=self.tb.source,
-                   search=dataclasses.asdict(self.settings))
-        run_id = store.begin_run(self.exp.name, self.tb.name, self.exp.forwarder, env)
-        report = RunReport(run_id, store.path)
+        try:
+            run_id, env, ended = (self._reclaim(store, resume) if resume
+                                  else self._begin(store))
+        except BaseException:
+            store.close()
+            raise
+        report = RunReport(run_id, store.path or self.results_dir)
         self.progress(f"run {run_id}: {self.exp.name} on {self.tb.name} "
-                      f"({self.exp.forwarder}), results in {store.path}")
+                      f"({self.exp.forwarder}), results in {store.where}")
         session = MeasurementSession(self.testbed, self.forwarder, self.options, store, run_id,
                                      keep_testbed=self.keep_testbed, verify=self.exp.verify,
                                      imix=self.exp.imix)
         session.events = self.events
         self.events.run_started(run_id, self.exp.name, self.tb.name, self.exp.forwarder,
-                                len(self.exp.packet_sizes) * self.exp.repetitions
-                                * len(self.behaviors))
+                                self.planned)
+        reason: str | None = None
+        signame: str | None = None
+        adopt = False
         try:
-            if not self.testbed.is_up():
-                self.progress(f"bringing up {self.testbed.kind} testbed {self.tb.name}")
-            with session:
-                env.update(session.environment())
-                store.update_environment(run_id, env)
-                self._loop(session, store, report)
+            with run_tmpdir(self.results_dir / "runs" / run_id / "tmp"):
+                was_up = self.testbed.is_up()
+                if not was_up:
+                    self.progress(f"bringing up {self.testbed.kind} testbed {self.tb.name}")
+                if resume:
+                    # the dead run's testbed is checked by up() (rebuilt when incomplete),
+                    # its SUT cleaned by the session; what the dead run made, we remove
+                    adopt = was_up and bool(env.get("testbed_made")) and not self.keep_testbed
+                else:
+                    env["testbed_made"] = not was_up   # before anything is made
+                    store.update_environment(run_id, env)
+                try:
+                    with session:
+                        previous = env.get("sut_workdir")
+                        env.update(session.environment())
+                        env["sut_workdir"] = self.testbed.node("sut").workdir()
+                        store.update_environment(run_id, env)
+                        if resume and previous and previous != env["sut_workdir"]:
+                            remove_stale_workdir(self.testbed.node("sut"), str(previous))
+                        self._loop(session, store, report, ended)
+                finally:
+                    if adopt:
+                        self.progress(f"removing the testbed run {run_id} brought up")
+                        self.testbed.down()
             report.status = "finished"
+        except KeyboardInterrupt as exc:
+            report.status, reason, signame = run_end(exc)
+            raise
+        except (OSError, StoreError) as exc:
+            report.status, reason = "failed", describe_error(exc)
+            if isinstance(exc, OSError) and exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            what = (str(exc) if isinstance(exc, StoreError) else
+                    f"results {self.results_dir}: no space left on device "
+                    f"({exc.filename or store.where}); rows written before are kept")
+            raise StoreError(f"{what}; the SUT is cleaned; once there is room: "
+                             f"srperf run --resume {run_id}") from None
         except BaseException as exc:
-            report.status = "failed"
-            log.error("run %s failed: %s", run_id, exc)
+            report.status, reason = "failed", describe_error(exc)
+            log.info("run %s failed: %s", run_id, reason)   # the caller reports it
             raise
         finally:
-            store.end_run(run_id, report.status)
-            report.summary = summarize(store.frame("searches", run_id),
-                                       store.frame("outcomes", run_id))
-            csv = self.results_dir / f"summary-{run_id}.csv"
-            report.summary.to_csv(csv, index=False)
-            report.summary_csv = csv
-            store.close()
-            self.events.run_done(report.status)
+            self._finish(store, report, reason, signame)
         return report
 
+    def _begin(self, store: ResultStore) -> tuple[str, dict[str, Any], dict[int, Any]]:
+        env = environment.collect()
+        env.update(experiment_file=self.exp.source, testbed_file=self.tb.source,
+                   search=dataclasses.asdict(self.settings), plan=self.plan(),
+                   recipe=self.recipe)
+        run_id = store.begin_run(self.exp.name, self.tb.name, self.exp.forwarder, env,
+                                 planned=self.planned)
+        return run_id, env, {}
+
+    def _reclaim(self, store: ResultStore,
+                 run_id: str) -> tuple[str, dict[str, Any], dict[int, Any]]:
+        """Check that ``run_id`` may be resumed with this plan; make it ours again."""
+        found = run_record.reclaim(store, run_id, self.plan())
+        shutil.rmtree(self.results_dir / "runs" / run_id / "tmp", ignore_errors=True)
+        self.progress(f"resuming run {run_id} ({found.previous_status}): {len(found.ended)} "
+                      f"of {self.planned} searches ended and are kept; "
+                      f"{found.dropped_trials} trials of an unfinished search dropped")
+        return run_id, found.environment, found.ended
+
+    def _finish(self, store: ResultStore, report: RunReport, reason: str | None,
+                signame: str | None) -> None:
+        """Record how the run ended and write its summary; a store that cannot be
+        written (disk full) is logged here, the run's own error goes on up."""
+        try:
+            store.end_run(report.run_id, report.status, reason, signame)
+        except StoreError as exc:   # the run's own error says so; 'srperf runs': dead
+            log.info("run %s: its end (%s) not recorded: %s", report.run_id, report.status, exc)
+        try:
+            report.summary = summarize(store.frame("searches", report.run_id),
+                                       store.frame("outcomes", report.run_id))
+            csv = self.results_dir / f"summary-{report.run_id}.csv"
+            report.summary.to_csv(csv, index=False)
+            report.summary_csv = csv
+        except (OSError, StoreError) as exc:
+            log.info("summary of run %s not written: %s", report.run_id, exc)
+        finally:
+            store.close()
+            self.events.run_done(report.status)
+
+    @property
+    def planned(self) -> int:
+        """Searches in the plan: packet sizes x repetitions x behaviors."""
+        return len(self.exp.packet_sizes) * self.exp.repetitions * len(self.behaviors)
+
     # -- the plan -------------------------------------------------------------------
-    def _loop(self, session: MeasurementSession, store: ResultStore, report: RunReport) -> None:
+    def _loop(self, session: MeasurementSession, store: ResultStore, report: RunReport,
+              ended: dict[int, tuple[str, int, str, str]] | None = None) -> None:
+        """The plan, interleaved; a search in ``ended`` (a resumed run's) is replayed
+        from the store, not redone, so search numbers and skips stay as they were."""
+        ended = ended or {}
         seq = 0
         for size in self.exp.packet_sizes:
             for rep in range(1, self.exp.repetitions + 1):
@@ -149,6 +241,14 @@ class Orchestrator:
                     if report.outcomes.get((beh.name, size), ("",))[0] in SKIP_AFTER:
                         continue
                     seq += 1
+                    if seq in ended:
+                        name, stored_size, status, reason = ended[seq]
+                        if (name, stored_size) != (beh.name, size):
+                            raise SrperfError(f"run {report.run_id}: search {seq} is "
+                                              f"{name} {stored_size} B in the store, "
+                                              f"{beh.name} {size} B in the plan")
+                        report.outcomes[(beh.name, size)] = (status, reason)
+                        continue
                     key = TrialKey(beh.name, self.exp.forwarder, size, rep, seq)
                     self._one(session, store, report, beh, key)
 
@@ -169,7 +269,7 @@ class Orchestrator:
             report.searches.append((key, result))
             report.outcomes[(key.behavior, key.packet_size)] = ("measured", "")
             store.add_outcome(report.run_id, key.behavior, key.forwarder, key.packet_size,
-                              "measured")
+                              "measured", repetition=key.repetition, search_seq=key.search_seq)
             self.progress(self._describe(key, result))
             for p in result.latency:
                 self.progress(f"{key.behavior}: latency at {p.fraction:.0%} of PDR: "
@@ -179,7 +279,7 @@ class Orchestrator:
                  reason: str) -> None:
         report.outcomes[(key.behavior, key.packet_size)] = (status, reason)
         store.add_outcome(report.run_id, key.behavior, key.forwarder, key.packet_size,
-                          status, reason)
+                          status, reason, repetition=key.repetition, search_seq=key.search_seq)
         self.progress(f"{key.behavior}: {status}: {reason}")
 
     def _describe(self, key: TrialKey, result: SearchResult) -> str:

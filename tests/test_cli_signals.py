@@ -3,7 +3,8 @@
 `srperf run` runs in a child process on a real virtual testbed; once one search
 has finished, the test sends the signal and checks what the guide asks of a
 failed run: a non-zero exit naming the cause, the SUT cleaned and the testbed
-it brought up removed, and every finished search and trial kept in the store.
+it brought up removed, every finished search and trial kept in the store, and
+the run stored as ``interrupted`` with the signal's name.
 """
 
 from __future__ import annotations
@@ -68,7 +69,9 @@ def test_signal_mid_run_cleans_the_sut_and_keeps_finished_trials(
         assert not [n for n in netns_names() if f"{PREFIX}-" in n]
         db = sqlite3.connect(results / "srperf.sqlite")
         try:
-            assert db.execute("SELECT status FROM runs").fetchone()[0] == "failed"
+            status, sig, reason = db.execute("SELECT status, signal, reason FROM runs").fetchone()
+            name = signal.Signals(signum).name
+            assert (status, sig, reason) == ("interrupted", name, f"interrupted by {name}")
             kept = db.execute("SELECT COUNT(*) FROM searches WHERE behavior = 'ipv6'").fetchone()
             assert kept[0] >= 1
             trials = db.execute("SELECT COUNT(*) FROM trials WHERE behavior = 'ipv6'").fetchone()

@@ -35,9 +35,18 @@ runs = sa.Table(
     sa.Column("environment", sa.Text),
     sa.Column("purpose", sa.Text, nullable=False, server_default="run"),
     sa.Column("suite", sa.Text),
+    sa.Column("reason", sa.Text), sa.Column("signal", sa.Text),
+    sa.Column("pid", sa.Integer), sa.Column("host", sa.Text), sa.Column("pid_start", sa.Text),
+    sa.Column("planned", sa.Integer),
 )
 """One row per run.  ``purpose``: 'run' | 'bench' | 'nightly'; ``suite``: the
-nightly suite that made the run (NULL otherwise)."""
+nightly suite that made the run (NULL otherwise).  ``status``: 'running' |
+'finished' | 'interrupted' (``signal`` names it: SIGINT, SIGTERM) | 'failed';
+``reason`` says why a run did not finish (never empty then).  ``pid``, ``host``
+and ``pid_start`` (the process's start time in clock ticks since boot, from
+/proc) name the process that runs it, so that a run left 'running' by a process
+that died (kill -9, power loss) can be told from a live one.  ``planned``: the
+number of searches the plan holds (behaviors x sizes x repetitions)."""
 
 def _row_of(*search_key: str) -> list[sa.Column]:
     """The columns every per-behavior table starts with: id, run id, time, behavior,
@@ -79,8 +88,11 @@ outcomes = sa.Table(
     "outcomes", metadata,
     *_row_of(), sa.Column("status", sa.Text),
     sa.Column("reason", sa.Text),
+    sa.Column("repetition", sa.Integer), sa.Column("search_seq", sa.Integer),
 )
-"""Per behavior and packet size: measured, unsupported, verify_failed, error."""
+"""Per behavior and packet size: measured, unsupported, verify_failed, error.
+One row per search that ended (``search_seq`` names it; NULL in stores written
+before version 5): a search without an outcome row did not end."""
 
 comparisons = sa.Table(
     "comparisons", metadata,
@@ -151,6 +163,11 @@ MIGRATIONS: tuple[Migration, ...] = (
               _add_columns(runs, ("purpose", "suite"))),
     Migration(4, "comparisons (nightly verdicts) and run_id indexes",
               lambda conn: (_create(comparisons)(conn), _indexes(conn))),
+    Migration(5, "runs: reason, signal, process (pid, host, start) and planned searches; "
+              "outcomes: repetition and search_seq (which searches ended, for resume)",
+              lambda conn: (_add_columns(runs, ("reason", "signal", "pid", "host",
+                                                "pid_start", "planned"))(conn),
+                            _add_columns(outcomes, ("repetition", "search_seq"))(conn))),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
 

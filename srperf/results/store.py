@@ -26,8 +26,9 @@ import pandas as pd
 import sqlalchemy as sa
 
 from srperf.drivers.base import TrialResult
-from srperf.errors import SrperfError
+from srperf.errors import SrperfError, StoreError
 from srperf.results import schema
+from srperf.results.liveness import ProcessId, is_alive, this_process
 from srperf.search.base import SearchResult
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,10 @@ ADDED_SEARCH_COLUMNS = ("estimate_pps", "estimate_low_pps", "estimate_high_pps")
 
 PURPOSES = ("run", "bench", "nightly")
 """What a run was for: an ordinary run, a benchmark command, a nightly job."""
+
+RUN_STATES = ("running", "finished", "interrupted", "failed")
+"""A run's status: ``interrupted`` by a signal (named in ``signal``), ``failed``
+with a ``reason`` (never empty)."""
 
 
 def _now() -> str:
@@ -97,35 +102,70 @@ class ResultStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @property
+    def where(self) -> str:
+        """The store for messages: its file, or its URL without the password."""
+        return str(self.path) if self.path is not None else self.url
+
+    def _write(self, statement: Any, rows: Any = None) -> None:
+        """Execute one write in its own transaction; a database that cannot be written
+        (disk full, I/O error) raises :class:`StoreError` naming the store.  SQLite
+        rolls the transaction back, so every row written before stays readable."""
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(statement, rows) if rows is not None else conn.execute(statement)
+        except (sa.exc.OperationalError, sa.exc.DatabaseError, OSError) as exc:
+            orig = getattr(exc, "orig", None) or exc
+            raise StoreError(f"results store {self.where}: cannot write: {orig} "
+                             "(rows written before are kept)") from None
+
     def _insert(self, table: sa.Table, rows: dict[str, Any] | list[dict[str, Any]]) -> None:
-        with self.engine.begin() as conn:
-            conn.execute(table.insert(), rows)
+        self._write(table.insert(), rows)
 
     # -- writing -------------------------------------------------------------------
     def begin_run(self, experiment: str, testbed: str, forwarder: str,
                   environment: dict[str, Any], purpose: str = "run",
-                  suite: str | None = None) -> str:
-        """Start a run; ``purpose`` is one of :data:`PURPOSES`.  Returns the run id."""
+                  suite: str | None = None, planned: int | None = None) -> str:
+        """Start a run of this process; ``purpose`` is one of :data:`PURPOSES`,
+        ``planned`` the number of searches of its plan.  Returns the run id."""
         if purpose not in PURPOSES:
             raise ValueError(f"purpose must be one of {PURPOSES}, not {purpose!r}")
         run_id = dt.datetime.now().strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+        me = this_process()
         self._insert(schema.runs, dict(
             run_id=run_id, started=_now(), finished=None, experiment=experiment,
             testbed=testbed, forwarder=forwarder, status="running",
             environment=json.dumps(environment, sort_keys=True, default=str),
-            purpose=purpose, suite=suite))
+            purpose=purpose, suite=suite, planned=planned,
+            pid=me.pid, host=me.host, pid_start=me.start))
         return run_id
+
+    def claim_run(self, run_id: str) -> None:
+        """Make this process the one running ``run_id`` again (``--resume``): status
+        ``running``, reason and signal cleared, PID, host and start time ours."""
+        me = this_process()
+        self._write(schema.runs.update().where(schema.runs.c.run_id == run_id).values(
+            status="running", finished=None, reason=None, signal=None,
+            pid=me.pid, host=me.host, pid_start=me.start))
 
     def update_environment(self, run_id: str, environment: dict[str, Any]) -> None:
         """Replace a run's environment (once the testbed's nodes could be read)."""
-        with self.engine.begin() as conn:
-            conn.execute(schema.runs.update().where(schema.runs.c.run_id == run_id).values(
-                environment=json.dumps(environment, sort_keys=True, default=str)))
+        self._write(schema.runs.update().where(schema.runs.c.run_id == run_id).values(
+            environment=json.dumps(environment, sort_keys=True, default=str)))
 
-    def end_run(self, run_id: str, status: str) -> None:
-        with self.engine.begin() as conn:
-            conn.execute(schema.runs.update().where(schema.runs.c.run_id == run_id)
-                         .values(finished=_now(), status=status))
+    def end_run(self, run_id: str, status: str, reason: str | None = None,
+                signal: str | None = None) -> None:
+        """End a run: ``finished``; ``interrupted`` by ``signal`` (its name); ``failed``
+        with ``reason``.  A run that did not finish always gets a reason."""
+        if status not in RUN_STATES or status == "running":
+            raise ValueError(f"a run ends {RUN_STATES[1:]}, not {status!r}")
+        if status == "interrupted" and not signal:
+            raise ValueError("an interrupted run names its signal")
+        if status != "finished" and not (reason or "").strip():
+            reason = f"interrupted by {signal}" if signal else "failed (no reason given)"
+        self._write(schema.runs.update().where(schema.runs.c.run_id == run_id).values(
+            finished=_now(), status=status, reason=reason if status != "finished" else None,
+            signal=signal))
 
     def tag_run(self, run_id: str, purpose: str | None = None,
                 suite: str | None = None) -> None:
@@ -166,10 +206,33 @@ class ResultStore:
             estimate_high_pps=g.estimate_high_pps) for g in result.goals])
 
     def add_outcome(self, run_id: str, behavior: str, forwarder: str, packet_size: int,
-                    status: str, reason: str = "") -> None:
+                    status: str, reason: str = "", repetition: int | None = None,
+                    search_seq: int | None = None) -> None:
+        """How a search ended (``search_seq``); written last, so a search without an
+        outcome row did not end."""
         self._insert(schema.outcomes, dict(
             run_id=run_id, time=_now(), behavior=behavior, forwarder=forwarder,
-            packet_size=packet_size, status=status, reason=reason))
+            packet_size=packet_size, status=status, reason=reason, repetition=repetition,
+            search_seq=search_seq))
+
+    def drop_unended(self, run_id: str) -> dict[str, int]:
+        """Delete the trials and search goals of searches of ``run_id`` that have no
+        outcome row (the search that was running when the process died); returns the
+        number of rows deleted per table."""
+        o = schema.outcomes
+        ended = sa.select(o.c.search_seq).where(o.c.run_id == run_id,
+                                                o.c.search_seq.is_not(None))
+        dropped: dict[str, int] = {}
+        try:
+            with self.engine.begin() as conn:
+                for table in (schema.trials, schema.searches):
+                    res = conn.execute(table.delete().where(
+                        table.c.run_id == run_id, table.c.search_seq.not_in(ended)))
+                    dropped[table.name] = int(res.rowcount or 0)
+        except (sa.exc.OperationalError, sa.exc.DatabaseError, OSError) as exc:
+            raise StoreError(f"results store {self.where}: cannot write: "
+                             f"{getattr(exc, 'orig', None) or exc}") from None
+        return dropped
 
     def add_comparison(self, run_id: str, baseline_run_id: str | None, threshold_pct: float,
                        verdict: str, detail: dict[str, Any] | None = None) -> None:
@@ -217,6 +280,64 @@ class ResultStore:
                         t.c.extra.like('%"simulated": true%')))
         with self.engine.connect() as conn:
             return set(conn.execute(query).scalars())
+
+    def run_row(self, run_id: str) -> dict[str, Any] | None:
+        """The ``runs`` row of ``run_id`` (environment decoded), None if there is none."""
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(schema.runs)
+                               .where(schema.runs.c.run_id == run_id)).first()
+        if row is None:
+            return None
+        out = dict(row._mapping)
+        out["environment"] = json.loads(out["environment"] or "{}")
+        return out
+
+    def ended_searches(self, run_id: str) -> dict[int, tuple[str, int, str, str]]:
+        """The searches of ``run_id`` that ended: search_seq -> (behavior, packet size,
+        outcome status, reason)."""
+        o = schema.outcomes
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(o.c.search_seq, o.c.behavior, o.c.packet_size,
+                                          o.c.status, o.c.reason)
+                                .where(o.c.run_id == run_id, o.c.search_seq.is_not(None))
+                                .order_by(o.c.search_seq)).all()
+        return {int(seq): (beh, int(size), status, reason or "")
+                for seq, beh, size, status, reason in rows}
+
+    def runs_overview(self, limit: int | None = None) -> pd.DataFrame:
+        """One row per run, newest first: id, experiment, testbed, forwarder, status
+        (``running`` shown as ``dead`` when its process is known to be gone), reason,
+        started, finished, searches ended, planned, trials, pid, host, purpose."""
+        r, o, t = schema.runs, schema.outcomes, schema.trials
+        ended = (sa.select(o.c.run_id, sa.func.count().label("ended"))
+                 .group_by(o.c.run_id).subquery())
+        trials = (sa.select(t.c.run_id, sa.func.count().label("trials"))
+                  .group_by(t.c.run_id).subquery())
+        query = (sa.select(r.c.run_id, r.c.experiment, r.c.testbed, r.c.forwarder,
+                           r.c.status, r.c.signal, r.c.reason, r.c.started, r.c.finished,
+                           sa.func.coalesce(ended.c.ended, 0).label("searches"),
+                           r.c.planned, sa.func.coalesce(trials.c.trials, 0).label("trials"),
+                           r.c.pid, r.c.host, r.c.pid_start, r.c.purpose)
+                 .outerjoin(ended, ended.c.run_id == r.c.run_id)
+                 .outerjoin(trials, trials.c.run_id == r.c.run_id)
+                 .order_by(r.c.started.desc()))
+        if limit:
+            query = query.limit(limit)
+        with self.engine.connect() as conn:
+            df = pd.read_sql_query(query, conn)
+        for i, row in df.iterrows():
+            if row["status"] != "running" or pd.isna(row["pid"]):
+                continue
+            alive = is_alive(ProcessId(int(row["pid"]), str(row["host"]),
+                                       None if pd.isna(row["pid_start"])
+                                       else str(row["pid_start"])))
+            if alive is False:
+                df.at[i, "status"] = "dead"
+                df.at[i, "reason"] = (f"process {int(row['pid'])} on {row['host']} is gone "
+                                      "(killed?); srperf run --resume " + str(row["run_id"]))
+            elif alive is None:
+                df.at[i, "reason"] = f"running on {row['host']} (pid {int(row['pid'])})?"
+        return df.drop(columns=["pid_start"])
 
     def last_run_id(self) -> str | None:
         with self.engine.connect() as conn:

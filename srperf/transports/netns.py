@@ -7,6 +7,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -21,13 +22,15 @@ class NetnsTransport(Transport):
     """Runs commands with ``ip netns exec NS`` (or directly when ``ns`` is None).
 
     ``ip netns exec`` keeps this host's file system, so the node's working
-    directory is a ``mktemp -d`` directory under ``tmp_base`` on this host.
+    directory is a ``mktemp -d`` directory under ``tmp_base`` on this host
+    (default: Python's temporary directory, which a run points at its own
+    directory, so that its files go with it).
     """
 
     name = "netns"
 
-    def __init__(self, ns: str | None, tmp_base: str = "/tmp") -> None:
-        super().__init__(tmp_base)
+    def __init__(self, ns: str | None, tmp_base: str | None = None) -> None:
+        super().__init__(tmp_base or tempfile.gettempdir())
         self.ns = ns
 
     @property

@@ -1,0 +1,125 @@
+"""``srperf runs`` (the runs of a store and their states) and ``srperf run --resume``.
+
+Registered by :mod:`srperf.cli`.  A run stores a *recipe*: how its experiment and
+testbed were made (files as absolute paths, ``--set`` overrides, repetitions,
+algorithm, or the mapping ``srperf pdr`` built), so that ``--resume RUN_ID``
+makes the same plan again without the user repeating the command line; the
+orchestrator then checks that the plan did not change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from srperf.config.model import Experiment, TestbedConfig
+from srperf.errors import ConfigError
+
+EXIT_OK = 0
+
+RESUME_FORBIDS = (("experiment", "EXPERIMENT"), ("testbed", "--testbed"),
+                  ("algorithm", "--algorithm"), ("repetitions", "--repetitions"),
+                  ("set", "--set"))
+"""Arguments that come from the resumed run and may not be given with ``--resume``."""
+
+
+def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    r = sub.add_parser("runs", help="list the runs of a results store: status (running, "
+                       "finished, interrupted, failed; dead when the process of a "
+                       "running run is gone), reason, searches ended/planned")
+    r.add_argument("--results", default=os.environ.get("SRPERF_RESULTS", "srperf-results"),
+                   help="results directory (its srperf.sqlite; env SRPERF_RESULTS)")
+    r.add_argument("--db", default=os.environ.get("SRPERF_DB"),
+                   help="a results database instead: SQLite file or postgresql:// URL "
+                        "(env SRPERF_DB)")
+    r.add_argument("--limit", "-n", type=int, default=20,
+                   help="show the newest N runs (0: all)")
+
+
+def recipe(args: argparse.Namespace, tb: TestbedConfig, experiment_file: Path | None = None,
+           mapping: dict[str, Any] | None = None) -> dict[str, Any]:
+    """How to make this run's experiment and testbed again."""
+    def absolute(source: str) -> str:
+        path = Path(source)
+        return str(path.resolve()) if path.exists() else source
+
+    out: dict[str, Any] = {"testbed": absolute(tb.source),
+                           "algorithm": getattr(args, "algorithm", None),
+                           "keep_testbed": bool(getattr(args, "keep_testbed", False))}
+    if mapping is not None:
+        out["mapping"] = mapping
+    else:
+        out.update(experiment=absolute(str(experiment_file)), set=list(args.set),
+                   repetitions=args.repetitions)
+    return out
+
+
+def check_resume_args(args: argparse.Namespace) -> None:
+    """With ``--resume``, the experiment and its settings come from the run."""
+    for attr, flag in RESUME_FORBIDS:
+        value = getattr(args, attr, None)
+        if value not in (None, [], False):
+            raise ConfigError("<command line>", flag, value,
+                              "not allowed with --resume: the resumed run's own is used")
+
+
+def from_recipe(store_where: str, run_id: str,
+                row: dict[str, Any]) -> tuple[Experiment, TestbedConfig, dict[str, Any]]:
+    """The experiment and testbed a stored run was made of."""
+    import dataclasses
+
+    from srperf.config.loader import experiment_from_mapping, load_experiment, load_testbed
+
+    made = row["environment"].get("recipe")
+    if not made:
+        raise ConfigError(f"{store_where} run {run_id}", "environment.recipe", None,
+                          "the run was stored without its recipe (an older srperf, a bench "
+                          "or a nightly job); it cannot be resumed")
+    if "mapping" in made:
+        exp = experiment_from_mapping(made["mapping"], "<command line>")
+    else:
+        exp = load_experiment(Path(made["experiment"]), made.get("set") or ())
+        if made.get("repetitions"):
+            exp = dataclasses.replace(exp, repetitions=int(made["repetitions"]))
+    return exp, load_testbed(Path(made["testbed"])), made
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from srperf.cli_results import _open
+
+    if args.limit < 0:
+        raise ConfigError("--limit", "limit", args.limit, "must be >= 0 (0: all)")
+    with _open(args) as store:
+        df = store.runs_overview(args.limit or None)
+    if df.empty:
+        print("no runs")
+        return EXIT_OK
+    print(format_runs(df))
+    return EXIT_OK
+
+
+def format_runs(df: Any) -> str:
+    """The runs table: id, experiment, testbed, status, searches, trials, started, reason."""
+    rows = [("RUN", "EXPERIMENT", "TESTBED", "STATUS", "SEARCHES", "TRIALS", "STARTED",
+             "REASON")]
+    for _, r in df.iterrows():
+        status = str(r["status"])
+        if status == "interrupted" and isinstance(r["signal"], str):
+            status += f" ({r['signal']})"
+        planned = "?" if r["planned"] is None or r["planned"] != r["planned"] \
+            else str(int(r["planned"]))
+        reason = r["reason"] if isinstance(r["reason"], str) else ""
+        rows.append((str(r["run_id"]), str(r["experiment"]), str(r["testbed"]), status,
+                     f"{int(r['searches'])}/{planned}", str(int(r["trials"])),
+                     str(r["started"])[:19].replace("T", " "), reason))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[-1]
+                     for row in rows).rstrip()
+
+
+COMMANDS = {"runs": cmd_runs}
+
+__all__ = ["COMMANDS", "add_parsers", "check_resume_args", "format_runs", "from_recipe",
+           "recipe"]

@@ -1,0 +1,74 @@
+"""Every option of every srperf command has a help line; choices and defaults are shown.
+
+Walks the real parser (every subcommand, recursively), so an option added
+without help, or a default the help hides, fails here.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from srperf import cli_guard
+from srperf.cli import build_parser, main
+
+PARSERS = cli_guard.subparsers(build_parser())
+
+
+def _options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    return [a for a in parser._actions
+            if not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction))]
+
+
+def test_every_command_is_walked() -> None:
+    names = {prog.split(" ", 1)[-1] for prog, _ in PARSERS}
+    assert {"run", "pdr", "runs", "validate", "testbed", "report", "compare", "export",
+            "nightly", "provision", "behaviors", "build"} <= names
+
+
+@pytest.mark.parametrize(("prog", "parser"), PARSERS, ids=[p for p, _ in PARSERS])
+def test_every_option_has_help_and_shows_choices_and_default(
+        prog: str, parser: argparse.ArgumentParser) -> None:
+    text = parser.format_help()
+    formatter = parser._get_formatter()
+    for action in _options(parser):
+        name = "/".join(action.option_strings) or action.dest
+        assert action.help and action.help.strip(), f"{prog} {name}: no help line"
+        for choice in action.choices or ():
+            assert str(choice) in text, f"{prog} {name}: choice {choice!r} not shown"
+        meaningful = action.default not in (None, False, [], "", argparse.SUPPRESS)
+        if meaningful and (action.option_strings or action.nargs == "?"):
+            shown = formatter._get_help_string(action) % {"default": action.default}
+            assert "default" in shown.lower(), f"{prog} {name}: default {action.default!r} " \
+                                               "not shown"
+    for line in text.splitlines():
+        assert len(line) <= 100, f"{prog}: help line too long: {line!r}"
+
+
+def test_validate_documents_its_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["validate", "--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert "exit status" in out
+    for code in ("0", "1", "2"):
+        assert any(line.strip().startswith(code + " ") for line in out.splitlines()), out
+
+
+def test_run_help_names_the_run_states_and_resume(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    out = capsys.readouterr().out
+    for word in ("--resume", "interrupted", "failed", "finished", "130", "143"):
+        assert word in out
+
+
+def test_an_option_without_help_is_caught() -> None:
+    """The walk itself can fail: a parser with a help-less option is reported."""
+    p = argparse.ArgumentParser(prog="x", formatter_class=cli_guard.HelpFormatter)
+    p.add_argument("--bare", default=3)
+    bare = [a for a in _options(p) if not a.help]
+    assert [a.dest for a in bare] == ["bare"]
+    assert "(default: 3)" in cli_guard.HelpFormatter("x")._get_help_string(
+        argparse.Action(["--n"], "n", default=3, help="n")) % {"default": 3}

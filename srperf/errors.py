@@ -56,3 +56,9 @@ class TransportError(SrperfError):
 
 class GeneratorError(SrperfError):
     """The traffic generator failed or cannot run here."""
+
+
+class SearchAborted(SrperfError):
+    """One search could not go on (the generator failed again on a retried trial, a
+    SUT command hung): that search is marked ``error`` with this reason and the run
+    goes on to the next behavior."""

@@ -24,8 +24,8 @@ import pandas as pd
 from srperf import behaviors as catalogue
 from srperf import environment, forwarders, testbeds
 from srperf.config.model import Experiment, TestbedConfig
-from srperf.errors import (CfgError, ConfigError, SrperfError, UnsupportedBehavior,
-                           VerificationError)
+from srperf.errors import (CfgError, ConfigError, SearchAborted, SrperfError,
+                           UnsupportedBehavior, VerificationError)
 from srperf.progress import ProgressEvents
 from srperf.results.store import ResultStore, TrialKey
 from srperf.results.summary import summarize
@@ -102,11 +102,23 @@ class Orchestrator:
 
     # -- top level ---------------------------------------------------------------
     def run(self) -> RunReport:
+        """Run the plan holding the testbed's lock: refused (TestbedBusy, exit 2) before
+        anything starts when another run holds it or what is up cannot be reused."""
+        claimed = self.testbed.claim(f"srperf run {self.exp.name}")
+        try:
+            self.testbed.check_reusable()
+            return self._run()
+        finally:
+            if claimed:
+                self.testbed.unclaim()
+
+    def _run(self) -> RunReport:
         store = ResultStore(self.results_dir / "srperf.sqlite")
         env = environment.collect()
         env.update(experiment_file=self.exp.source, testbed_file=self.tb.source,
                    search=dataclasses.asdict(self.settings))
         run_id = store.begin_run(self.exp.name, self.tb.name, self.exp.forwarder, env)
+        self.testbed.name_run(run_id)
         report = RunReport(run_id, store.path)
         self.progress(f"run {run_id}: {self.exp.name} on {self.tb.name} "
                       f"({self.exp.forwarder}), results in {store.path}")
@@ -163,7 +175,7 @@ class Orchestrator:
             self._outcome(store, report, key, "unsupported", exc.reason)
         except VerificationError as exc:
             self._outcome(store, report, key, "verify_failed", str(exc))
-        except CfgError as exc:
+        except (CfgError, SearchAborted) as exc:
             self._outcome(store, report, key, "error", str(exc))
         else:
             report.searches.append((key, result))

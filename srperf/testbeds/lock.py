@@ -51,7 +51,8 @@ _ANSWER_S = 30.0
 # $1 lock directory, $2 lock name.  Prints "busy" + the holder's JSON (exit 75),
 # "error <why>" (exit 70), or "held <its pid>" + "prev <JSON left by a holder that
 # did not release>"; then "info <json>" lines rewrite the holder file ("ok"),
-# "release" removes both files ("released"); end of stdin leaves them (stale).
+# "ping" answers "pong", "release" removes both files ("released"); end of stdin
+# leaves them (stale).
 _HOLD = r'''set -u
 dir=$1 lock="$1/$2.lock" info="$1/$2.json"
 umask 022
@@ -75,6 +76,7 @@ while IFS= read -r line; do
   case $line in
     "info "*) printf '%s\n' "${line#info }" >"$info.tmp" && mv -f -- "$info.tmp" "$info" \
                 && echo ok ;;
+    ping) echo pong ;;
     release) rm -f -- "$info" "$lock"; echo released; exit 0 ;;
   esac
 done
@@ -311,7 +313,7 @@ class TestbedLock:
     def ensure(self) -> None:
         """Still held?  After a dropped connection, reconnect and take it again (raises
         TestbedBusy when another run took it meanwhile)."""
-        if self._held is None or self._held.alive():
+        if self._held is None or self._answers(self._held):
             return
         holder = self.holder
         assert holder is not None
@@ -321,6 +323,18 @@ class TestbedLock:
         self._held = None
         self.node.reconnect()
         self.acquire(holder.command, holder.run_id, holder.workdirs)
+
+    @staticmethod
+    def _answers(held: Held) -> bool:
+        """True when the lock process answers (a round trip: an idle connection whose
+        peer died looks alive until something is sent)."""
+        if not held.alive():
+            return False
+        try:
+            held.send("ping")
+            return held.readline(_ANSWER_S) == "pong"
+        except TransportError:
+            return False
 
     def release(self) -> None:
         """Give the lock back (both files go); then close the node's connection."""

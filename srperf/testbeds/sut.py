@@ -39,12 +39,12 @@ class SutControl:
     """One forwarder on the SUT reached through ``sut``, with experiment ``options``."""
 
     def __init__(self, forwarder: Forwarder, sut: Transport, tb: TestbedConfig,
-                 options: Settings | None = None, timeout_s: float = CFG_TIMEOUT_S) -> None:
+                 options: Settings | None = None, timeout_s: float | None = None) -> None:
         self.forwarder = forwarder
         self.transport = sut
         self.tb = tb
         self.options = options if options is not None else forwarder.parse_options({})
-        self.timeout_s = timeout_s
+        self.timeout_s = CFG_TIMEOUT_S if timeout_s is None else timeout_s
         self._script: str | None = None
         self._prepared: Prepared | None = None
         self._prepared_for: Settings | None = None

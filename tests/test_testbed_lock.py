@@ -28,7 +28,7 @@ from srperf.orchestrator import Orchestrator
 from srperf.testbeds.lock import LOCK_DIR, Holder, TestbedBusy
 from srperf.testbeds.virtual import VirtualTestbed
 
-pytestmark = pytest.mark.netns
+netns = pytest.mark.netns
 
 PREFIX = "h16b"
 HOLDER = """
@@ -49,6 +49,19 @@ def _lock_files() -> list[str]:
 
 def _ours() -> list[str]:
     return [n for n in netns_names() if n.startswith(f"{PREFIX}-")]
+
+
+@pytest.mark.parametrize("name", ["_HOLD", "_PROBE", "_END_HOLDER"])
+def test_lock_shell_snippets_pass_shellcheck(name: str) -> None:
+    import shutil
+
+    from srperf.testbeds import lock
+
+    if shutil.which("shellcheck") is None:
+        pytest.skip("shellcheck is not installed")
+    proc = subprocess.run(["shellcheck", "-s", "bash", "-"], capture_output=True, text=True,
+                          input="#!/usr/bin/env bash\n" + getattr(lock, name))
+    assert proc.returncode == 0, proc.stdout
 
 
 @pytest.fixture
@@ -94,6 +107,7 @@ def _files(tmp_path: Path, **addressing: object) -> tuple[Path, Path]:
     return tmp_path / "exp.yaml", tmp_path / "tb.yaml"
 
 
+@netns
 def test_second_run_and_testbed_down_are_refused_naming_the_holder(
         holder: subprocess.Popen[str], tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
@@ -112,6 +126,7 @@ def test_second_run_and_testbed_down_are_refused_naming_the_holder(
         Orchestrator(load_experiment(exp), load_testbed(tb), tmp_path / "r").run()
 
 
+@netns
 def test_stale_lock_of_a_killed_holder_is_taken_over_with_a_warning(
         holder: subprocess.Popen[str], tmp_path: Path, capsys: pytest.CaptureFixture[str],
         caplog: pytest.LogCaptureFixture) -> None:
@@ -130,6 +145,7 @@ def test_stale_lock_of_a_killed_holder_is_taken_over_with_a_warning(
     assert _lock_files() == [] and not _ours()
 
 
+@netns
 def test_a_run_killed_with_sigkill_leaves_a_lock_the_next_command_takes_over(
         clean: None, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     exp, tb = _files(tmp_path)
@@ -162,6 +178,7 @@ def test_a_run_killed_with_sigkill_leaves_a_lock_the_next_command_takes_over(
     assert not _ours() and _lock_files() == []
 
 
+@netns
 def test_testbed_made_with_other_settings_or_not_by_srperf_is_refused(
         clean: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     exp, tb = _files(tmp_path)

@@ -56,7 +56,8 @@ _ANSWER_S = 30.0
 _HOLD = r'''set -u
 dir=$1 lock="$1/$2.lock" info="$1/$2.json"
 umask 022
-if ! mkdir -p -m 0755 -- "$dir" 2>/dev/null || [ -L "$dir" ] || [ ! -O "$dir" ]; then
+if ! { [ -d "$dir" ] || mkdir -m 0755 -- "$dir" 2>/dev/null; } || [ -L "$dir" ] \
+    || [ ! -O "$dir" ]; then
   echo "error cannot use $dir as user $(id -un) (srperf needs root on this node)"; exit 70
 fi
 command -v flock >/dev/null 2>&1 || { echo "error flock (util-linux) is not installed"; exit 70; }
@@ -83,7 +84,7 @@ done
 '''
 
 # $1 directory, $2 name: "free" or "busy", then the holder's JSON (may be empty).
-_PROBE = r'''dir=$1 lock="$1/$2.lock" info="$1/$2.json"
+_PROBE = r'''lock="$1/$2.lock" info="$1/$2.json"
 state=free
 if [ -e "$lock" ]; then
   exec 9<"$lock" && { flock -n 9 || state=busy; }

@@ -366,4 +366,5 @@ def ensure_root() -> None:
         raise TestbedError("the virtual testbed needs root (network namespaces, veth, XDP)")
 
 
-__all__ = ["VirtualTestbed", "TestbedError", "build_settings", "napi_threads", "CommandFailed", "ensure_root"]
+__all__ = ["VirtualTestbed", "TestbedError", "build_settings", "napi_threads", "CommandFailed",
+           "ensure_root"]

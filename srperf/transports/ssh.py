@@ -7,7 +7,9 @@ gone), the command running at that moment raises :class:`TransportError`
 :meth:`SshTransport.reconnect`.  There is no silent reconnect-and-retry: the
 outcome of the interrupted command is unknown, and repeating a configuration
 command behind the caller's back could apply it twice.  ``close()`` reconnects
-once on its own, best effort, to remove the working directory.
+once on its own, best effort, to remove the working directory.  Callers that know
+their command is idempotent (the SUT's CFG functions, counter reads:
+:class:`srperf.testbeds.sut.SutControl`) reconnect and run it again.
 
 Timeouts: each command runs under coreutils ``timeout -k 5 T`` on the node, so
 a command that runs out of time is stopped there too (exit status 124), not

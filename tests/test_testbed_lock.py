@@ -179,6 +179,32 @@ def test_a_run_killed_with_sigkill_leaves_a_lock_the_next_command_takes_over(
 
 
 @netns
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_run_stopped_by_a_signal_releases_the_lock(clean: None, tmp_path: Path,
+                                                     signum: int) -> None:
+    exp, tb = _files(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, "run", str(exp), "--testbed", str(tb),
+                             "--results", str(tmp_path / "r"), "--repetitions", "50"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 120
+        for line in proc.stdout:
+            if line.startswith("ipv6 size") or time.monotonic() > deadline:
+                break
+        assert sorted(p.name for p in Path(LOCK_DIR).glob(f"virtual-{PREFIX}.*")) == [
+            f"virtual-{PREFIX}.json", f"virtual-{PREFIX}.lock", f"virtual-{PREFIX}.testbed.json"]
+        proc.send_signal(signum)
+        assert proc.wait(timeout=60) in (130, 143)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert _lock_files() == [] and not _ours()  # released, and the testbed it made removed
+
+
+@netns
 def test_testbed_made_with_other_settings_or_not_by_srperf_is_refused(
         clean: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     exp, tb = _files(tmp_path)

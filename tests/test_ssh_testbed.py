@@ -226,3 +226,30 @@ def test_second_run_on_a_locked_ssh_testbed_is_refused(node: SshdNode, tmp_path:
     finally:
         holder.unclaim()
     assert not list(Path(LOCK_DIR).glob("sut.*"))
+
+
+def test_hanging_cfg_function_over_ssh_is_stopped_named_and_the_run_goes_on(
+        node: SshdNode, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from srperf import resources
+
+    real = resources.cfg_script("linux")
+    double = tmp_path / "linux.sh"   # the SUT shares this host's files in the suite
+    double.write_text(
+        "#!/usr/bin/env bash\n"
+        "# TEST DOUBLE (not part of srperf): the linux CFG script whose 'end' function\n"
+        "# hangs, as a wedged SUT command would; every other function is the real one.\n"
+        "set -euo pipefail\n"
+        'if [[ "${1:-}" == end ]]; then exec sleep 100000; fi\n'
+        f'exec bash {real} "$@"\n')
+    monkeypatch.setattr(resources, "cfg_script", lambda name: double)
+    monkeypatch.setattr("srperf.testbeds.sut.CFG_TIMEOUT_S", 2.0)
+    exp = load_experiment(_experiment(tmp_path, "linux", ["end", "ipv6"]))
+    tb = load_testbed(_testbed(tmp_path, node, "linux"))
+    report = Orchestrator(exp, tb, tmp_path / "res").run()
+    assert report.status == "finished"
+    status, reason = report.outcomes[("end", 64)]
+    assert status == "error" and f"linux.sh end on ssh root@{node.host}:22 hung" in reason
+    assert report.outcomes[("ipv6", 64)] == ("measured", "")
+    assert subprocess.run(["pgrep", "-f", "^sleep 100000$"]).returncode == 1  # stopped there
+    assert not list(Path(LOCK_DIR).glob("sut.*"))
+    _assert_sut_clean()

@@ -81,7 +81,10 @@ class SutControl:
             log.warning("%s while %s; reconnecting once and doing it again", exc, what)
             self.transport.reconnect()
             if not self._workdir_there():
-                self._script = None  # the work directory is gone: push again
+                log.warning("%s: the work directory is gone; pushing the script again",
+                            self.transport.where)
+                self.transport.forget_workdir()
+                self._script = None
                 self._prepared = None
                 self.install()
             return action()

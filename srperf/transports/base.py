@@ -141,6 +141,11 @@ class Transport(abc.ABC):
                 self.on_workdir(path)
         return self._workdir
 
+    def forget_workdir(self) -> None:
+        """The work directory is gone from the node (removed behind srperf's back): make
+        a new one on next use."""
+        self._workdir = None
+
     def push(self, local: Path) -> str:
         """Copy the file ``local`` into :meth:`workdir` keeping its mode; return its
         path on the node."""

@@ -178,8 +178,11 @@ def cmd_testbed(args: argparse.Namespace) -> int:
     testbed = testbeds.create(tb)
     try:
         if args.action == "status":
-            print(f"{tb.name} ({tb.kind}): {'up' if testbed.is_up() else 'down'}")
-        elif args.action == "up":
+            print(f"{tb.name} ({tb.kind}): {'; '.join(testbed.status())}")
+            return EXIT_OK
+        # refused (TestbedBusy, exit 2) while a run holds the testbed
+        testbed.claim(f"srperf testbed {args.action}")
+        if args.action == "up":
             made = testbed.up()
             print(f"testbed {tb.name} ({tb.kind}) "
                   f"{'up' if made else 'was already up (nothing made)'}")
@@ -188,6 +191,7 @@ def cmd_testbed(args: argparse.Namespace) -> int:
             print(f"testbed {tb.name} ({tb.kind}) down")
     finally:
         testbed.close()
+        testbed.unclaim()
     return EXIT_OK
 
 

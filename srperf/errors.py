@@ -61,3 +61,8 @@ class GeneratorError(SrperfError):
 class StoreError(SrperfError):
     """The results store cannot be written (a full disk, a lost database); the
     message names the store.  Rows written before stay readable."""
+
+class SearchAborted(SrperfError):
+    """One search could not go on (the generator failed again on a retried trial, a
+    SUT command hung): that search is marked ``error`` with this reason and the run
+    goes on to the next behavior."""

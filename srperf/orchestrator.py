@@ -27,7 +27,7 @@ import pandas as pd
 from srperf import behaviors as catalogue
 from srperf import environment, forwarders, run_record, testbeds
 from srperf.config.model import Experiment, TestbedConfig
-from srperf.errors import (CfgError, ConfigError, SrperfError, StoreError,
+from srperf.errors import (CfgError, ConfigError, SearchAborted, SrperfError, StoreError,
                            UnsupportedBehavior, VerificationError)
 from srperf.progress import ProgressEvents
 from srperf.results.store import ResultStore, TrialKey
@@ -117,8 +117,19 @@ class Orchestrator:
                 "search": json.loads(json.dumps(dataclasses.asdict(self.settings), default=str))}
 
     def run(self, resume: str | None = None) -> RunReport:
-        """Run the plan; with ``resume`` (a run id), continue that run: its ended
-        searches are kept and skipped, the one that was running is redone."""
+        """Run the plan holding the testbed's lock: refused (TestbedBusy, exit 2) before
+        anything starts when another run holds it or what is up cannot be reused.  With
+        ``resume`` (a run id), continue that run: its ended searches are kept and
+        skipped, the one that was running is redone."""
+        claimed = self.testbed.claim(f"srperf run {self.exp.name}")
+        try:
+            self.testbed.check_reusable()
+            return self._run(resume)
+        finally:
+            if claimed:
+                self.testbed.unclaim()
+
+    def _run(self, resume: str | None) -> RunReport:
         store = ResultStore(self.results_dir / "srperf.sqlite")
         try:
             run_id, env, ended = (self._reclaim(store, resume) if resume
@@ -126,6 +137,7 @@ class Orchestrator:
         except BaseException:
             store.close()
             raise
+        self.testbed.name_run(run_id)
         report = RunReport(run_id, store.path or self.results_dir)
         self.progress(f"run {run_id}: {self.exp.name} on {self.tb.name} "
                       f"({self.exp.forwarder}), results in {store.where}")
@@ -263,7 +275,7 @@ class Orchestrator:
             self._outcome(store, report, key, "unsupported", exc.reason)
         except VerificationError as exc:
             self._outcome(store, report, key, "verify_failed", str(exc))
-        except CfgError as exc:
+        except (CfgError, SearchAborted) as exc:
             self._outcome(store, report, key, "error", str(exc))
         else:
             report.searches.append((key, result))

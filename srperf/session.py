@@ -6,24 +6,34 @@ interleaved), the benches and the tests, so there is one way to measure::
     with MeasurementSession(testbed, forwarder, options, store, run_id) as s:
         result = s.measure(behavior, key, settings, algorithm="mlr")
 
-Opening brings the testbed up (only what it made is removed at the end),
-installs the forwarder on the SUT and cleans it; every trial goes to the
-store as it ends, with the forwarder's own counters (packets, per trial) in
-``extra['dataplane']`` when it has some.  Closing, whatever happened, cleans
-the SUT, closes the generator and every transport and removes what was made.
+Opening takes the testbed's lock (one run per testbed; refused with
+TestbedBusy, exit 2, when another run holds it), brings the testbed up (only
+what it made is removed at the end), installs the forwarder on the SUT and
+cleans it; every trial goes to the store as it ends, with the forwarder's own
+counters (packets, per trial) in ``extra['dataplane']`` when it has some.
+Closing, whatever happened, cleans the SUT, closes the generator and every
+transport, removes what was made and gives the lock back.
+
+Faults a search survives: a trial whose generator process died is run once
+more (if it dies again the search ends with :class:`SearchAborted`, and the
+orchestrator goes on to the next behavior); a dropped SSH connection is
+reopened (the SUT's CFG functions are idempotent, so the interrupted one is
+run again) and the lock re-taken, the search going on with its trials kept.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import os
+import sys
 import time
 from typing import Any, Callable
 
 from srperf.config.model import LatencyConfig
 from srperf.config.settings import Settings
 from srperf.drivers.base import LatencyUnsupported, TrafficGenerator, TrialResult
-from srperf.errors import UnsupportedBehavior
+from srperf.errors import GeneratorError, SearchAborted, UnsupportedBehavior
 from srperf.forwarders.base import Forwarder
 from srperf.imix import IMIX_SIZE
 from srperf.progress import ProgressEvents
@@ -35,6 +45,16 @@ from srperf.testbeds.base import SutHandle, Testbed
 log = logging.getLogger(__name__)
 
 Measure = Callable[[float, float], TrialResult]
+
+TRIAL_RETRIES = 1
+"""Re-runs of a trial whose generator failed (its process died) before the search
+is given up."""
+
+
+def command_line() -> str:
+    """This process's command line, for the testbed lock's holder file."""
+    words = [os.path.basename(sys.argv[0]) if sys.argv else "python", *sys.argv[1:]]
+    return " ".join(words)[:200]
 
 
 class MeasurementSession:
@@ -55,6 +75,7 @@ class MeasurementSession:
         self.keep_testbed = keep_testbed
         self.verify_enabled = verify
         self._made = False
+        self._claimed = False
         self._sut: SutHandle | None = None
         self._verified: set[tuple[str, int]] = set()
 
@@ -64,6 +85,7 @@ class MeasurementSession:
         if self._sut is not None:
             return self   # already open (``with session.open():`` must not re-open)
         try:
+            self._claimed = self.testbed.claim(command_line(), self.run_id)
             self._made = self.testbed.up() and not self.keep_testbed
             self._sut = self.testbed.sut(self.forwarder, self.options)
             self._sut.open()
@@ -81,9 +103,14 @@ class MeasurementSession:
                 log.error("cleaning the SUT failed: %s", exc)
             self._sut = None
         self.testbed.close()
-        if self._made:
-            self.testbed.down()
-            self._made = False
+        try:
+            if self._made:
+                self.testbed.down()
+                self._made = False
+        finally:
+            if self._claimed:
+                self.testbed.unclaim()
+                self._claimed = False
 
     def __enter__(self) -> "MeasurementSession":
         return self.open()
@@ -150,8 +177,9 @@ class MeasurementSession:
         sut = self.sut
 
         def measure(rate_pps: float, duration_s: float) -> TrialResult:
+            self.testbed.keep_claim()  # re-taken if a dropped connection lost it
             before = sut.counters()
-            trial = gen.trial(rate_pps, duration_s)
+            trial = self._trial(gen, behavior.name, rate_pps, duration_s)
             if before is not None:
                 after = sut.counters() or {}
                 delta = {k: after[k] - before.get(k, 0) for k in after}
@@ -168,6 +196,23 @@ class MeasurementSession:
             return trial
 
         return measure
+
+    @staticmethod
+    def _trial(gen: TrafficGenerator, name: str, rate_pps: float,
+               duration_s: float) -> TrialResult:
+        """One trial; a generator failure (its process died) is retried
+        :data:`TRIAL_RETRIES` times, then ends the search (SearchAborted)."""
+        for attempt in range(TRIAL_RETRIES + 1):
+            try:
+                return gen.trial(rate_pps, duration_s)
+            except GeneratorError as exc:
+                if attempt < TRIAL_RETRIES:
+                    log.warning("%s: the generator failed during a trial at %.0f pps (%s); "
+                                "running the trial again", name, rate_pps, exc)
+                    continue
+                raise SearchAborted(f"the generator failed {attempt + 1} times on a trial at "
+                                    f"{rate_pps:.0f} pps: {exc}") from exc
+        raise AssertionError("unreachable")
 
     def search(self, behavior: Any, settings: SearchSettings, algorithm: str,
                key: TrialKey | None = None) -> SearchResult:

@@ -12,6 +12,7 @@ counter on the SUT goes over SSH.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -23,8 +24,10 @@ import yaml
 from sshd import SshdNode, sshd_on_virtual_testbed
 from srperf.cli import main
 from srperf.config.loader import load_experiment, load_testbed
-from srperf.errors import TransportError
 from srperf.orchestrator import Orchestrator
+from srperf.progress import ProgressEvents
+from srperf.testbeds.lock import LOCK_DIR
+from srperf import testbeds
 
 pytestmark = pytest.mark.netns
 
@@ -164,23 +167,89 @@ def test_connection_failures_name_the_host(node: SshdNode, tmp_path: Path,
     _assert_sut_clean()
 
 
-def test_dropped_session_keeps_trials_and_cleans_the_sut(node: SshdNode,
-                                                         tmp_path: Path) -> None:
+class SessionDropper(ProgressEvents):
+    """Kills every SSH session's sshd (SIGKILL, as a crash would) after the
+    ``after``-th trial of ``behavior``'s search: the connection drops mid-search."""
+
+    def __init__(self, node: SshdNode, behavior: str, after: int) -> None:
+        self.node, self.behavior, self.after = node, behavior, after
+        self.current, self.trials, self.dropped = "", 0, 0
+
+    def search_started(self, behavior: str, *args: object, **kw: object) -> None:
+        self.current, self.trials = behavior, 0
+
+    def trial_done(self, *args: object, **kw: object) -> None:
+        self.trials += 1
+        if self.current == self.behavior and self.trials == self.after and not self.dropped:
+            self.dropped = self.node.drop_sessions()
+
+    def __call__(self, text: str) -> None:
+        pass
+
+
+def test_session_dropped_mid_search_reconnects_and_the_search_goes_on(
+        node: SshdNode, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     exp = load_experiment(_experiment(tmp_path, "linux", ["ipv6", "end"]))
     tb = load_testbed(_testbed(tmp_path, node, "linux"))
-    dropped: list[int] = []
-
-    def progress(msg: str) -> None:
-        if msg.startswith("ipv6 size 64 rep 1:") and not dropped:
-            dropped.append(node.drop_sessions())   # the SSH session dies mid-run
-
-    orch = Orchestrator(exp, tb, tmp_path / "res", progress=progress)
-    with pytest.raises(TransportError, match=node.host):
-        orch.run()
-    assert dropped and dropped[0] >= 1
+    dropper = SessionDropper(node, "end", after=1)
+    report = Orchestrator(exp, tb, tmp_path / "res", progress=dropper).run()
+    assert dropper.dropped >= 2  # the SUT's session and the lock's
+    assert report.status == "finished"
+    assert report.outcomes[("end", 64)] == ("measured", "")
+    assert "reconnecting once" in caplog.text or "taking the lock again" in caplog.text
     db = sqlite3.connect(tmp_path / "res" / "srperf.sqlite")
-    assert db.execute("SELECT status FROM runs").fetchone() == ("failed",)
-    kept = db.execute("SELECT COUNT(*) FROM trials WHERE behavior = 'ipv6'").fetchone()[0]
-    searched = db.execute("SELECT n_trials FROM searches WHERE behavior = 'ipv6'").fetchone()
-    assert searched is not None and kept == searched[0] >= 1  # every trial of the search
-    _assert_sut_clean()  # reconnected once and cleaned
+    assert db.execute("SELECT status FROM runs").fetchone() == ("finished",)
+    for behavior in ("ipv6", "end"):
+        kept = db.execute("SELECT COUNT(*) FROM trials WHERE behavior = ?",
+                          (behavior,)).fetchone()[0]
+        (searched,), = db.execute("SELECT DISTINCT n_trials FROM searches WHERE behavior = ?",
+                                  (behavior,))
+        assert kept == searched >= 2  # no trial lost, the search went on past the drop
+    assert not list(Path(LOCK_DIR).glob("sut.*"))  # lock released, its files gone
+    _assert_sut_clean()
+
+
+def test_second_run_on_a_locked_ssh_testbed_is_refused(node: SshdNode, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    tb_file = _testbed(tmp_path, node, "linux")
+    holder = testbeds.create(load_testbed(tb_file))
+    assert holder.claim("a test holding the SUT", run_id="run-holding-the-sut")
+    try:
+        assert main(["run", str(_experiment(tmp_path, "linux", ["ipv6"])), "--testbed",
+                     str(tb_file), "--results", str(tmp_path / "res")]) == 2
+        err = capsys.readouterr().err
+        assert f"srperf pid {os.getpid()}" in err and "run-holding-the-sut" in err, err
+        assert f"{LOCK_DIR}/sut.lock on ssh root@{node.host}:22" in err
+        assert main(["testbed", "status", str(tb_file)]) == 0
+        assert "locked by srperf pid" in capsys.readouterr().out
+    finally:
+        holder.unclaim()
+    assert not list(Path(LOCK_DIR).glob("sut.*"))
+
+
+def test_hanging_cfg_function_over_ssh_is_stopped_named_and_the_run_goes_on(
+        node: SshdNode, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from srperf import resources
+
+    real = resources.cfg_script("linux")
+    double = tmp_path / "linux.sh"   # the SUT shares this host's files in the suite
+    double.write_text(
+        "#!/usr/bin/env bash\n"
+        "# TEST DOUBLE (not part of srperf): the linux CFG script whose 'end' function\n"
+        "# hangs, as a wedged SUT command would; every other function is the real one.\n"
+        "set -euo pipefail\n"
+        'if [[ "${1:-}" == end ]]; then exec sleep 100000; fi\n'
+        f'exec bash {real} "$@"\n')
+    monkeypatch.setattr(resources, "cfg_script", lambda name: double)
+    monkeypatch.setattr("srperf.testbeds.sut.CFG_TIMEOUT_S", 2.0)
+    exp = load_experiment(_experiment(tmp_path, "linux", ["end", "ipv6"]))
+    tb = load_testbed(_testbed(tmp_path, node, "linux"))
+    report = Orchestrator(exp, tb, tmp_path / "res").run()
+    assert report.status == "finished"
+    status, reason = report.outcomes[("end", 64)]
+    assert status == "error" and f"linux.sh end on ssh root@{node.host}:22 hung" in reason
+    assert report.outcomes[("ipv6", 64)] == ("measured", "")
+    assert subprocess.run(["pgrep", "-f", "^sleep 100000$"]).returncode == 1  # stopped there
+    assert not list(Path(LOCK_DIR).glob("sut.*"))
+    _assert_sut_clean()

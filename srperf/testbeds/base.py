@@ -28,6 +28,7 @@ from srperf.config.settings import Settings
 from srperf.drivers.base import TrafficGenerator
 from srperf.errors import SrperfError
 from srperf.forwarders.base import Forwarder
+from srperf.testbeds.lock import LockState, TestbedLock
 from srperf.transports.base import Transport
 
 log = logging.getLogger(__name__)
@@ -68,11 +69,15 @@ class Testbed(abc.ABC):
     kind: ClassVar[str] = "abstract"
     is_model: ClassVar[bool] = False
     """True when results come from a model, not from a measurement."""
+    lock_roles: ClassVar[tuple[str, ...]] = ROLES
+    """Nodes whose files the lock's node can reach (their work directories are named
+    in the lock, and removed by whoever takes over the lock of a killed run)."""
 
     def __init__(self, config: TestbedConfig) -> None:
         self.config = config
         self._nodes: dict[str, Transport] = {}
         self._generator: TrafficGenerator | None = None
+        self._lock: TestbedLock | None = None
 
     # -- description -------------------------------------------------------------
     @classmethod
@@ -108,14 +113,82 @@ class Testbed(abc.ABC):
         self._generator = None
         self._nodes.clear()
 
+    # -- one run per testbed -------------------------------------------------------------
+    def _lock_node(self) -> tuple[Transport, str] | None:
+        """The node holding this testbed's lock, and the lock's name there (None: this
+        kind needs no lock).  Default: this host, ``KIND-PREFIX``."""
+        from srperf.transports.netns import NetnsTransport
+
+        return NetnsTransport(None), f"{self.kind}-{self.config.prefix}"
+
+    @property
+    def lock(self) -> TestbedLock | None:
+        """This testbed's lock (:mod:`srperf.testbeds.lock`); None for a kind without."""
+        if self._lock is None:
+            where = self._lock_node()
+            if where is None:
+                return None
+            node, name = where
+            self._lock = TestbedLock(lambda: node, name, self.config.source, self.config.name)
+        return self._lock
+
+    def claim(self, command: str, run_id: str | None = None) -> bool:
+        """Take the testbed's lock (raises TestbedBusy, exit 2, when another run holds
+        it); True when this call took it (the caller then calls :meth:`unclaim`)."""
+        lock = self.lock
+        if lock is None or lock.held:
+            return False
+        lock.acquire(command, run_id)
+        return True
+
+    def keep_claim(self) -> None:
+        """Check the lock is still held (cheap); after a dropped connection take it
+        again (TestbedBusy if another run took it meanwhile)."""
+        if self._lock is not None:
+            self._lock.ensure()
+
+    def name_run(self, run_id: str) -> None:
+        """Name the run in the lock's holder file (once the store has given its id)."""
+        if self._lock is not None:
+            self._lock.set_run(run_id)
+
+    def check_reusable(self) -> None:
+        """Raise ConfigError when what is up was not made by srperf with this
+        testbed's settings (before anything starts; nothing to check by default)."""
+
+    def unclaim(self) -> None:
+        """Release the testbed's lock, if this process holds it."""
+        if self._lock is not None:
+            self._lock.release()
+
+    def lock_state(self) -> LockState | None:
+        """Who holds the testbed's lock (None: this kind has no lock)."""
+        lock = self.lock
+        return lock.state() if lock is not None else None
+
+    def status(self) -> list[str]:
+        """What ``srperf testbed status`` says: up or down, then the lock."""
+        lines = ["up" if self.is_up() else "down"]
+        state = self.lock_state()
+        if state is not None:
+            lines.append(state.describe())
+        return lines
+
     # -- nodes -----------------------------------------------------------------------
     def node(self, role: str) -> Transport:
         """The transport of node ``role`` (``tester`` or ``sut``), opened once."""
         if role not in ROLES:
             raise ValueError(f"role {role!r}: must be one of {', '.join(ROLES)}")
         if role not in self._nodes:
-            self._nodes[role] = self._make_node(role)
+            node = self._make_node(role)
+            if role in self.lock_roles:
+                node.on_workdir = self._note_workdir
+            self._nodes[role] = node
         return self._nodes[role]
+
+    def _note_workdir(self, path: str) -> None:
+        if self._lock is not None and self._lock.held:
+            self._lock.add_workdir(path)
 
     @abc.abstractmethod
     def _make_node(self, role: str) -> Transport:

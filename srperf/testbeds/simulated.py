@@ -51,6 +51,9 @@ class SimulatedTestbed(Testbed):
         super().__init__(config)
         self._models: dict[tuple[str, int], TrafficGenerator] = {}
 
+    def _lock_node(self) -> None:
+        return None  # a model: nothing to share
+
     def _make_node(self, role: str) -> Transport:
         return NetnsTransport(None)   # the model runs in this process, on this host
 

@@ -32,6 +32,7 @@ class SshTestbed(Testbed):
     """Local tester, SUT over SSH."""
 
     kind = "ssh"
+    lock_roles = ("sut",)  # the lock is on the SUT; the tester is elsewhere
 
     @classmethod
     def check_config(cls, config: TestbedConfig) -> None:
@@ -56,6 +57,14 @@ class SshTestbed(Testbed):
             return NetnsTransport(self.config.tester.netns)
         assert self.config.sut.transport.ssh is not None
         return SshTransport(self.config.sut.transport.ssh)
+
+    def _lock_node(self) -> tuple[Transport, str]:
+        """The lock is on the SUT (one run per SUT, whichever controller runs it),
+        taken through a connection of its own."""
+        from srperf.transports.ssh import SshTransport
+
+        assert self.config.sut.transport.ssh is not None
+        return SshTransport(self.config.sut.transport.ssh), "sut"
 
     def _trex_server(self) -> "TrexServer | None":
         """The TRex server srperf manages on the tester host (tester.options.release)."""

@@ -5,12 +5,18 @@ configured, 2 = usage error (unknown function, missing variable), 3 = the SUT
 refuses the behavior (stderr ``unsupported: <the SUT's reason>``), anything
 else = failure (stderr says why).  The script, and whatever the forwarder's
 build step needs, go to the transport's private work directory on the SUT.
+
+A function that runs longer than :data:`CFG_TIMEOUT_S` is stopped on the SUT
+and reported as a CfgError naming it (the session then cleans the SUT).  A
+connection lost while a function or a counter read runs is reopened once and
+the call made again: CFG functions are idempotent by contract (each cleans
+first), and the work directory is pushed again when it went with the session.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from srperf import resources
 from srperf.config.model import TestbedConfig
@@ -18,23 +24,27 @@ from srperf.config.settings import Settings
 from srperf.drivers.base import TrafficGenerator
 from srperf.errors import CfgError, TransportError, UnsupportedBehavior
 from srperf.forwarders.base import Forwarder, Prepared
-from srperf.transports.base import Transport
+from srperf.transports.base import TIMED_OUT, Transport
 
 log = logging.getLogger(__name__)
 
 EXIT_UNSUPPORTED = 3
+CFG_TIMEOUT_S = 120.0
+"""Longest a CFG script function may run on the SUT (seconds)."""
+
+T = TypeVar("T")
 
 
 class SutControl:
     """One forwarder on the SUT reached through ``sut``, with experiment ``options``."""
 
     def __init__(self, forwarder: Forwarder, sut: Transport, tb: TestbedConfig,
-                 options: Settings | None = None, timeout_s: float = 120.0) -> None:
+                 options: Settings | None = None, timeout_s: float | None = None) -> None:
         self.forwarder = forwarder
         self.transport = sut
         self.tb = tb
         self.options = options if options is not None else forwarder.parse_options({})
-        self.timeout_s = timeout_s
+        self.timeout_s = CFG_TIMEOUT_S if timeout_s is None else timeout_s
         self._script: str | None = None
         self._prepared: Prepared | None = None
         self._prepared_for: Settings | None = None
@@ -62,15 +72,42 @@ class SutControl:
             self._prepared_for = self.options
         self.env = self.forwarder.env(self.tb, self.options, self._prepared)
 
+    def _reconnecting(self, what: str, action: Callable[[], T]) -> T:
+        """``action()``; when the connection to the SUT was lost, reconnect once and
+        run it again (only for idempotent actions)."""
+        try:
+            return action()
+        except TransportError as exc:
+            log.warning("%s while %s; reconnecting once and doing it again", exc, what)
+            self.transport.reconnect()
+            if not self._workdir_there():
+                log.warning("%s: the work directory is gone; pushing the script again",
+                            self.transport.where)
+                self.transport.forget_workdir()
+                self._script = None
+                self._prepared = None
+                self.install()
+            return action()
+
+    def _workdir_there(self) -> bool:
+        if self._script is None:
+            return True
+        return self.transport.run(["test", "-f", self._script], timeout=30.0).ok
+
     def call(self, function: str, behavior: str | None = None) -> None:
         """Run one function of the script; raise on failure."""
         if not self.env:
             self.install()
-        result = self.transport.run(["bash", self.script, function], env=self.env,
-                                    timeout=self.timeout_s)
+        result = self._reconnecting(
+            f"running {self.forwarder.script} {function}",
+            lambda: self.transport.run(["bash", self.script, function], env=self.env,
+                                       timeout=self.timeout_s))
         if result.ok:
             return
         message = result.stderr.strip() or result.stdout.strip() or f"exit {result.returncode}"
+        if result.returncode == TIMED_OUT:
+            raise CfgError(f"{self.forwarder.script} {function} on {self.transport.where} "
+                           f"hung: stopped after {self.timeout_s:g} s ({message})")
         if result.returncode == EXIT_UNSUPPORTED:
             reason = message.split("unsupported:", 1)[-1].strip()
             raise UnsupportedBehavior(behavior or function, reason)
@@ -126,11 +163,7 @@ class SutControl:
         if self._script is None:
             return
         try:
-            self.clean()
-        except TransportError as exc:
-            log.warning("%s; reconnecting once to clean the SUT", exc)
-            self.transport.reconnect()
-            self.clean()
+            self.clean()  # reconnects once when the connection was lost
         finally:
             if self._vnfs is not None:
                 self._vnfs.down()
@@ -140,7 +173,8 @@ class SutControl:
         """The forwarder's own counters on the SUT (None: it has none)."""
         if not self.env:
             self.install()
-        return self.forwarder.counters(self.transport, self.script, self.env)
+        return self._reconnecting("reading counters", lambda: self.forwarder.counters(
+            self.transport, self.script, self.env))
 
 
 def configure(tb: TestbedConfig, forwarder: str, function: str,

@@ -14,10 +14,18 @@ discovery, MLD or ICMP error ever mixes with test traffic.  The SUT has static
 neighbours for the tester's MACs, forwarding and seg6 sysctls, ``ip sr tunsrc``
 and offloads off (GRO on its ingress port only, for NAPI mode: the mode that
 measured best here, see machine-facts.md).
+
+srperf never reuses a testbed it did not make, or made with other settings:
+``up`` records the settings it builds with (:func:`build_settings`) in
+``/run/srperf/virtual-PREFIX.testbed.json`` before it makes anything; finding
+the namespaces already there, it compares that record with the testbed file
+and refuses (exit 2) on a difference, or when there is no record (namespaces
+srperf did not make), advising ``srperf testbed down``.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -32,6 +40,7 @@ from srperf.forwarders.base import Forwarder
 from srperf.netns import CommandFailed, netns_names, run
 from srperf.config.settings import Settings
 from srperf.testbeds.base import SutHandle, Testbed, TestbedError
+from srperf.testbeds.lock import LOCK_DIR
 from srperf.transports.base import Transport
 from srperf.transports.netns import NetnsTransport
 
@@ -39,6 +48,13 @@ log = logging.getLogger(__name__)
 
 BPFFS_ROOT = Path("/sys/fs/bpf/srperf")
 OFFLOADS = ("rx", "tx", "sg", "tso", "gso", "gro", "lro", "rxvlan", "txvlan")
+
+
+BUILT_ADDRESSING = ("link_mtu", "link_prefix_len6", "link_prefix_len4", "sut_in_ip6",
+                    "sut_out_ip6", "sut_in_ip4", "sut_out_ip4", "tester_tx_ip6",
+                    "tester_rx_ip6", "tester_tx_ip4", "tester_rx_ip4", "tunsrc")
+"""The ``addressing`` keys built into the namespaces by ``up`` (the others, SIDs and
+prefixes, are configured by each run's CFG script)."""
 
 
 @dataclass(frozen=True)
@@ -125,16 +141,63 @@ class VirtualTestbed(Testbed):
                 return False
         return True
 
+    # -- what it was made with ------------------------------------------------
+    @property
+    def record_path(self) -> Path:
+        """The record of the settings this testbed was made with."""
+        return Path(LOCK_DIR) / f"virtual-{self.tb.prefix}.testbed.json"
+
+    def record(self) -> dict[str, Any] | None:
+        """The settings the testbed now up was made with (None: no record)."""
+        try:
+            data = json.loads(self.record_path.read_text())
+        except (OSError, ValueError):
+            return None
+        return data.get("settings") if isinstance(data, dict) else None
+
+    def differences(self) -> dict[str, tuple[Any, Any]]:
+        """Settings whose value in the record differs from the testbed file's:
+        ``{key: (recorded, in the file)}``; every key when there is no record."""
+        want, have = build_settings(self.tb), self.record() or {}
+        return {k: (have.get(k), v) for k, v in want.items() if have.get(k) != v}
+
+    def check_reusable(self) -> None:
+        """Raise ConfigError (exit 2) unless the namespaces there now were made by
+        srperf with this file's settings (nothing there is fine)."""
+        there = self.namespaces()
+        if not there:
+            return
+        tb, advice = self.tb, f"remove it first with `srperf testbed down {self.tb.source}`"
+        if self.record() is None:
+            raise ConfigError(tb.source, "prefix", tb.prefix,
+                              f"network namespaces {', '.join(there)} exist but srperf has no "
+                              f"record of making them ({self.record_path}): srperf never "
+                              f"reuses a testbed it did not make; {advice}, or pick another "
+                              "prefix")
+        diff = self.differences()
+        if diff:
+            key, (was, now) = next(iter(diff.items()))
+            others = "; ".join(f"{k}: {a!r} there, {b!r} in the file"
+                               for k, (a, b) in list(diff.items())[1:])
+            raise ConfigError(tb.source, key, now,
+                              f"the virtual testbed {tb.prefix} is up, made with {key} = "
+                              f"{was!r}" + (f" (other differences: {others})" if others else "")
+                              + f"; srperf never reuses a testbed made with other settings: "
+                              f"{advice}")
+
     # -- up / down -------------------------------------------------------------
     def up(self) -> bool:
-        """Create the testbed; does nothing (returns False) when it is already complete.
+        """Create the testbed; does nothing (returns False) when it is already complete
+        and was made by srperf with the same settings (ConfigError otherwise).
 
-        A partial testbed (left by a crash) is removed first, then rebuilt.
+        A partial testbed srperf made (left by a crash) is removed first, then rebuilt.
         """
+        self.check_reusable()
         if self.is_up():
-            log.info("virtual testbed %s already up", self.tb.prefix)
+            log.info("virtual testbed %s already up (same settings)", self.tb.prefix)
             return False
         self.down()
+        self._write_record()
         try:
             self._create()
         except Exception:
@@ -143,13 +206,35 @@ class VirtualTestbed(Testbed):
             raise
         return True
 
+    def _write_record(self) -> None:
+        """Record the settings before anything is made (a crash mid-way leaves a
+        partial testbed srperf knows it made)."""
+        path = self.record_path
+        path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"source": self.tb.source, "name": self.tb.name,
+                                   "settings": build_settings(self.tb)}, sort_keys=True))
+        tmp.replace(path)
+
     def down(self) -> None:
-        """Remove every namespace, link and pinned BPF object of this testbed."""
+        """Remove every namespace, link and pinned BPF object of this testbed, and the
+        record of its settings."""
         for ns in self.namespaces():
             run(["ip", "netns", "del", ns], check=False)
             pinned = BPFFS_ROOT / ns
             if pinned.exists():
                 shutil.rmtree(pinned, ignore_errors=True)
+        self.record_path.unlink(missing_ok=True)
+
+    def status(self) -> list[str]:
+        lines = super().status()
+        if self.namespaces():
+            if self.record() is None:
+                lines.insert(1, "not made by srperf (no record of its settings)")
+            elif self.differences():
+                lines.insert(1, "made with other settings: " + ", ".join(
+                    f"{k} = {a!r} (file: {b!r})" for k, (a, b) in self.differences().items()))
+        return lines
 
     # -- construction ----------------------------------------------------------
     def _create(self) -> None:
@@ -247,6 +332,20 @@ class VirtualTestbed(Testbed):
         return threads
 
 
+def build_settings(tb: TestbedConfig) -> dict[str, Any]:
+    """What the virtual testbed is made with, by the key a testbed file sets it with."""
+    ports = {"tester.tx": tb.tester.tx, "tester.rx": tb.tester.rx,
+             "sut.in": tb.sut.in_port, "sut.out": tb.sut.out_port}
+    out: dict[str, Any] = {}
+    for key, port in ports.items():
+        out[f"{key}.name"], out[f"{key}.mac"] = port.name, port.mac
+    for name in ("cpu", "napi_fifo_priority", "napi_defer_hard_irqs", "gro_flush_timeout_us"):
+        out[f"sut.{name}"] = getattr(tb.sut, name)
+    for name in BUILT_ADDRESSING:
+        out[f"addressing.{name}"] = getattr(tb.addressing, name)
+    return json.loads(json.dumps(out))  # as a record reads back (tuples become lists)
+
+
 def napi_threads(dev: str) -> list[NapiThread]:
     """Kernel threads named ``napi/<dev>-<id>`` (all namespaces)."""
     found = []
@@ -267,4 +366,5 @@ def ensure_root() -> None:
         raise TestbedError("the virtual testbed needs root (network namespaces, veth, XDP)")
 
 
-__all__ = ["VirtualTestbed", "TestbedError", "napi_threads", "CommandFailed", "ensure_root"]
+__all__ = ["VirtualTestbed", "TestbedError", "build_settings", "napi_threads", "CommandFailed",
+           "ensure_root"]

@@ -15,7 +15,7 @@ import re
 import shlex
 import stat
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from srperf.errors import TransportError
 from srperf.netns import CommandFailed, CommandResult
@@ -40,6 +40,29 @@ class NodeCommandFailed(CommandFailed):
         self.args = (f"{where}: {self.args[0]}",)
 
 
+class Held(abc.ABC):
+    """A process on a node that lives as long as srperf holds it: its stdin comes
+    from srperf, so when srperf ends (even by ``kill -9``) or the connection drops,
+    the process reads end-of-file and can clean up after itself."""
+
+    @abc.abstractmethod
+    def readline(self, timeout: float) -> str:
+        """The next line the process printed (without its newline); ``""`` when it
+        ended; raises TransportError when nothing came within ``timeout`` seconds."""
+
+    @abc.abstractmethod
+    def send(self, line: str) -> None:
+        """Write ``line`` and a newline to the process's stdin."""
+
+    @abc.abstractmethod
+    def alive(self) -> bool:
+        """True while the process runs and srperf can still talk to it."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Close its stdin (it reads end-of-file) and forget it.  Idempotent."""
+
+
 class Transport(abc.ABC):
     """A way to run commands on one node (a local namespace, this host, SSH).
 
@@ -56,6 +79,9 @@ class Transport(abc.ABC):
             raise ValueError(f"tmp_base must be an absolute path, not {tmp_base!r}")
         self.tmp_base = tmp_base
         self._workdir: str | None = None
+        self.on_workdir: Callable[[str], None] | None = None
+        """Called with the work directory's path once it is made (the testbed names it
+        in its lock, so that a run killed with -9 leaves nothing behind)."""
 
     # -- to implement --------------------------------------------------------------
     @property
@@ -75,6 +101,10 @@ class Transport(abc.ABC):
 
     def _disconnect(self) -> None:
         """Release connections (nothing to release by default)."""
+
+    def hold(self, argv: Sequence[str]) -> Held:
+        """Start ``argv`` on the node as a :class:`Held` process (no timeout)."""
+        raise TransportError(f"{self.where}: this transport cannot hold a process")
 
     # -- shared ----------------------------------------------------------------------
     def check(self, argv: Sequence[str], env: Mapping[str, str] | None = None,
@@ -107,7 +137,14 @@ class Transport(abc.ABC):
                                      f"{(result.stderr or result.stdout).strip()}")
             self._workdir = path
             log.debug("%s: working directory %s", self.where, path)
+            if self.on_workdir is not None:
+                self.on_workdir(path)
         return self._workdir
+
+    def forget_workdir(self) -> None:
+        """The work directory is gone from the node (removed behind srperf's back): make
+        a new one on next use."""
+        self._workdir = None
 
     def push(self, local: Path) -> str:
         """Copy the file ``local`` into :meth:`workdir` keeping its mode; return its

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import logging
 import os
+import selectors
 import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Mapping, Sequence
 
 from srperf.errors import TransportError
 from srperf.netns import CommandResult
-from srperf.transports.base import TIMED_OUT, Transport, env_argv
+from srperf.transports.base import TIMED_OUT, Held, Transport, env_argv
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +78,70 @@ class NetnsTransport(Transport):
     def _put_file(self, local: Path, remote: str) -> None:
         shutil.copyfile(local, remote)
         shutil.copymode(local, remote)
+
+    def hold(self, argv: Sequence[str]) -> Held:
+        full = (["ip", "netns", "exec", self.ns] if self.ns else []) + list(argv)
+        log.debug("%s: hold %s", self.where, " ".join(full))
+        try:
+            # close_fds (the default): no other child inherits the stdin pipe, so
+            # only this process's end closes it
+            proc = subprocess.Popen(full, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL, bufsize=0,
+                                    start_new_session=True, env=_node_environ())
+        except FileNotFoundError as exc:
+            raise TransportError(f"{self.where}: cannot run {full[0]}: {exc}") from exc
+        return _HeldProcess(proc, self.where)
+
+
+class _HeldProcess(Held):
+    """A local child process held through its stdin pipe."""
+
+    def __init__(self, proc: "subprocess.Popen[bytes]", where: str) -> None:
+        self.proc, self.where = proc, where
+        self._buf = b""
+
+    def readline(self, timeout: float) -> str:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+            while b"\n" not in self._buf:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TransportError(f"{self.where}: no answer within {timeout:g} s")
+                if not sel.select(left):
+                    continue
+                data = os.read(fd, 4096)
+                if not data:  # the process ended
+                    line, self._buf = self._buf, b""
+                    return line.decode(errors="replace")
+                self._buf += data
+        line, _, self._buf = self._buf.partition(b"\n")
+        return line.decode(errors="replace")
+
+    def send(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write((line + "\n").encode())
+        except (BrokenPipeError, ValueError) as exc:
+            raise TransportError(f"{self.where}: the held process ended") from exc
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None and not stream.closed:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+        try:
+            self.proc.wait(timeout=5.0)
+        except subprocess.TimeoutExpired:
+            _kill_group(self.proc.pid)
+            self.proc.wait()
 
 
 def _kill_group(pgid: int) -> None:

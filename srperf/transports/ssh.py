@@ -7,7 +7,9 @@ gone), the command running at that moment raises :class:`TransportError`
 :meth:`SshTransport.reconnect`.  There is no silent reconnect-and-retry: the
 outcome of the interrupted command is unknown, and repeating a configuration
 command behind the caller's back could apply it twice.  ``close()`` reconnects
-once on its own, best effort, to remove the working directory.
+once on its own, best effort, to remove the working directory.  Callers that know
+their command is idempotent (the SUT's CFG functions, counter reads:
+:class:`srperf.testbeds.sut.SutControl`) reconnect and run it again.
 
 Timeouts: each command runs under coreutils ``timeout -k 5 T`` on the node, so
 a command that runs out of time is stopped there too (exit status 124), not
@@ -31,7 +33,7 @@ import paramiko
 from srperf.config.model import SshConfig, expand_proxy_command
 from srperf.errors import TransportError
 from srperf.netns import CommandResult
-from srperf.transports.base import TIMED_OUT, Transport, env_argv, shell_line
+from srperf.transports.base import TIMED_OUT, Held, Transport, env_argv, shell_line
 from srperf.transports.ssh_proxy import ShellProxyCommand
 
 log = logging.getLogger(__name__)
@@ -294,6 +296,20 @@ class SshTransport(Transport):
             stderr += f"timed out after {timeout} s"
         return CommandResult(argv, rc, out.decode(errors="replace"), stderr)
 
+    def hold(self, argv: Sequence[str]) -> Held:
+        """``argv`` on a channel of its own, without ``timeout``: it lives until
+        :meth:`Held.close` or until the connection ends (sshd then closes its stdin)."""
+        transport = self._transport()
+        try:
+            chan = transport.open_session(timeout=self.cfg.timeout_s)
+            chan.exec_command(shell_line(argv))
+        except (paramiko.SSHException, EOFError, OSError) as exc:
+            if not transport.is_active():
+                raise self._mark_lost(f"starting {argv[0] if argv else ''}: {exc}") from exc
+            raise TransportError(f"{self.where}: cannot start {shell_line(argv)[:80]}: "
+                                 f"{exc}") from exc
+        return _HeldChannel(chan, self.where)
+
     # -- files -----------------------------------------------------------------------
     def _sftp_client(self) -> paramiko.SFTPClient:
         transport = self._transport()
@@ -319,6 +335,57 @@ class SshTransport(Transport):
                 raise self._mark_lost(f"copying {local.name}: {exc}") from exc
             raise TransportError(f"{self.where}: cannot copy {local} to {remote}: "
                                  f"{exc}") from exc
+
+
+class _HeldChannel(Held):
+    """A process on the node held through its SSH channel's stdin."""
+
+    def __init__(self, chan: paramiko.Channel, where: str) -> None:
+        self.chan, self.where = chan, where
+        self._buf = bytearray()
+
+    def readline(self, timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TransportError(f"{self.where}: no answer within {timeout:g} s")
+            self.chan.settimeout(left)
+            try:
+                data = self.chan.recv(4096)
+            except socket.timeout:
+                continue
+            except (paramiko.SSHException, EOFError, OSError) as exc:
+                raise TransportError(f"{self.where}: {exc}") from exc
+            if not data:  # the process ended (or the channel closed)
+                line, self._buf = bytes(self._buf), bytearray()
+                return line.decode(errors="replace")
+            self._buf += data
+        line, _, rest = bytes(self._buf).partition(b"\n")
+        self._buf = bytearray(rest)
+        return line.decode(errors="replace")
+
+    def send(self, line: str) -> None:
+        try:
+            self.chan.settimeout(10.0)
+            self.chan.sendall((line + "\n").encode())
+        except (paramiko.SSHException, EOFError, OSError) as exc:
+            raise TransportError(f"{self.where}: the held process ended ({exc})") from exc
+
+    def alive(self) -> bool:
+        transport = self.chan.get_transport()
+        return (not self.chan.closed and not self.chan.exit_status_ready()
+                and transport is not None and transport.is_active())
+
+    def close(self) -> None:
+        try:
+            self.chan.shutdown_write()
+            deadline = time.monotonic() + 5.0
+            while not self.chan.exit_status_ready() and time.monotonic() < deadline:
+                time.sleep(0.02)
+        except (paramiko.SSHException, EOFError, OSError):
+            pass
+        self.chan.close()
 
 
 def _drain(chan: paramiko.Channel, out: bytearray, err: bytearray) -> None:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from srperf import cli_guard, cli_provision, cli_results, resources
+from srperf import cli_conform, cli_guard, cli_provision, cli_results, resources
 from srperf.config.loader import load_experiment, load_testbed, testbed_of, validate_file
 from srperf.config.model import ALGORITHMS, Experiment, TestbedConfig
 from srperf.forwarders import names as forwarder_names
@@ -86,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("build", help="compile the traffic generator and the eBPF dataplane")
     cli_results.add_parsers(sub)  # report, compare, export, nightly
     cli_provision.add_parsers(sub)
+    cli_conform.add_parser(sub)
     return p
 
 
@@ -299,6 +300,7 @@ COMMANDS = {"validate": cmd_validate, "testbed": cmd_testbed, "run": cmd_run, "p
             "behaviors": cmd_behaviors, "build": cmd_build}
 COMMANDS.update(cli_results.COMMANDS)
 COMMANDS.update(cli_provision.COMMANDS)
+COMMANDS.update(cli_conform.COMMANDS)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -171,7 +171,8 @@ def end_next_csid(tb: TestbedConfig) -> CaseList:
     cl.add("csid_last_no_srh", "sl", plain(last), cl.drop("upper_layer"),
            "RFC 9800 4.1.2 (argument 0, no SRH) and RFC 8986 4.1.1")
     cl.add("csid_last_srh", "sl", lambda tag: [sr_frame(
-        tb, [last, a.sid_next], 1, body(tb, "ipv6", tag), P.NH_IPV6, reduced=True)],
+        tb, [last, a.csid_address(a.csid_next)], 1, body(tb, "ipv6", tag), P.NH_IPV6,
+        reduced=True)],
         _end(tb), "RFC 9800 4.1.2 (argument 0: SRH processed as End, RFC 8986 4.1)")
     cl.add("ext_hop_by_hop", "ext_header", plain(more, before=W.NH_HBH), fwd, spec)
     cl.add("hop_limit_1", "hop_limit", plain(more, hlim=1), cl.drop("hop_limit"),

@@ -81,10 +81,11 @@ def ipv4(tb: TestbedConfig) -> CaseList:
     return cl
 
 
-def _encaps(tb: TestbedConfig, name: str, family: str, reduced: bool,
-            spec: str) -> CaseList:
+def encap_outcome(tb: TestbedConfig, family: str, reduced: bool,
+                  decrement: bool = True) -> Callable[[Sequence[bytes]], Outcome]:
+    """H.Encaps*: each frame in a new outer IPv6 + SRH of the policy; the inner hop
+    limit/TTL - 1 (5.1 S05) unless not ``decrement`` (Ethernet: the frame as received)."""
     segs = encap_segs(tb)
-    srh_len = 8 + 16 * (len(segs) - (1 if reduced else 0))
     nh = {"ipv6": P.NH_IPV6, "ipv4": P.NH_IPV4, "l2": P.NH_ETHERNET}[family]
 
     def outcome(frames: Sequence[bytes]) -> Outcome:
@@ -92,14 +93,21 @@ def _encaps(tb: TestbedConfig, name: str, family: str, reduced: bool,
         for f in frames:
             if family == "l2":
                 payload = Ether(f)
-            else:   # S05: the inner hop limit / TTL decremented
-                inner = W.decrement_ip(W.ip_packet(f))
+            else:
+                inner = W.ip_packet(f)
+                inner = W.decrement_ip(inner) if decrement else inner
                 payload = IPv6(inner) if family == "ipv6" else IP(inner)
             out.append(encap_expect(tb, segs, payload, nh, reduced,
                                     "received frame" if family == "l2"
                                     else "inner (hop limit/TTL - 1)"))
         return Forward(tuple(out))
+    return outcome
 
+
+def _encaps(tb: TestbedConfig, name: str, family: str, reduced: bool,
+            spec: str) -> CaseList:
+    srh_len = 8 + 16 * (len(encap_segs(tb)) - (1 if reduced else 0))
+    outcome = encap_outcome(tb, family, reduced)
     cl = CaseList(tb, name)
     l2_hlim = (outcome if family == "l2" else None)
     _plain_cases(tb, cl, family, outcome, spec, P.IPV6_HDR + srh_len, l2_hlim)
@@ -132,13 +140,13 @@ def h_encaps_l2_red(tb: TestbedConfig) -> CaseList:
     return _encaps(tb, "h_encaps_l2_red", "l2", True, "RFC 8986 5.4")
 
 
-def _insert(tb: TestbedConfig, f: bytes) -> bytes:
-    """The SRH [original DA] + policy inserted after the IPv6 header and any hop-by-hop
-    header; DA = first SID; hop limit - 1."""
+def insert(tb: TestbedConfig, f: bytes, after_hbh: bool = True) -> bytes:
+    """The SRH [original DA] + policy inserted after the IPv6 header and (``after_hbh``)
+    any hop-by-hop header; DA = first SID; hop limit - 1."""
     segs = insert_segs(tb)
     ip = bytearray(W.ip_packet(f))
     at, nh = W.IP6, ip[6]
-    if nh == W.NH_HBH:
+    if nh == W.NH_HBH and after_hbh:
         at, nh = W.IP6 + (ip[W.IP6 + 1] + 1) * 8, ip[W.IP6]
     stored = [str(IPv6(bytes(ip)).dst), *reversed(segs)]
     srh = W.srh(stored, len(segs), nh)
@@ -155,7 +163,7 @@ def _insert(tb: TestbedConfig, f: bytes) -> bytes:
 
 def h_insert(tb: TestbedConfig) -> CaseList:
     cl = CaseList(tb, "h_insert")
-    fwd = forward_each(tb, lambda f: _insert(tb, f),
+    fwd = forward_each(tb, lambda f: insert(tb, f),
                        "SRH [DA, policy] inserted (after any hop-by-hop header), DA = first "
                        "SID, hop limit - 1")
     _plain_cases(tb, cl, "ipv6", fwd, "draft-filsfils-spring-srv6-net-pgm-insertion "

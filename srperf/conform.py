@@ -151,14 +151,42 @@ def verdict(case: C.Case, got: Sequence[bytes], forwarder: str, tb: TestbedConfi
     return result("fail", detail)
 
 
-def sort_by_tag(received: Iterable[bytes]) -> dict[int, list[bytes]]:
-    """Received frames grouped by the case number they carry (others left out)."""
+def is_icmp_error(frame: bytes) -> bool:
+    """True for an ICMPv6/ICMPv4 error message (it quotes the packet that caused it)."""
+    from scapy.layers.inet import ICMP
+    from scapy.layers.inet6 import (ICMPv6DestUnreach, ICMPv6PacketTooBig,
+                                    ICMPv6ParamProblem, ICMPv6TimeExceeded)
+    from scapy.layers.l2 import Ether
+
+    pkt = Ether(frame)
+    if any(pkt.haslayer(c) for c in (ICMPv6DestUnreach, ICMPv6PacketTooBig,
+                                     ICMPv6ParamProblem, ICMPv6TimeExceeded)):
+        return True
+    return pkt.haslayer(ICMP) and pkt[ICMP].type in (3, 4, 5, 11, 12)
+
+
+def sort_by_tag(received: Iterable[bytes]) -> tuple[dict[int, list[bytes]], dict[int, int]]:
+    """Received frames grouped by the case number they carry (others left out), and per
+    case the number of ICMP errors quoting one of its packets (e.g. a VNF's time
+    exceeded coming back through a proxy): those are not the case's frames."""
     out: dict[int, list[bytes]] = {}
+    errors: dict[int, int] = {}
     for frame in received:
         tag = W.tag_of(frame)
-        if tag is not None:
+        if tag is None:
+            continue
+        if is_icmp_error(frame):
+            errors[tag] = errors.get(tag, 0) + 1
+        else:
             out.setdefault(tag, []).append(frame)
-    return out
+    return out, errors
+
+
+def _noting(result: CaseResult, errors: int) -> CaseResult:
+    if not errors:
+        return result
+    return dataclasses.replace(result, detail=f"{result.detail} (and {errors} ICMP error(s) "
+                               "quoting it)")
 
 
 # --- running a behavior's matrix on a session ------------------------------------------------
@@ -187,11 +215,12 @@ def run_behavior(session: Any, behavior: Any, forwarder_name: str,
         batch = [c for c in cases if c not in alone
                  and not isinstance(c.outcome, C.NotApplicable)]
         gap = STATEFUL_GAP_S if behavior.needs_vnf else 0.0
-        got = sort_by_tag(_capture(gen, [f for c in batch for f in c.frames],
-                                   BATCH_TIMEOUT_S, gap))
+        got, errors = sort_by_tag(_capture(gen, [f for c in batch for f in c.frames],
+                                           BATCH_TIMEOUT_S, gap))
         results: dict[str, CaseResult] = {}
         for c in batch:
-            results[c.name] = verdict(c, got.get(c.tag, []), forwarder_name, tb)
+            results[c.name] = _noting(verdict(c, got.get(c.tag, []), forwarder_name, tb),
+                                      errors.get(c.tag, 0))
         for c in alone:
             before = session.sut.counters() if has_counters else None
             frames = _capture(gen, list(c.frames), SINGLE_TIMEOUT_S, 0.0)
@@ -199,8 +228,9 @@ def run_behavior(session: Any, behavior: Any, forwarder_name: str,
             if before is not None:
                 after = session.sut.counters() or {}
                 delta = {k: v - before.get(k, 0) for k, v in after.items()}
-            results[c.name] = verdict(c, sort_by_tag(frames).get(c.tag, []), forwarder_name,
-                                      tb, delta, drop_counters)
+            mine, errs = sort_by_tag(frames)
+            results[c.name] = _noting(verdict(c, mine.get(c.tag, []), forwarder_name, tb,
+                                              delta, drop_counters), errs.get(c.tag, 0))
         for c in cases:
             report.results.append(results.get(c.name) or verdict(c, [], forwarder_name, tb))
     except UnsupportedBehavior as exc:

@@ -237,7 +237,8 @@ def _run(exp: Experiment, args: argparse.Namespace) -> int:
     print(f"\ntrials: {report.store_path}  summary: {report.summary_csv}")
     if orch.testbed.is_model:
         print("NOTE: the testbed is a simulated SUT model; these are not measurements.")
-    failed = [k for k, (st, _) in report.outcomes.items() if st in ("verify_failed", "error")]
+    failed = [k for k, (st, _) in report.outcomes.items()
+              if st in ("verify_failed", "error", "nonconformant")]
     return EXIT_FAILED if failed else EXIT_OK
 
 

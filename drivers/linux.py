@@ -273,8 +273,9 @@ class LinuxGenerator(TrafficGenerator):
         The XDP sink on rx (which would drop them before any capture) is
         detached for the capture and re-attached afterwards, whatever happens
         (when rx had no XDP program, none is attached).  ``timeout_s`` is the
-        longest wait for the frames, seconds; ``gap_s`` the time between two sends.  Captures are for verification
-        only: under load they lose frames, counters do not.
+        longest wait for the frames, seconds; ``gap_s`` the time between two
+        sends.  Captures are for verification only: under load they lose frames,
+        counters do not.
         """
         from scapy.all import Ether, rdpcap, wrpcap
 

@@ -31,6 +31,8 @@ from srperf.errors import SrperfError, UnsupportedBehavior
 log = logging.getLogger(__name__)
 
 STATUSES = ("pass", "fail", "finding", "n/a")
+NOT_RUN = "not_run"
+"""Status (and case name) of the one stored row of a behavior whose matrix did not run."""
 BATCH_TIMEOUT_S = 1.0
 """Longest wait for a batch's frames, seconds (frames that must be dropped never come)."""
 SINGLE_TIMEOUT_S = 0.5
@@ -250,10 +252,9 @@ def run_matrix(session: Any, behaviors: Sequence[Any], store: Any = None,
     for beh in behaviors:
         report = run_behavior(session, beh, forwarder.name, forwarder.drop_counters)
         if store is not None and run_id is not None:
-            store.add_conformance(run_id, forwarder.name, report.results)
-            if report.skipped:
-                store.add_outcome(run_id, beh.name, forwarder.name, 0, "conformance_skipped",
-                                  report.skipped)
+            rows = report.results or [CaseResult(beh.name, NOT_RUN, "", "", NOT_RUN,
+                                                 report.skipped, "")]
+            store.add_conformance(run_id, forwarder.name, rows)
         if progress is not None:
             progress(report)
         reports.append(report)

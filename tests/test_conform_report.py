@@ -93,3 +93,22 @@ def test_conformance_off_runs_no_matrix(tmp_path: Path,
     exp = Experiment(name="t", behaviors=("ipv6",),
                      search=SearchConfig(algorithm="bisect", thresholds_pct=(0.5,)))
     assert Orchestrator(exp, SIM, tmp_path).run().outcomes[("ipv6", 64)][0] == "measured"
+
+
+def test_a_matrix_that_did_not_run_is_stored_with_its_reason(tmp_path: Path) -> None:
+    class Session:
+        class forwarder:
+            name, drop_counters = "ebpf", {}
+        testbed = type("T", (), {"config": TB})()
+
+    from srperf import behaviors as catalogue
+
+    store = ResultStore(tmp_path / "srperf.sqlite")
+    run = store.begin_run("conform:x", "virtual", "ebpf", {}, purpose="conform")
+    [rep] = conform.run_matrix(Session(), [catalogue.get("end_baseline")], store, run)
+    assert rep.skipped and not rep.ok
+    df = store.frame("conformance", run)
+    assert list(df["status"]) == ["not_run"] and "baseline" in df.loc[0, "detail"]
+    data = report.collect(store, [run])
+    assert data.conformance[0]["cases"] == 0 and "baseline" in data.conformance[0]["not_run"]
+    store.close()

@@ -214,9 +214,11 @@ def _conformance(df: pd.DataFrame, labels: dict[str, str]) -> list[dict[str, Any
         return out
     for (run_id, behavior), grp in df.groupby(["run_id", "behavior"], sort=False):
         counts = grp["status"].value_counts()
+        not_run = grp[grp["status"] == "not_run"]
         out.append({
             "run": labels.get(str(run_id), str(run_id)), "behavior": behavior,
-            "forwarder": grp["forwarder"].iloc[0], "cases": len(grp),
+            "forwarder": grp["forwarder"].iloc[0], "cases": len(grp) - len(not_run),
+            "not_run": "; ".join(not_run["detail"]),
             **{s.replace("/", ""): int(counts.get(s, 0))
                for s in ("pass", "fail", "finding", "n/a")},
             "notable": [{"case": r["case_name"], "status": r["status"],

@@ -39,8 +39,8 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
                    help="leave a virtual testbed this command brought up")
     c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override an experiment setting (e.g. options.vnf_count=2)")
-    c.add_argument("--verbose-table", action="store_true",
-                   help="print every case (default: the failing ones and findings)")
+    c.add_argument("--failures-only", action="store_true",
+                   help="print only the failing cases and findings of each table")
 
 
 def _experiment(args: argparse.Namespace):
@@ -88,7 +88,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
 
     def show(report: conform.BehaviorReport) -> None:
         table = conform.format_table(report)
-        if not args.verbose_table:
+        if args.failures_only:
             head, *rows = table.splitlines()
             keep = [r for r in rows if " fail " in r or " finding " in r]
             table = "\n".join([head, *keep])

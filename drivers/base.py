@@ -141,8 +141,10 @@ class TrafficGenerator(abc.ABC):
         """Offer round(rate_pps * duration_s) copies of the prepared frame, paced."""
 
     @abc.abstractmethod
-    def capture(self, frames: list[bytes], timeout_s: float = 2.0) -> list[bytes]:
-        """Send each frame once and return the frames that arrived at the rx port."""
+    def capture(self, frames: list[bytes], timeout_s: float = 2.0,
+                gap_s: float = 0.0) -> list[bytes]:
+        """Send each frame once (``gap_s`` seconds apart, 0: back-to-back) and return the
+        frames that arrived at the rx port."""
 
     def max_rate_pps(self) -> float | None:
         """Highest rate this generator can pace, pps; None if unknown."""

@@ -266,14 +266,16 @@ class LinuxGenerator(TrafficGenerator):
             note = f"{note}; still limited after {len(attempts)} attempts"
         return dataclasses.replace(last, extra=extra, note=note.strip("; "))
 
-    def capture(self, frames: list[bytes], timeout_s: float = 2.0) -> list[bytes]:
+    def capture(self, frames: list[bytes], timeout_s: float = 2.0,
+                gap_s: float = 0.0) -> list[bytes]:
         """Send each frame once on tx and return the frames that arrived at rx.
 
         The XDP sink on rx (which would drop them before any capture) is
         detached for the capture and re-attached afterwards, whatever happens
         (when rx had no XDP program, none is attached).  ``timeout_s`` is the
-        longest wait for the frames, seconds.  Captures are for verification
-        only: under load they lose frames, counters do not.
+        longest wait for the frames, seconds; ``gap_s`` the time between two
+        sends.  Captures are for verification only: under load they lose frames,
+        counters do not.
         """
         from scapy.all import Ether, rdpcap, wrpcap
 
@@ -291,7 +293,7 @@ class LinuxGenerator(TrafficGenerator):
             argv = [*self._in_ns, sys.executable, "-m",
                     "srperf.drivers.linux_capture", "--tx", self.tx, "--rx", self.rx,
                     "--frames", str(in_pcap), "--out", str(out_pcap),
-                    "--timeout", str(timeout_s)]
+                    "--timeout", str(timeout_s), "--gap", str(gap_s)]
             try:
                 proc = subprocess.run(argv, capture_output=True, text=True,
                                       timeout=timeout_s + 60)

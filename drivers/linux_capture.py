@@ -22,8 +22,9 @@ LINKTYPE_ETHERNET = 1
 
 
 def capture(tx: str, rx: str, frames: list[bytes], timeout_s: float,
-            grace_s: float = 0.1) -> list[bytes]:
-    """Send ``frames`` on ``tx`` and return the frames received on ``rx``, in order."""
+            grace_s: float = 0.1, gap_s: float = 0.0) -> list[bytes]:
+    """Send ``frames`` on ``tx`` (``gap_s`` s apart) and return the frames received on
+    ``rx``, in order."""
     from scapy.all import AsyncSniffer, Raw, conf, sendp
 
     got: list[bytes] = []
@@ -41,7 +42,7 @@ def capture(tx: str, rx: str, frames: list[bytes], timeout_s: float,
     try:
         if not started.wait(10.0):
             raise RuntimeError(f"sniffer on {rx} did not start")
-        sendp([Raw(load=f) for f in frames], iface=tx, verbose=False)
+        sendp([Raw(load=f) for f in frames], iface=tx, verbose=False, inter=gap_s)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             with lock:
@@ -71,12 +72,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--frames", required=True, help="pcap file of the frames to send")
     parser.add_argument("--out", required=True, help="pcap file for the received frames")
     parser.add_argument("--timeout", type=float, default=2.0, help="seconds to wait at most")
+    parser.add_argument("--gap", type=float, default=0.0, help="seconds between two sends")
     args = parser.parse_args(argv)
 
     from scapy.all import Ether, rdpcap, wrpcap
 
     frames = [bytes(p) for p in rdpcap(args.frames)]
-    received = capture(args.tx, args.rx, frames, args.timeout)
+    received = capture(args.tx, args.rx, frames, args.timeout, gap_s=args.gap)
     wrpcap(args.out, [Ether(f) for f in received], linktype=LINKTYPE_ETHERNET)
     print(f"sent {len(frames)} received {len(received)}", file=sys.stderr)
     return 0

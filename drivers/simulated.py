@@ -250,6 +250,7 @@ class SimulatedGenerator(TrafficGenerator):
             extra={"simulated": True, "model_capacity_pps": capacity, "model_burst": burst},
         )
 
-    def capture(self, frames: list[bytes], timeout_s: float = 2.0) -> list[bytes]:
+    def capture(self, frames: list[bytes], timeout_s: float = 2.0,
+                gap_s: float = 0.0) -> list[bytes]:
         raise GeneratorError(
             "the simulated SUT cannot capture packets: verification needs a real SUT")

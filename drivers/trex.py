@@ -326,9 +326,15 @@ class TrexGenerator(TrafficGenerator):
                            counters_consistent=consistent, note="; ".join(notes),
                            extra=extra)
 
-    def capture(self, frames: list[bytes], timeout_s: float = 2.0) -> list[bytes]:
-        got = self.worker.call("capture", tx=self.opt.tx_port, rx=self.opt.rx_port,
-                               frames=[f.hex() for f in frames], timeout_s=timeout_s)
+    def capture(self, frames: list[bytes], timeout_s: float = 2.0,
+                gap_s: float = 0.0) -> list[bytes]:
+        # frames ``gap_s`` apart: one capture per frame, each waiting at most its share
+        groups = [frames] if gap_s <= 0 else [[f] for f in frames]
+        got: list[str] = []
+        for group in groups:
+            got += self.worker.call("capture", tx=self.opt.tx_port, rx=self.opt.rx_port,
+                                    frames=[f.hex() for f in group],
+                                    timeout_s=timeout_s if gap_s <= 0 else max(gap_s, 0.1))
         return [bytes.fromhex(h) for h in got]
 
     def max_rate_pps(self) -> float | None:

@@ -146,11 +146,19 @@ def compare(expectation: Expectation,
                            f"no test frame among {len(frames)} received frame(s)"
                            + (f": {others}" if others else ""))
     for frame in tests:
-        raw = _unpadded(frame, len(bytes(expectation.frame)))
-        got = Ether(raw)
-        if _normalised(expectation.frame, got, expectation.free) != raw:
-            norm = Ether(_normalised(expectation.frame, got, expectation.free))
+        diffs = mismatch(expectation, frame)
+        if diffs:
             return CheckResult(False, expected_text,
-                               f"{describe(frame)}; " + "; ".join(differences(norm, got)))
+                               f"{describe(frame)}; " + "; ".join(diffs))
     return CheckResult(True, expected_text,
                        f"{len(tests)} matching frame(s): {describe(tests[0])}")
+
+
+def mismatch(expectation: Expectation, frame: bytes) -> list[str]:
+    """The differing fields of one received frame, outermost first ([]: it matches)."""
+    raw = _unpadded(frame, len(bytes(expectation.frame)))
+    got = Ether(raw)
+    normalised = _normalised(expectation.frame, got, expectation.free)
+    if normalised == raw:
+        return []
+    return differences(Ether(normalised), got)

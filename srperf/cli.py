@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from srperf import cli_guard, cli_provision, cli_results, cli_runs, resources
+from srperf import cli_conform, cli_guard, cli_provision, cli_results, cli_runs, resources
 from srperf.config.loader import load_experiment, load_testbed, testbed_of, validate_file
 from srperf.config.model import ALGORITHMS, Experiment, TestbedConfig
 from srperf.forwarders import names as forwarder_names
@@ -95,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_runs.add_parsers(sub)  # runs
     cli_results.add_parsers(sub)  # report, compare, export, nightly
     cli_provision.add_parsers(sub)
+    cli_conform.add_parser(sub)
     return cli_guard.use_help_formatter(p)
 
 
@@ -255,7 +256,8 @@ def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = N
     print(f"\ntrials: {report.store_path}  summary: {report.summary_csv}")
     if orch.testbed.is_model:
         print("NOTE: the testbed is a simulated SUT model; these are not measurements.")
-    failed = [k for k, (st, _) in report.outcomes.items() if st in ("verify_failed", "error")]
+    failed = [k for k, (st, _) in report.outcomes.items()
+              if st in ("verify_failed", "error", "nonconformant")]
     return EXIT_FAILED if failed else EXIT_OK
 
 
@@ -344,6 +346,7 @@ COMMANDS = {"validate": cmd_validate, "testbed": cmd_testbed, "run": cmd_run, "p
 COMMANDS.update(cli_runs.COMMANDS)
 COMMANDS.update(cli_results.COMMANDS)
 COMMANDS.update(cli_provision.COMMANDS)
+COMMANDS.update(cli_conform.COMMANDS)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -43,7 +43,7 @@ from srperf.testbeds.base import Testbed
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str], None]
-SKIP_AFTER = ("unsupported", "verify_failed", "error")
+SKIP_AFTER = ("unsupported", "verify_failed", "error", "nonconformant")
 """Outcomes after which a behavior is not tried again in later repetitions."""
 
 
@@ -170,6 +170,8 @@ class Orchestrator:
                         store.update_environment(run_id, env)
                         if resume and previous and previous != env["sut_workdir"]:
                             remove_stale_workdir(self.testbed.node("sut"), str(previous))
+                        if self.exp.conformance == "required":
+                            self._conformance(session, store, report)
                         self._loop(session, store, report, ended)
                 finally:
                     if adopt:
@@ -239,6 +241,30 @@ class Orchestrator:
     def planned(self) -> int:
         """Searches in the plan: packet sizes x repetitions x behaviors."""
         return len(self.exp.packet_sizes) * self.exp.repetitions * len(self.behaviors)
+
+    def _conformance(self, session: MeasurementSession, store: ResultStore,
+                     report: RunReport) -> None:
+        """Run each behavior's conformance matrix (stored with the run); a behavior with a
+        failing case is not measured (outcome ``nonconformant``)."""
+        from srperf import conform
+
+        session.use_options(self.forwarder.conformance_options(self.options))
+        try:
+            reports = conform.run_matrix(session, self.behaviors, store, report.run_id)
+        finally:
+            session.use_options(self.options)
+        for rep in reports:
+            failing = [r.case for r in rep.results if r.status == "fail"]
+            summary = ", ".join(f"{rep.count(s)} {s}" for s in conform.STATUSES)
+            if not failing:
+                self.progress(f"{rep.behavior}: conformance {summary}"
+                              + (f" (not run: {rep.skipped})" if rep.skipped else ""))
+                continue
+            reason = (f"conformance required: {len(failing)} failing case(s): "
+                      f"{', '.join(failing[:8])}{' ...' if len(failing) > 8 else ''}")
+            for size in self.exp.packet_sizes:
+                key = TrialKey(rep.behavior, self.exp.forwarder, size, 0, 0)
+                self._outcome(store, report, key, "nonconformant", reason)
 
     # -- the plan -------------------------------------------------------------------
     def _loop(self, session: MeasurementSession, store: ResultStore, report: RunReport,

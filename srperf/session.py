@@ -128,6 +128,11 @@ class MeasurementSession:
         """Every node's environment, read through its own transport."""
         return self.testbed.environment(self.forwarder)
 
+    def use_options(self, options: Settings) -> None:
+        """Go on with forwarder ``options`` (the SUT's build step reruns if they differ)."""
+        self.options = options
+        self.sut.install(options)
+
     # -- steps ----------------------------------------------------------------------------
     def configure(self, behavior: Any) -> None:
         """Configure ``behavior`` on the SUT (and the VNFs it needs)."""

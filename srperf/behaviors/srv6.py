@@ -170,6 +170,10 @@ def _encap_expect(tb: TestbedConfig, segs: Sequence[str], payload: Packet, nh: i
                        free=_OUTER_FREE)
 
 
+encap_expect = _encap_expect
+"""The expectation of a new outer IPv6 + SRH around a payload (public for the matrices)."""
+
+
 def _h_encaps(inner: str, reduced: bool = False) -> Expecter:
     def expect(tb: TestbedConfig, sent: Packet) -> Expectation:
         if inner == "l2":

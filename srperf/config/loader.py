@@ -155,6 +155,7 @@ def experiment_from_mapping(data: dict[str, Any], file: str) -> Experiment:
         packet_sizes=tuple(sizes), imix=imix, search=search,
         repetitions=int(data.get("repetitions", 1)), testbed=data.get("testbed"),
         verify=bool(data.get("verify", True)), options=dict(data.get("options", {})),
+        conformance=str(data.get("conformance", "off")),
         latency=LatencyConfig.from_mapping(dict(data.get("latency", {}))), source=file)
 
 

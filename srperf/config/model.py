@@ -352,5 +352,8 @@ class Experiment:
     repetitions: int = 1
     testbed: str | None = None
     verify: bool = True
+    conformance: str = "off"
+    """``required``: each behavior's conformance matrix runs before it is measured, and a
+    behavior with a failing case is not measured (``off``: not run)."""
     options: dict[str, Any] = field(default_factory=dict)
     source: str = "<built-in>"

@@ -59,6 +59,10 @@ EXPERIMENT_SCHEMA: dict[str, Any] = {
         "repetitions": {"type": "integer", "minimum": 1, "maximum": 1000},
         "testbed": {"type": "string", "minLength": 1},
         "verify": {"type": "boolean"},
+        "conformance": {"enum": ["off", "required"],
+                        "description": "required: run each behavior's conformance matrix "
+                                       "before measuring it and measure only those that "
+                                       "pass (srperf conform)"},
         "options": {"type": "object",
                     "description": "the forwarder's own knobs (schema: its options dataclass "
                                    "in srperf.forwarders)"},

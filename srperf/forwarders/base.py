@@ -56,6 +56,9 @@ class Forwarder:
     runs_in_netns: ClassVar[bool] = True
     version_commands: ClassVar[Mapping[str, tuple[str, ...]]] = {}
     """Environment key -> command whose first output line is that tool's version."""
+    drop_counters: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    """Conformance drop reason (srperf.behaviors.conformance.DROP_REASONS) -> the counters
+    of :meth:`counters` of which one must count such a drop."""
 
     def offers(self, behavior: str) -> bool:
         """True when this forwarder implements catalogue entry ``behavior``."""
@@ -78,6 +81,10 @@ class Forwarder:
     def vnfs(self, options: Settings) -> tuple[int, str]:
         """(count, mode) of the legacy VNFs a proxy behavior gets (see VnfSet)."""
         return 1, "forward"
+
+    def conformance_options(self, options: Settings) -> Settings:
+        """``options`` as the conformance matrix runs with them (here: unchanged)."""
+        return options
 
     def prepare(self, sut: Transport, options: Settings) -> Prepared:
         """Install what the script needs on the SUT besides itself (nothing here)."""

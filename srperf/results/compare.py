@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 REGRESSION, IMPROVEMENT, NO_CHANGE, INCONCLUSIVE, NOT_COMPARABLE = (
     "regression", "improvement", "no_change", "inconclusive", "not_comparable")
 NUMERIC_STATUSES = ("ok", "at_max")
-FAILED_STATUSES = ("verify_failed", "error")
+FAILED_STATUSES = ("verify_failed", "error", "nonconformant")
 DEFAULT_THRESHOLD_PCT = 5.0
 """Default regression threshold: a drop whose whole 95 % interval is beyond 5 %."""
 

@@ -63,6 +63,12 @@ def searches(store: ResultStore, run_ids: str | Iterable[str] | None = None) -> 
     return store.frame("searches", _ids(run_ids))
 
 
+def conformance(store: ResultStore,
+                run_ids: str | Iterable[str] | None = None) -> pd.DataFrame:
+    """One row per conformance case: behavior, case_name, expected, status, detail, spec."""
+    return store.frame("conformance", _ids(run_ids))
+
+
 def outcomes(store: ResultStore, run_ids: str | Iterable[str] | None = None) -> pd.DataFrame:
     """Per run, behavior and size: measured, unsupported, verify_failed, error."""
     return store.frame("outcomes", _ids(run_ids))

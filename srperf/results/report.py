@@ -138,6 +138,9 @@ class ReportData:
     latency: list[dict[str, Any]]
     comparison: Comparison | None
     any_simulated: bool
+    conformance: list[dict[str, Any]] = field(default_factory=list)
+    """Per run and behavior: counts of pass/fail/finding/n/a and the cases that did
+    not pass."""
 
 
 def _label(row: pd.Series, index: int) -> str:
@@ -194,12 +197,34 @@ def collect(store: ResultStore, run_ids: Iterable[str], title: str = "",
                                "reason": r.get("reason", "") or ""})
 
     behaviors = _behavior_views(s_df, t_df) if plots_per_search else []
+    conf = _conformance(frames.conformance(store, ids), labels)
     return ReportData(
         title=title or "srperf report: " + ", ".join(ids),
         generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         version=srperf.__version__, runs=runs, tables=tables, unmeasured=unmeasured,
         behaviors=behaviors, latency=_latency(t_df), comparison=comparison,
-        any_simulated=any(r.simulated for r in runs))
+        any_simulated=any(r.simulated for r in runs), conformance=conf)
+
+
+def _conformance(df: pd.DataFrame, labels: dict[str, str]) -> list[dict[str, Any]]:
+    """The conformance tables: per run and behavior, the counts and the cases that did not
+    pass (fail with its first differing field, finding with its section)."""
+    out: list[dict[str, Any]] = []
+    if df.empty:
+        return out
+    for (run_id, behavior), grp in df.groupby(["run_id", "behavior"], sort=False):
+        counts = grp["status"].value_counts()
+        not_run = grp[grp["status"] == "not_run"]
+        out.append({
+            "run": labels.get(str(run_id), str(run_id)), "behavior": behavior,
+            "forwarder": grp["forwarder"].iloc[0], "cases": len(grp) - len(not_run),
+            "not_run": "; ".join(not_run["detail"]),
+            **{s.replace("/", ""): int(counts.get(s, 0))
+               for s in ("pass", "fail", "finding", "n/a")},
+            "notable": [{"case": r["case_name"], "status": r["status"],
+                         "expected": r["expected"], "detail": r["detail"], "spec": r["spec"]}
+                        for _, r in grp.iterrows() if r["status"] in ("fail", "finding")]})
+    return out
 
 
 def _kpps(v: Any) -> float:

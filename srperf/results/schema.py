@@ -103,13 +103,22 @@ comparisons = sa.Table(
 )
 """Verdicts of ``srperf nightly``: a run against its baseline (threshold in %)."""
 
+conformance = sa.Table(
+    "conformance", metadata,
+    *_row_of(), sa.Column("case_name", sa.Text), sa.Column("dimension", sa.Text),
+    sa.Column("expected", sa.Text), sa.Column("status", sa.Text),
+    sa.Column("detail", sa.Text), sa.Column("spec", sa.Text), sa.Column("counters", sa.Text),
+)
+"""One row per conformance case (srperf conform): expected forward | drop | n/a; status
+pass | fail | finding | n/a; counters: the forwarder's counter deltas (JSON)."""
+
 version_table = sa.Table(
     "schema_version", metadata,
     sa.Column("version", sa.Integer, primary_key=True),
     sa.Column("applied", sa.Text),
 )
 
-TABLES = ("runs", "trials", "searches", "outcomes")
+TABLES = ("runs", "trials", "searches", "outcomes", "conformance")
 """Tables a run's data lives in (``comparisons`` refers to runs)."""
 
 
@@ -168,6 +177,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               lambda conn: (_add_columns(runs, ("reason", "signal", "pid", "host",
                                                 "pid_start", "planned"))(conn),
                             _add_columns(outcomes, ("repetition", "search_seq"))(conn))),
+    Migration(6, "conformance (one row per case of srperf conform)",
+              _create(conformance)),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
 

@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 ADDED_SEARCH_COLUMNS = ("estimate_pps", "estimate_low_pps", "estimate_high_pps")
 """Columns of ``searches`` newer than the first schema (added to older files on open)."""
 
-PURPOSES = ("run", "bench", "nightly")
+PURPOSES = ("run", "bench", "nightly", "conform")
 """What a run was for: an ordinary run, a benchmark command, a nightly job."""
 
 RUN_STATES = ("running", "finished", "interrupted", "failed")
@@ -233,6 +233,15 @@ class ResultStore:
             raise StoreError(f"results store {self.where}: cannot write: "
                              f"{getattr(exc, 'orig', None) or exc}") from None
         return dropped
+
+    def add_conformance(self, run_id: str, forwarder: str, results: Iterable[Any]) -> None:
+        """Store the verdicts of a conformance run (:class:`srperf.conform.CaseResult`)."""
+        rows = [dict(run_id=run_id, time=_now(), behavior=r.behavior, forwarder=forwarder,
+                     packet_size=None, case_name=r.case, dimension=r.dimension,
+                     expected=r.expected, status=r.status, detail=r.detail, spec=r.spec,
+                     counters=json.dumps(r.counters, sort_keys=True)) for r in results]
+        if rows:
+            self._insert(schema.conformance, rows)
 
     def add_comparison(self, run_id: str, baseline_run_id: str | None, threshold_pct: float,
                        verdict: str, detail: dict[str, Any] | None = None) -> None:

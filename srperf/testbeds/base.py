@@ -46,6 +46,9 @@ class SutHandle(Protocol):
     def open(self) -> None:
         """Install what the forwarder needs and leave the SUT clean."""
 
+    def install(self, options: Settings | None = None) -> None:
+        """Install what the forwarder needs for ``options`` (again only if they changed)."""
+
     def configure(self, behavior: Any) -> None:
         """Configure ``behavior`` (and the VNFs it needs)."""
 

@@ -25,6 +25,9 @@ class ModelSut:
     def open(self) -> None:
         pass
 
+    def install(self, options: Settings | None = None) -> None:
+        pass
+
     def configure(self, behavior: Any) -> None:
         pass
 

@@ -101,6 +101,25 @@ class EbpfForwarder(Forwarder):
     runs_in_netns = True
     version_commands = {"iproute2": ("ip", "-V"), "bpftool": ("bpftool", "version"),
                         "clang": ("clang", "--version")}
+    drop_counters = {
+        "hop_limit": ("in_hop_limit",),
+        "segments_left": ("in_bad",),
+        "bad_srh": ("in_bad",),
+        "no_srh": ("in_bad",),
+        "upper_layer": ("in_bad", "in_l2_unsupported"),
+        "inner_hop_limit": ("from_hop_limit",),
+        "duplicate": ("cache_dup",),
+    }
+
+    def conformance_options(self, options: Settings) -> Settings:
+        """End.AD relearns the header on every packet (age 0): the matrix sends packets
+        with different SRHs one after the other, and checks the behavior, not SRNK's
+        limit on how often it learns."""
+        import dataclasses
+
+        assert isinstance(options, EbpfOptions)
+        return dataclasses.replace(options, proxy=dataclasses.replace(options.proxy,
+                                                                      age_s=0.0))
 
     def why_not(self, behavior: str) -> str:
         if not self.offers(behavior):

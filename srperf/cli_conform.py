@@ -1,0 +1,120 @@
+"""``srperf conform``: the conformance matrix of behaviors on a SUT (prints the tables).
+
+Registered by :mod:`srperf.cli`; like it, this module prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from srperf.errors import ConfigError
+
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    from srperf.forwarders import names as forwarder_names
+
+    c = sub.add_parser(
+        "conform", help="run the conformance matrix of behaviors on the SUT; exit 1 on a "
+        "failing case",
+        description="Send each behavior's packet variants (srperf.behaviors.conformance) "
+        "through the SUT and compare what comes out with the specifications: a table "
+        "per behavior (pass, fail with the first differing field, finding: a documented "
+        "difference of the forwarder, n/a), stored with the run.")
+    c.add_argument("experiment", nargs="?", help="experiment file or name: its forwarder, "
+                   "behaviors, options and testbed")
+    c.add_argument("--forwarder", "-f", choices=forwarder_names(),
+                   help="forwarder (default: the experiment's, else linux)")
+    c.add_argument("--behavior", "-b", action="append", default=[],
+                   help="behavior (repeatable; default: the experiment's, else every "
+                        "behavior the forwarder offers)")
+    c.add_argument("--testbed", "-t", help="testbed file or name (default: virtual)")
+    c.add_argument("--results", default=os.environ.get("SRPERF_RESULTS", "srperf-results"),
+                   help="results directory; default ./srperf-results")
+    c.add_argument("--keep-testbed", action="store_true",
+                   help="leave a virtual testbed this command brought up")
+    c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override an experiment setting (e.g. options.vnf_count=2)")
+    c.add_argument("--failures-only", action="store_true",
+                   help="print only the failing cases and findings of each table")
+
+
+def _experiment(args: argparse.Namespace):
+    from srperf import forwarders, resources
+    from srperf.config.loader import (apply_overrides, experiment_from_mapping,
+                                      load_experiment)
+
+    if args.experiment:
+        exp = load_experiment(resources.find_config(args.experiment, "experiment"), args.set)
+        if args.forwarder and args.forwarder != exp.forwarder:
+            raise ConfigError("--forwarder", "forwarder", args.forwarder,
+                              f"the experiment {exp.source} uses {exp.forwarder}")
+        if args.behavior:
+            data = {"name": exp.name, "forwarder": exp.forwarder,
+                    "behaviors": args.behavior, "options": exp.options}
+            exp = experiment_from_mapping(data, f"{exp.source} (with --behavior)")
+        return exp
+    name = args.forwarder or "linux"
+    offered = list(forwarders.get(name).behaviors)
+    data = {"name": "conform", "forwarder": name, "behaviors": args.behavior or offered}
+    apply_overrides(data, args.set, "<command line>")
+    return experiment_from_mapping(data, "<command line>")
+
+
+def cmd_conform(args: argparse.Namespace) -> int:
+    from srperf import behaviors as catalogue
+    from srperf import conform, environment, forwarders, testbeds
+    from srperf.cli import _load_testbed
+    from srperf.results.store import ResultStore
+    from srperf.session import MeasurementSession
+
+    exp = _experiment(args)
+    tb = _load_testbed(args.testbed, exp)
+    testbed = testbeds.create(tb)
+    forwarder = forwarders.get(exp.forwarder)
+    testbed.check_forwarder(forwarder, exp.source)
+    options = forwarder.conformance_options(forwarder.parse_options(exp.options))
+    behaviors = [catalogue.get(name) for name in exp.behaviors]
+    store = ResultStore(Path(args.results) / "srperf.sqlite")
+    run_id = store.begin_run(f"conform:{exp.name}", tb.name, forwarder.name,
+                             environment.collect(), purpose="conform")
+    print(f"conformance run {run_id}: {len(behaviors)} behavior(s) of {forwarder.name} on "
+          f"{tb.name}")
+    status, reports = "failed", []
+
+    def show(report: conform.BehaviorReport) -> None:
+        table = conform.format_table(report)
+        if args.failures_only:
+            head, *rows = table.splitlines()
+            keep = [r for r in rows if " fail " in r or " finding " in r]
+            table = "\n".join([head, *keep])
+        print(table, flush=True)
+
+    try:
+        with MeasurementSession(testbed, forwarder, options, store, run_id,
+                                keep_testbed=args.keep_testbed) as session:
+            env = environment.collect()
+            env.update(session.environment())
+            store.update_environment(run_id, env)
+            reports = conform.run_matrix(session, behaviors, store, run_id, show)
+        status = "finished"
+    finally:
+        store.end_run(run_id, status)
+        store.close()
+    print("\nbehavior          cases  pass  fail  finding  n/a")
+    for row in conform.summary_rows(reports):
+        note = f"  not run: {row['skipped']}" if row["skipped"] else ""
+        print(f"{row['behavior']:<16} {row['cases']:>6} {row['pass']:>5} {row['fail']:>5} "
+              f"{row['finding']:>8} {row['n/a']:>4}{note}")
+    print(f"\nstored as run {run_id} in {Path(args.results) / 'srperf.sqlite'}")
+    failed = [r.behavior for r in reports if r.count("fail")]
+    if failed:
+        print(f"FAILED: {', '.join(failed)}", file=sys.stderr)
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+COMMANDS = {"conform": cmd_conform}

@@ -25,6 +25,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from typing import Callable, Iterator
 
 import pytest
@@ -311,7 +312,7 @@ def test_identical_inner_packets_never_share_an_entry(gen: LinuxGenerator,
     """Same inner packet, different SRHs (per-packet metadata): the first is cached, the
     second dropped while the first is inside the VNF; after it returned, the same inner
     packet is cached again with its own SRH."""
-    configure(TB, "end_cache")
+    configure(TB, "end_cache", ProxySettings(cache_stale_s=0))
     send_to_sink(gen, [encap(inner6(3), tag=100), encap(inner6(3), tag=101)])
     assert sink_vnf.drop_counts()["dropped"] == 1, "the second identical packet reached the VNF"
     counts = read_counters(SUT)
@@ -324,3 +325,17 @@ def test_identical_inner_packets_never_share_an_entry(gen: LinuxGenerator,
     counts = read_counters(SUT)
     assert counts["cache_insert"] == 2 and counts["cache_hit"] == 2
     assert counts["cache_miss"] == 1 and counts["miss_drop"] == 1
+
+
+def test_a_stale_entry_is_replaced(gen: LinuxGenerator, sink_vnf: VnfSet) -> None:
+    """An entry older than cache_stale_s (its packet lost in the VNF) does not block the
+    same inner packet for ever: the next one replaces it and gets its own header."""
+    configure(TB, "end_cache", ProxySettings(cache_stale_s=0.05))
+    send_to_sink(gen, [encap(inner6(5), tag=100)])
+    time.sleep(0.2)
+    send_to_sink(gen, [encap(inner6(5), tag=101)])
+    counts = read_counters(SUT)
+    assert (counts["cache_insert"], counts["cache_stale"], counts["cache_dup"]) == (2, 1, 0)
+    got = play_vnf(sink_vnf, [inner6(5)] * 2, expect=1)
+    assert [_tag(f) for f in got] == [101]
+    assert read_counters(SUT)["cache_miss"] == 1

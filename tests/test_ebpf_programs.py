@@ -205,4 +205,7 @@ def test_proxy_behaviors_are_registered() -> None:
     env = fwd.env(TestbedConfig(name="t"), fwd.parse_options({"proxy": {"age_s": 0.5}}),
                   prepared)
     assert env["SRPERF_EBPF_DIR"] == "/sut/dir" and env["SRPERF_AD_AGE"] == "0.5"
+    assert env["SRPERF_CACHE_STALE"] == "0.001"
+    with pytest.raises(ValueError, match="cache_stale_s"):
+        fwd.parse_options({"proxy": {"cache_stale_s": -1}})
     assert env["SRPERF_IN_IF"] == "s0"

@@ -20,11 +20,7 @@ Real packets through srp_inbound / srp_from_vnf on a namespace testbed:
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
-import textwrap
 import time
 from typing import Callable, Iterator
 
@@ -339,3 +335,43 @@ def test_a_stale_entry_is_replaced(gen: LinuxGenerator, sink_vnf: VnfSet) -> Non
     got = play_vnf(sink_vnf, [inner6(5)] * 2, expect=1)
     assert [_tag(f) for f in got] == [101]
     assert read_counters(SUT)["cache_miss"] == 1
+
+
+# --- GSO --------------------------------------------------------------------------------
+
+GSO_SENDER = r"""
+import socket, sys
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s.bind(("::", int(sys.argv[2])))
+s.setsockopt(socket.SOL_UDP, 103, int(sys.argv[4]))  # UDP_SEGMENT: one GSO packet
+s.sendto(bytes(sys.argv[5], "ascii") * int(sys.argv[6]), (sys.argv[1], int(sys.argv[3])))
+"""
+
+
+def test_gso_packet_from_the_vnf_is_segmented_after_the_push(gen: LinuxGenerator,
+                                                              fwd_vnf: VnfSet) -> None:
+    """A GSO packet from the VNF (here a UDP_SEGMENT send of 3 x 1000 bytes, which veth
+    passes on unsegmented) gets the outer header and is still segmented on the SUT's
+    out-port (offloads off): 3 frames, each with the outer IPv6 + SRH.  Without the
+    encapsulation flag on bpf_skb_adjust_room the kernel cannot segment it."""
+    configure(TB, "end_ad")
+    assert len(capture(gen, [encap(inner6())])) == 1  # End.AD learns the header
+    seg, n = 1000, 3
+    linux_sink.detach_sink(TESTER, RX)
+    sock = ns_packet_socket(TESTER, RX)
+    try:
+        run([sys.executable, "-c", GSO_SENDER, A.dst6, str(P.UDP_SPORT), str(P.UDP_DPORT),
+             str(seg), "G", str(seg * n)], ns=fwd_vnf.links[0].ns)
+        got = [Ether(f) for f in receive_frames(sock, timeout_s=2.0, count=n)
+               if P.is_test_frame(f)]
+    finally:
+        sock.close()
+        linux_sink.attach_sink(TESTER, RX)
+    assert [len(f[UDP].payload) for f in got] == [seg] * n
+    for f in got:
+        assert (f[IPv6].dst, f[IPv6ExtHdrSegmentRouting].segleft) == (A.sid_next, 0)
+        inner = f[IPv6ExtHdrSegmentRouting].payload
+        assert inner.hlim == P.HOP_LIMIT - 1  # sent by the VNF, forwarded by the proxy
+        chk = inner[UDP].chksum
+        inner[UDP].chksum = None
+        assert IPv6(bytes(inner))[UDP].chksum == chk, "segment with a bad UDP checksum"

@@ -4,19 +4,23 @@
  * for SR-unaware VNFs, as two tc (clsact, direct-action) programs sharing maps:
  *
  *   srp_inbound  on the SUT in-port ingress.  Packets whose IPv6 DA is a proxy
- *                SID (srp_sid) with an SRH and SL > 0:
+ *                SID (srp_sid) with an SRH (after hop-by-hop / destination
+ *                options, if any) and 0 < SL <= Last Entry + 1:
  *                End.AD / End.AS / caching: SL-1, DA = SRH[SL] in a copy of the
- *                outer IPv6 + SRH; the copy is stored (End.AD: per VNF and
- *                inner family, rewritten at most once per `age`; caching: per
- *                packet in an LRU hash keyed by inner fields; End.AS: not
- *                stored, configured); outer IPv6 + SRH removed; the inner
- *                IPv6/IPv4 packet is redirected to the VNF interface.
+ *                outer IPv6 + extension headers; the copy is stored (End.AD:
+ *                per VNF and inner family, rewritten at most once per `age`;
+ *                caching: one entry per packet in an LRU hash keyed by inner
+ *                fields; End.AS: not stored, configured); the outer header
+ *                removed; the inner IPv6/IPv4 packet is redirected to the VNF
+ *                interface (inner Ethernet: dropped, counted).
  *                End.AM: SL-1, DA = SRH[0], SRH kept, redirected to the VNF.
  *                Any other packet is left to the kernel (TC_ACT_OK).
  *   srp_from_vnf on the ingress of every SUT-side VNF interface.  Packets
- *                from the VNF get the stored outer header back (End.AD/AS/
+ *                from the VNF are forwarded as by a router (inner hop limit/
+ *                TTL - 1), get the stored outer header back (End.AD/AS/
  *                caching) or their DA restored to SRH[SL] (End.AM) and are
  *                forwarded: bpf_fib_lookup + redirect, else the kernel stack.
+ *                Every drop is counted once, under the counter saying why.
  *
  * Layouts and counters: srproxy.h.
  */

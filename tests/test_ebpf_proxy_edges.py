@@ -26,8 +26,8 @@ from typing import Callable, Iterator
 
 import pytest
 from scapy.layers.inet import IP, TCP, UDP
-from scapy.layers.inet6 import (IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrHopByHop,
-                                IPv6ExtHdrSegmentRouting, PadN)
+from scapy.layers.inet6 import (IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment,
+                                IPv6ExtHdrHopByHop, IPv6ExtHdrSegmentRouting, PadN)
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw
 
@@ -217,6 +217,27 @@ def test_extension_headers_before_the_srh(ext: str, gen: LinuxGenerator,
     assert bytes(got[0]) == expected_back(frame, 2)
 
 
+def test_other_extension_headers_are_a_counted_drop(gen: LinuxGenerator,
+                                                   fwd_vnf: VnfSet) -> None:
+    configure(TB, "end_ad")
+    frame = encap(inner6(), ext=IPv6ExtHdrFragment(id=7))
+    assert capture(gen, [frame] * 2, timeout_s=1.0) == []
+    counts = read_counters(SUT)
+    assert counts["in_ext_unsupported"] == 2 and counts["in_bad"] == counts["in_ad"] == 0
+
+
+def test_outer_hop_limit_1_is_left_to_the_kernel(gen: LinuxGenerator,
+                                                 fwd_vnf: VnfSet) -> None:
+    """RFC 8986 4.1 S05: hop limit <= 1 at the SID: ICMPv6 time exceeded (the kernel's)."""
+    configure(TB, "end_ad")
+    frame = encap(inner6())
+    frame[IPv6].hlim = 1
+    assert capture(gen, [frame] * 2, timeout_s=1.0) == []
+    counts = read_counters(SUT)
+    assert counts["in_hop_limit"] == 2 and counts["in_ad"] == 0
+    assert counts["from_packets"] - counts["from_ignored"] == 0
+
+
 # --- the inner packet on the way back -----------------------------------------------------
 
 @pytest.mark.parametrize("function", ["end_ad", "end_as", "end_cache"])
@@ -359,6 +380,7 @@ def test_gso_packet_from_the_vnf_is_segmented_after_the_push(gen: LinuxGenerator
     seg, n = 1000, 3
     linux_sink.detach_sink(TESTER, RX)
     sock = ns_packet_socket(TESTER, RX)
+    before = read_counters(SUT)
     try:
         run([sys.executable, "-c", GSO_SENDER, A.dst6, str(P.UDP_SPORT), str(P.UDP_DPORT),
              str(seg), "G", str(seg * n)], ns=fwd_vnf.links[0].ns)
@@ -367,7 +389,8 @@ def test_gso_packet_from_the_vnf_is_segmented_after_the_push(gen: LinuxGenerator
     finally:
         sock.close()
         linux_sink.attach_sink(TESTER, RX)
-    assert [len(f[UDP].payload) for f in got] == [seg] * n
+    counts = {k: v for k, v in delta(before, read_counters(SUT)).items() if v}
+    assert [len(f[UDP].payload) for f in got] == [seg] * n, counts
     for f in got:
         assert (f[IPv6].dst, f[IPv6ExtHdrSegmentRouting].segleft) == (A.sid_next, 0)
         inner = f[IPv6ExtHdrSegmentRouting].payload

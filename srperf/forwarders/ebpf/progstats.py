@@ -56,8 +56,8 @@ def attached_programs(ns: str, prefix: str = "srp_") -> dict[str, int]:
     found: dict[str, int] = {}
     for line in run(["bpftool", "net", "show"], ns=ns).stdout.splitlines():
         parts = line.split()
-        if len(parts) >= 5 and parts[2].startswith(prefix) and parts[3] == "prog_id":
-            found[parts[2]] = int(parts[4])
+        if len(parts) >= 5 and parts[2].startswith(prefix):
+            found[parts[2].split(":")[0]] = int(parts[4])
     return found
 
 

@@ -295,10 +295,10 @@ static __always_inline int parse_outer(struct __sk_buff *skb, __u8 nh,
 		off += ((__u32)h.hdrlen + 1) << 3;
 		nh = h.nexthdr;
 	}
-	if (!have_srh)
-		return SRP_in_bad;
 	if (is_ext_header(nh))
 		return SRP_in_ext_unsupported;
+	if (!have_srh)
+		return SRP_in_bad;
 	if (o->sl == 0 || o->sl > (__u32)o->last + 1)
 		return SRP_in_bad;
 	o->hlen = off;
@@ -476,8 +476,13 @@ static __always_inline int restore(struct __sk_buff *skb, struct srp_vnf *vnf,
 	__builtin_memcpy(&s->data[4], &plen, sizeof(plen));
 	/* ENCAP_L3_IPV6 for both inner families: skb->protocol becomes IPv6 (an
 	 * IPv4 inner), and a GSO packet from the VNF is marked as encapsulated
-	 * (SKB_GSO_IPXIP6, inner headers set) so it can still be segmented. */
-	if (bpf_skb_adjust_room(skb, len, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_ENCAP_L3_IPV6))
+	 * (SKB_GSO_IPXIP6, inner headers set) so it can still be segmented; a
+	 * TCP one gets its MSS lowered by len.  UDP GSO (gso_size delineates the
+	 * datagrams) is refused unless gso_size stays fixed: then again so. */
+	if (bpf_skb_adjust_room(skb, len, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_ENCAP_L3_IPV6) &&
+	    (!skb->gso_size ||
+	     bpf_skb_adjust_room(skb, len, BPF_ADJ_ROOM_MAC,
+				 BPF_F_ADJ_ROOM_ENCAP_L3_IPV6 | BPF_F_ADJ_ROOM_FIXED_GSO)))
 		return drop(SRP_err);
 	if (bpf_skb_store_bytes(skb, ETH_HLEN, s->data, len, 0))
 		return drop(SRP_err);

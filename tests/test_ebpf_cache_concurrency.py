@@ -16,6 +16,7 @@ entries left in the map.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import struct
 import subprocess
@@ -134,6 +135,7 @@ def cache_entries() -> int:
     raise AssertionError("no srp_cache map on srp_inbound")
 
 
+@pytest.mark.skipif(not {0, 1} <= os.sched_getaffinity(0), reason="needs CPUs 0 and 1")
 def test_both_cpus_at_once(testbed: VirtualTestbed, tmp_path: Path) -> None:
     configure(TB, "end_cache")
     paths = []

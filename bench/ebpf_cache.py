@@ -10,9 +10,12 @@
    what its cache still holds.  hit ratio = cache hits / K (every restored frame
    is checked against its own per-packet SRH tag).
 
-2. PDR vs cache size.  With the usual single-frame traffic (identical packets
-   share one cache entry) the cache size only changes the map the proxy works
-   on; the paper saw larger maps get slower.  PDR@0.5 % per size.
+2. PDR vs cache size.  With the usual single-frame traffic all packets are
+   identical: one entry per packet, so a packet arriving while an identical one
+   is inside the VNF is dropped (cache_dup, as in the paper) and the PDR also
+   measures how often the generator's batches put two identical packets in the
+   proxy at once; the cache size only changes the map the proxy works on (the
+   paper saw larger maps get slower).  PDR@0.5 % per size.
 
 Run (root): /work/main/.venv/bin/python bench/ebpf_cache.py [--sizes 64,256,1024,4096]
             [--inflight 256,1024] [--pdr-sizes 256,4096,65536] [--repetitions 2]

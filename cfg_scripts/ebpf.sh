@@ -40,6 +40,9 @@
 #                         srproxy-c<SIZE>.o, so every proxy needs it
 #   SRPERF_CACHE_MISS     caching proxy: drop | pass
 #   SRPERF_CACHE_NAT_KEY  caching proxy: 1 = inner source left out of the key, 0 = not
+#   SRPERF_CACHE_STALE    caching proxy: seconds after which an entry is stale (its packet
+#                         was lost in the VNF) and replaced by a packet with the same key;
+#                         0 = never (such a packet is dropped while the entry exists)
 #   SRPERF_EBPF_FIB       1 = return path by bpf_fib_lookup + redirect, 0 = kernel
 #   SRPERF_BUILD_DIR      directory ON THE SUT holding the objects (srproxy-c<SIZE>.o,
 #                         vnf_drop.o); a missing srproxy object is built there
@@ -50,7 +53,7 @@
 #   end_ad        PROXY_VARS + SRPERF_AD_AGE
 #   end_as        PROXY_VARS + SRPERF_AS_SRC SRPERF_AS_SEGS
 #   end_am        PROXY_VARS
-#   end_cache     PROXY_VARS + SRPERF_CACHE_MISS SRPERF_CACHE_NAT_KEY
+#   end_cache     PROXY_VARS + SRPERF_CACHE_MISS SRPERF_CACHE_NAT_KEY SRPERF_CACHE_STALE
 #   end_baseline  ROUTE_VARS + SRPERF_VNF_IF_PREFIX SRPERF_VNF_SID_BASE SRPERF_VNF_IP6
 #   build         SRPERF_EBPF_DIR SRPERF_BUILD_DIR SRPERF_CACHE_SIZE
 #   clean, counters   none
@@ -405,8 +408,8 @@ end_am() {
 }
 
 end_cache() {
-    need "${PROXY_VARS[@]}" SRPERF_CACHE_MISS SRPERF_CACHE_NAT_KEY
-    local flags=0
+    need "${PROXY_VARS[@]}" SRPERF_CACHE_MISS SRPERF_CACHE_NAT_KEY SRPERF_CACHE_STALE
+    local flags=0 stale_ns
     case "$SRPERF_CACHE_MISS" in
         drop) ;;
         pass) flags=$((flags | F_MISS_PASS)) ;;
@@ -417,9 +420,12 @@ end_cache() {
         1) flags=$((flags | F_NAT_KEY)) ;;
         *) invalid SRPERF_CACHE_NAT_KEY "0 or 1" ;;
     esac
+    [[ "$SRPERF_CACHE_STALE" =~ ^[0-9]+([.][0-9]+)?([eE]-?[0-9]+)?$ ]] ||
+        invalid SRPERF_CACHE_STALE "seconds >= 0"
+    stale_ns=$(awk -v a="$SRPERF_CACHE_STALE" 'BEGIN { printf "%.0f\n", a * 1e9 }')
     proxy_checks
     clean
-    load_proxy "$BEH_CACHE" $((flags | FIB_FLAG)) 0
+    load_proxy "$BEH_CACHE" $((flags | FIB_FLAG)) "$stale_ns"
 }
 
 # SRNK's baseline: no proxy on the SUT, the VNF is SR-aware and runs End on its

@@ -440,6 +440,7 @@ def test_ebpf_builds_a_missing_object_on_the_sut(tmp_path: Path, restore) -> Non
 @netns
 def test_ebpf_invalid_value_is_a_usage_error(restore) -> None:
     for fn, var, value in (("end_cache", "SRPERF_CACHE_MISS", "maybe"),
+                           ("end_cache", "SRPERF_CACHE_STALE", "-1"),
                            ("end_ad", "SRPERF_AD_AGE", "soon"),
                            ("end_am", "SRPERF_CACHE_SIZE", "0"),
                            ("end_as", "SRPERF_EBPF_FIB", "yes")):

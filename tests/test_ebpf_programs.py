@@ -63,7 +63,7 @@ def test_makefile_fails_on_a_warning(tmp_path: Path) -> None:
 
 def test_counter_names_from_header() -> None:
     names = counter_names()
-    assert names[0] == "in_packets" and "cache_collision" in names and names[-1] == "err"
+    assert names[0] == "in_packets" and "cache_race" in names and "err" in names
     assert len(set(names)) == len(names)
     header = (ebpf_dir() / "srproxy.h").read_text()
     # every name is a real enum member used by the program
@@ -81,7 +81,7 @@ def test_parse_dump_formatted_and_raw() -> None:
                  {"key": ["0x1a", "0", "0", "0"], "values": [],
                   "formatted": {"key": len(names) - 1, "values": [{"cpu": 0, "value": 1}]}}]
     counts = parse_dump(json.dumps(formatted))
-    assert counts[names[0]] == 12 and counts["err"] == 1 and counts["in_ad"] == 0
+    assert counts[names[0]] == 12 and counts[names[-1]] == 1 and counts["in_ad"] == 0
     raw = [{"key": ["0x04", "0x00", "0x00", "0x00"],
             "values": [{"cpu": 0, "value": ["0x01", "0x01"] + ["0x00"] * 6},
                        {"cpu": 1, "value": ["0x02"] + ["0x00"] * 7}]}]
@@ -205,4 +205,7 @@ def test_proxy_behaviors_are_registered() -> None:
     env = fwd.env(TestbedConfig(name="t"), fwd.parse_options({"proxy": {"age_s": 0.5}}),
                   prepared)
     assert env["SRPERF_EBPF_DIR"] == "/sut/dir" and env["SRPERF_AD_AGE"] == "0.5"
+    assert env["SRPERF_CACHE_STALE"] == "0.001"
+    with pytest.raises(ValueError, match="cache_stale_s"):
+        fwd.parse_options({"proxy": {"cache_stale_s": -1}})
     assert env["SRPERF_IN_IF"] == "s0"

@@ -8,10 +8,13 @@ Test frames (SRNK's methodology): an inner IPv6 (or IPv4) UDP packet of
 ``packet_size`` bytes behind an outer IPv6 header (source ``tester_tx_ip6``)
 and an SRH of two SIDs: the SID of VNF ``vnf_target``, then ``sid_next`` (SL 1,
 DA = the VNF's SID).  After the proxy, the VNF (which forwards the inner
-packet: hop limit/TTL - 1) and the proxy again, the tester must receive the
-same outer header with SL 0, DA ``sid_next`` and hop limit - 1 (the SUT's one
-forwarding of the outer packet), and the inner packet intact except its hop
-limit/TTL (or, behind an SNAT VNF, its source address and checksums).
+packet: hop limit/TTL - 1) and the proxy again (which forwards the inner packet
+from the VNF as a router: hop limit/TTL - 1, IPv4 checksum updated; the proxy
+draft's "Decrement TTL and update checksum" / "Decrement Hop Limit"), the tester
+must receive the same outer header with SL 0, DA ``sid_next`` and hop limit - 1
+(End at the proxy SID, RFC 8986 4.1 S12), and the inner packet intact except its
+hop limit/TTL, 2 less (or, behind an SNAT VNF, also its source address and
+checksums).
 
 End.AM (masquerading) carries no inner packet: its frame is a ``packet_size``
 byte IPv6/UDP packet with an SRH inserted (SIDs: the VNF's, ``sid_next``,
@@ -82,14 +85,20 @@ def _advanced_outer(sent: Packet, hops: int) -> IPv6:
     return ip
 
 
+INNER_HOPS = 2
+"""Routers the inner packet crosses between the proxy's two halves: the VNF, then the
+proxy itself, which forwards packets from the VNF as a router (proxy draft)."""
+
+
 def _inner_after_vnf(sent: Packet, snat_src: str | None) -> Packet:
-    """The inner packet once the VNF forwarded it (hop limit/TTL - 1), maybe SNATed."""
+    """The inner packet once the VNF and the proxy forwarded it (hop limit/TTL - 2),
+    maybe SNATed by the VNF."""
     srh = sent[IPv6ExtHdrSegmentRouting]
     inner = srh.payload.copy()
     if isinstance(inner, IPv6):
-        inner.hlim -= 1
+        inner.hlim -= INNER_HOPS
     else:
-        inner.ttl -= 1
+        inner.ttl -= INNER_HOPS
         inner.chksum = None
     if snat_src is not None:
         inner.src = snat_src
@@ -100,14 +109,15 @@ def _inner_after_vnf(sent: Packet, snat_src: str | None) -> Packet:
 
 def _proxy_checker(tb: TestbedConfig, sent: Packet,
                    received: Sequence[Packet | bytes]) -> CheckResult:
-    """Outer restored with SL - 1 / DA = next SID / hop limit - 1; inner forwarded by the VNF."""
+    """Outer restored with SL - 1 / DA = next SID / hop limit - 1; inner forwarded by the VNF
+    and the proxy."""
     outer = _advanced_outer(sent, 1)
     srh = outer[IPv6ExtHdrSegmentRouting]
     inner_v4 = isinstance(sent[IPv6ExtHdrSegmentRouting].payload, IP)
     snat = tb.addressing.vnf_snat4 if inner_v4 else tb.addressing.vnf_snat6
     text = (f"outer IPv6 {outer.src} -> {outer.dst}, SRH {srh.addresses} SL {srh.segleft}, "
             f"hop limit {outer.hlim}; inner {'IPv4' if inner_v4 else 'IPv6'} forwarded "
-            "by the VNF (hop limit/TTL - 1)")
+            f"by the VNF and the proxy (hop limit/TTL - {INNER_HOPS})")
     plain = Expectation(P.from_sut(tb, _with_payload(outer, _inner_after_vnf(sent, None))),
                         text)
     result = compare(plain, received)

@@ -42,6 +42,11 @@ class ProxySettings(Settings):
     cache_miss: str = setting("drop", "caching proxy: a packet from the VNF with no cached "
                               "header is dropped or passed on bare",
                               schema={"enum": ["drop", "pass"]})
+    cache_stale_s: float = setting(0.001, "caching proxy: an entry older than this is stale "
+                                   "(its packet was lost in the VNF): a packet with the same "
+                                   "key replaces it instead of being dropped (0 = never "
+                                   "stale, the caching-proxy paper)", unit="s",
+                                   schema={"type": "number", "minimum": 0})
     cache_nat_key: bool = setting(False, "caching proxy: leave the inner source address "
                                   "and port out of the key (VNFs that source-NAT)",
                                   schema={"type": "boolean"})
@@ -53,6 +58,8 @@ class ProxySettings(Settings):
             raise ValueError(f"age_s {self.age_s}: must be >= 0")
         if self.cache_entries < 1:
             raise ValueError(f"cache_entries {self.cache_entries}: must be >= 1")
+        if self.cache_stale_s < 0:
+            raise ValueError(f"cache_stale_s {self.cache_stale_s}: must be >= 0")
         if self.cache_miss not in ("drop", "pass"):
             raise ValueError(f"cache_miss {self.cache_miss!r}: must be drop or pass")
 
@@ -85,6 +92,7 @@ def proxy_env(tb: TestbedConfig, settings: ProxySettings = DEFAULT_SETTINGS) -> 
         "SRPERF_CACHE_SIZE": str(settings.cache_entries),
         "SRPERF_CACHE_MISS": settings.cache_miss,
         "SRPERF_CACHE_NAT_KEY": "1" if settings.cache_nat_key else "0",
+        "SRPERF_CACHE_STALE": f"{settings.cache_stale_s:g}",
         "SRPERF_EBPF_FIB": "1" if settings.fib else "0",
     }
 

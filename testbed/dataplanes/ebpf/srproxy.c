@@ -4,19 +4,23 @@
  * for SR-unaware VNFs, as two tc (clsact, direct-action) programs sharing maps:
  *
  *   srp_inbound  on the SUT in-port ingress.  Packets whose IPv6 DA is a proxy
- *                SID (srp_sid) with an SRH and SL > 0:
+ *                SID (srp_sid) with an SRH (after hop-by-hop / destination
+ *                options, if any) and 0 < SL <= Last Entry + 1:
  *                End.AD / End.AS / caching: SL-1, DA = SRH[SL] in a copy of the
- *                outer IPv6 + SRH; the copy is stored (End.AD: per VNF and
- *                inner family, rewritten at most once per `age`; caching: per
- *                packet in an LRU hash keyed by inner fields; End.AS: not
- *                stored, configured); outer IPv6 + SRH removed; the inner
- *                IPv6/IPv4 packet is redirected to the VNF interface.
+ *                outer IPv6 + extension headers; the copy is stored (End.AD:
+ *                per VNF and inner family, rewritten at most once per `age`;
+ *                caching: one entry per packet in an LRU hash keyed by inner
+ *                fields; End.AS: not stored, configured); the outer header
+ *                removed; the inner IPv6/IPv4 packet is redirected to the VNF
+ *                interface (inner Ethernet: dropped, counted).
  *                End.AM: SL-1, DA = SRH[0], SRH kept, redirected to the VNF.
  *                Any other packet is left to the kernel (TC_ACT_OK).
  *   srp_from_vnf on the ingress of every SUT-side VNF interface.  Packets
- *                from the VNF get the stored outer header back (End.AD/AS/
+ *                from the VNF are forwarded as by a router (inner hop limit/
+ *                TTL - 1), get the stored outer header back (End.AD/AS/
  *                caching) or their DA restored to SRH[SL] (End.AM) and are
  *                forwarded: bpf_fib_lookup + redirect, else the kernel stack.
+ *                Every drop is counted once, under the counter saying why.
  *
  * Layouts and counters: srproxy.h.
  */
@@ -47,6 +51,7 @@
 #define OFF_SRH (ETH_HLEN + IPV6_HLEN)
 #define IPPROTO_SRH 43 /* IPv6 routing header */
 #define SRH_TYPE_SEG6 4
+#define SRP_EEXIST 17 /* errno EEXIST: bpf_map_update_elem(BPF_NOEXIST) */
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -143,12 +148,12 @@ static __always_inline __u32 payload_hash(struct __sk_buff *skb, __u32 off)
 }
 
 /*
- * Caching proxy key from the IPv6/IPv4 packet at `off`, and the verify hash.
+ * Caching proxy key of the IPv6/IPv4 packet at `off` (see struct srp_cache_key).
  * Returns 0, or -1 when the packet cannot be parsed.
  */
 static __always_inline int cache_key(struct __sk_buff *skb, __u32 off, int fam4,
 				     __u32 vidx, __u32 flags,
-				     struct srp_cache_key *k, __u32 *verify)
+				     struct srp_cache_key *k)
 {
 	__u32 l4off, payload_off;
 	__u8 proto;
@@ -195,15 +200,23 @@ static __always_inline int cache_key(struct __sk_buff *skb, __u32 off, int fam4,
 
 		if (bpf_skb_load_bytes(skb, l4off, &th, sizeof(th)))
 			return -1;
-		k->ports = ((__u32)th.source << 16) | th.dest;
+		if (th.doff < 5)
+			return -1;
+		k->sport = th.source;
+		k->dport = th.dest;
 		k->l4seq = th.seq;
+		k->l4ack = th.ack_seq;
+		/* data offset + flags: the 16 bits after the ack number */
+		k->tcp_flags = *(__u16 *)((__u8 *)&th + 12);
+		k->tcp_win = th.window;
 		payload_off = l4off + th.doff * 4;
 	} else if (l4 && (proto == IPPROTO_UDP || proto == IPPROTO_UDPLITE)) {
-		__u32 ports;
+		__u16 ports[2];
 
-		if (bpf_skb_load_bytes(skb, l4off, &ports, sizeof(ports)))
+		if (bpf_skb_load_bytes(skb, l4off, ports, sizeof(ports)))
 			return -1;
-		k->ports = ports;
+		k->sport = ports[0];
+		k->dport = ports[1];
 		payload_off = l4off + 8;
 	} else if (l4 && (proto == IPPROTO_ICMP || proto == IPPROTO_ICMPV6)) {
 		__u32 idseq;
@@ -214,22 +227,97 @@ static __always_inline int cache_key(struct __sk_buff *skb, __u32 off, int fam4,
 		payload_off = l4off + 8;
 	}
 	if (flags & SRP_F_NAT_KEY) {
+		/* a source-NAT VNF rewrites the source address and port */
 		__builtin_memset(k->src, 0, sizeof(k->src));
-		/* keep the destination port only (network byte order: the
-		 * source port is the first two bytes of `ports`) */
-		k->ports &= bpf_htonl(0x0000ffff);
+		k->sport = 0;
 	}
-	*verify = payload_hash(skb, payload_off);
+	k->payload = payload_hash(skb, payload_off);
+	return 0;
+}
+
+/* The outer IPv6 header's extension headers, as parse_outer() found them. */
+struct srp_outer {
+	__u32 srh_off; /* SRH, bytes from the start of the IPv6 header */
+	__u32 hlen;    /* IPv6 header + every extension header (the inner
+	                * packet starts here) */
+	__u8 sl;       /* Segments Left, as received */
+	__u8 last;     /* Last Entry */
+	__u8 enh;      /* next header after the extension headers */
+};
+
+static __always_inline int is_ext_header(__u8 nh)
+{
+	return nh == IPPROTO_HOPOPTS || nh == IPPROTO_DSTOPTS || nh == IPPROTO_SRH ||
+	       nh == IPPROTO_FRAGMENT || nh == IPPROTO_AH;
+}
+
+/*
+ * Walk the extension headers after the IPv6 header at ETH_HLEN (next header
+ * `nh`): hop-by-hop (first only), destination options, exactly one SRH
+ * (routing type 4), at most SRP_MAX_EXT of them.  Returns 0, or the counter to
+ * drop with.  The SRH is checked as RFC 8754 4.3.1.1 / RFC 8986 4.1 S09 say:
+ * Last Entry within Hdr Ext Len and Segments Left <= Last Entry + 1 (a reduced
+ * SRH, whose first SID is only in the DA, has SL = Last Entry + 1).
+ */
+static __always_inline int parse_outer(struct __sk_buff *skb, __u8 nh,
+				       struct srp_outer *o)
+{
+	__u32 off = IPV6_HLEN;
+	int have_srh = 0;
+
+	o->srh_off = 0;
+	o->sl = 0;
+	o->last = 0;
+	for (int i = 0; i < SRP_MAX_EXT; i++) {
+		struct ipv6_sr_hdr h;
+
+		if (nh != IPPROTO_HOPOPTS && nh != IPPROTO_DSTOPTS && nh != IPPROTO_SRH)
+			break;
+		if (nh == IPPROTO_HOPOPTS && i != 0)
+			return SRP_in_ext_unsupported;
+		if (off > SRP_MAX_HDR + IPV6_HLEN)
+			return SRP_in_too_long;
+		/* 8 bytes: the common next header + length, and for an SRH its
+		 * type, SL and Last Entry */
+		if (bpf_skb_load_bytes(skb, ETH_HLEN + off, &h, sizeof(h)))
+			return SRP_in_bad;
+		if (nh == IPPROTO_SRH) {
+			if (have_srh || h.type != SRH_TYPE_SEG6)
+				return SRP_in_bad;
+			if (SRH_FIXED + ((__u32)h.first_segment + 1) * 16 >
+			    (((__u32)h.hdrlen + 1) << 3))
+				return SRP_in_bad;
+			have_srh = 1;
+			o->srh_off = off;
+			o->sl = h.segments_left;
+			o->last = h.first_segment;
+		}
+		off += ((__u32)h.hdrlen + 1) << 3;
+		nh = h.nexthdr;
+	}
+	if (is_ext_header(nh))
+		return SRP_in_ext_unsupported;
+	if (!have_srh)
+		return SRP_in_bad;
+	if (o->sl == 0 || o->sl > (__u32)o->last + 1)
+		return SRP_in_bad;
+	o->hlen = off;
+	o->enh = nh;
 	return 0;
 }
 
 /* In the copy of the outer header s->data: SL = sl (already decremented),
- * DA = SRH[sl]. */
-static __always_inline int advance(struct srp_cache_val *s, __u8 sl)
+ * DA = SRH[sl]; the SRH at srh_off. */
+static __always_inline int advance(struct srp_cache_val *s, __u32 srh_off, __u8 sl)
 {
-	__u32 off = IPV6_HLEN + SRH_FIXED + 16 * (__u32)sl;
+	__u32 soff = srh_off;
+	__u32 off;
 
-	s->data[IPV6_HLEN + 3] = sl;
+	barrier_var(soff);
+	if (soff > SRP_MAX_HDR - SRH_FIXED)
+		return -1;
+	s->data[soff + 3] = sl;
+	off = soff + SRH_FIXED + 16 * (__u32)sl;
 	barrier_var(off);
 	if (off > SRP_MAX_HDR - 16)
 		return -1;
@@ -237,18 +325,25 @@ static __always_inline int advance(struct srp_cache_val *s, __u8 sl)
 	return 0;
 }
 
-/* The outer IPv6 header and SRH (hlen bytes) in the scratch buffer, already
- * advanced to segment sl; NULL with the counter to drop with in *why. */
+/* The outer IPv6 header and its extension headers (o->hlen bytes) in the
+ * scratch buffer, already advanced to segment sl; NULL with the counter to
+ * drop with in *why. */
 static __always_inline struct srp_cache_val *load_outer(struct __sk_buff *skb,
-							__u32 hlen, __u8 sl,
+							struct srp_outer *o, __u8 sl,
 							__u32 *why)
 {
 	struct srp_cache_val *s = scratch();
+	__u32 hlen = o->hlen;
 
 	*why = SRP_err;
+	barrier_var(hlen);
+	if (hlen > SRP_MAX_HDR || hlen < IPV6_HLEN + SRH_FIXED) {
+		*why = SRP_in_too_long;
+		return NULL;
+	}
 	if (!s || bpf_skb_load_bytes(skb, ETH_HLEN, s->data, hlen))
 		return NULL;
-	if (advance(s, sl)) {
+	if (advance(s, o->srh_off, sl)) {
 		*why = SRP_in_bad;
 		return NULL;
 	}
@@ -270,7 +365,9 @@ static __always_inline int to_vnf(struct __sk_buff *skb, struct srp_vnf *vnf,
 }
 
 /* Forward an IPv6 packet (Ethernet at 0): FIB lookup + redirect, else the
- * kernel stack (which also handles hop limit 1, missing neighbours, MTU). */
+ * kernel stack (which also handles hop limit 1, missing neighbours, MTU).
+ * Either way the outer hop limit is decremented once: End's decrement at the
+ * proxy SID (RFC 8986 4.1 S12), made when the outer header is forwarded. */
 static __always_inline int forward(struct __sk_buff *skb, struct srp_vnf *vnf)
 {
 	struct bpf_fib_lookup p = {};
@@ -296,7 +393,7 @@ static __always_inline int forward(struct __sk_buff *skb, struct srp_vnf *vnf)
 	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
 		goto stack;
 	hl = ip6.hop_limit - 1;
-	if (bpf_skb_store_bytes(skb, OFF_IP6_HOPLIMIT, &hl, 1, 0))
+	if (bpf_skb_store_bytes(skb, OFF_IP6_HOPLIMIT, &hl, 1, BPF_F_RECOMPUTE_CSUM))
 		return drop(SRP_err);
 	__builtin_memcpy(eth.h_dest, p.dmac, ETH_ALEN);
 	__builtin_memcpy(eth.h_source, p.smac, ETH_ALEN);
@@ -320,43 +417,96 @@ static __always_inline int miss(struct srp_vnf *vnf)
 	return drop(SRP_miss_drop);
 }
 
-/* Put the outer header s->data[0..len) back in front of the packet from the
- * VNF and forward it. */
+/*
+ * The proxy forwards the inner packet from the VNF as a router (proxy draft,
+ * static proxy, packets from IFACE-IN: "Decrement TTL and update checksum" /
+ * "Decrement Hop Limit"): hop limit/TTL - 1, the IPv4 header checksum updated
+ * incrementally.  Returns 0, 1 when it would expire (<= 1), -1 on an error.
+ */
+static __always_inline int inner_hop(struct __sk_buff *skb, int fam4)
+{
+	if (fam4) {
+		__u8 tp[2]; /* TTL, protocol: one 16-bit word of the checksum */
+		__u16 old, new;
+
+		if (bpf_skb_load_bytes(skb, ETH_HLEN + 8, tp, sizeof(tp)))
+			return -1;
+		if (tp[0] <= 1)
+			return 1;
+		__builtin_memcpy(&old, tp, sizeof(old));
+		tp[0] -= 1;
+		__builtin_memcpy(&new, tp, sizeof(new));
+		if (bpf_skb_store_bytes(skb, ETH_HLEN + 8, tp, 1, 0) ||
+		    bpf_l3_csum_replace(skb, ETH_HLEN + 10, old, new, sizeof(new)))
+			return -1;
+	} else {
+		__u8 hl;
+
+		if (bpf_skb_load_bytes(skb, OFF_IP6_HOPLIMIT, &hl, 1))
+			return -1;
+		if (hl <= 1)
+			return 1;
+		hl -= 1;
+		if (bpf_skb_store_bytes(skb, OFF_IP6_HOPLIMIT, &hl, 1, BPF_F_RECOMPUTE_CSUM))
+			return -1;
+	}
+	return 0;
+}
+
+/* Forward the inner packet from the VNF (inner_hop), put the outer header
+ * s->data[0..len) back in front of it, count `restored` (none: SRP_NSTATS)
+ * and forward the whole. */
 static __always_inline int restore(struct __sk_buff *skb, struct srp_vnf *vnf,
-				   struct srp_cache_val *s, __u32 len, int fam4)
+				   struct srp_cache_val *s, __u32 len, int fam4,
+				   __u32 restored)
 {
 	__u16 plen;
 	__u16 proto = bpf_htons(ETH_P_IPV6);
+	int rc;
 
 	barrier_var(len);
 	if (len < IPV6_HLEN + SRH_FIXED || len > SRP_MAX_HDR)
 		return drop(SRP_err);
+	rc = inner_hop(skb, fam4);
+	if (rc > 0)
+		return drop(SRP_from_hop_limit);
+	if (rc < 0)
+		return drop(SRP_err);
 	plen = bpf_htons((__u16)(len - IPV6_HLEN + skb->len - ETH_HLEN));
 	__builtin_memcpy(&s->data[4], &plen, sizeof(plen));
-	if (bpf_skb_adjust_room(skb, len, BPF_ADJ_ROOM_MAC,
-				fam4 ? BPF_F_ADJ_ROOM_ENCAP_L3_IPV6 : 0))
+	/* ENCAP_L3_IPV6 for both inner families: skb->protocol becomes IPv6 (an
+	 * IPv4 inner), and a GSO packet from the VNF is marked as encapsulated
+	 * (SKB_GSO_IPXIP6, inner headers set) so it can still be segmented; a
+	 * TCP one gets its MSS lowered by len.  UDP GSO (gso_size delineates the
+	 * datagrams) is refused unless gso_size stays fixed: then again so. */
+	if (bpf_skb_adjust_room(skb, len, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_ENCAP_L3_IPV6) &&
+	    (!skb->gso_size ||
+	     bpf_skb_adjust_room(skb, len, BPF_ADJ_ROOM_MAC,
+				 BPF_F_ADJ_ROOM_ENCAP_L3_IPV6 | BPF_F_ADJ_ROOM_FIXED_GSO)))
 		return drop(SRP_err);
 	if (bpf_skb_store_bytes(skb, ETH_HLEN, s->data, len, 0))
 		return drop(SRP_err);
 	if (fam4 && bpf_skb_store_bytes(skb, __builtin_offsetof(struct ethhdr, h_proto),
 					&proto, sizeof(proto), 0))
 		return drop(SRP_err);
+	if (restored < SRP_NSTATS)
+		count(restored);
 	return forward(skb, vnf);
 }
 
 SEC("tc")
 int srp_inbound(struct __sk_buff *skb)
 {
-	struct ipv6_sr_hdr *srh;
 	struct srp_cache_val *s;
+	struct srp_outer o;
 	struct ipv6hdr *ip6;
 	struct srp_vnf *vnf;
 	struct in6_addr da;
 	void *data, *end;
 	__u32 vidx, hlen, why;
 	__u32 *pidx;
-	__u8 sl, last, inner;
-	int fam4;
+	__u8 sl, hop_limit, nh;
+	int fam4, rc;
 
 	if (skb->protocol != bpf_htons(ETH_P_IPV6))
 		return TC_ACT_OK;
@@ -373,6 +523,8 @@ int srp_inbound(struct __sk_buff *skb)
 	}
 	ip6 = data + ETH_HLEN;
 	__builtin_memcpy(&da, &ip6->daddr, sizeof(da));
+	hop_limit = ip6->hop_limit;
+	nh = ip6->nexthdr;
 	pidx = bpf_map_lookup_elem(&srp_sid, &da);
 	if (!pidx)
 		goto not_sid;
@@ -381,45 +533,37 @@ int srp_inbound(struct __sk_buff *skb)
 	if (!vnf || vnf->behavior == SRP_BEH_NONE)
 		goto not_sid;
 
-	if (data + OFF_SRH + SRH_FIXED > end) {
-		if (bpf_skb_pull_data(skb, OFF_SRH + SRH_FIXED))
-			return drop(SRP_in_bad);
-		data = (void *)(long)skb->data;
-		end = (void *)(long)skb->data_end;
-		if (data + OFF_SRH + SRH_FIXED > end)
-			return drop(SRP_in_bad);
+	rc = parse_outer(skb, nh, &o);
+	if (rc)
+		return drop(rc);
+	if (hop_limit <= 1) {
+		/* RFC 8986 4.1 S05: the kernel sends ICMPv6 time exceeded */
+		count(SRP_in_hop_limit);
+		return TC_ACT_OK;
 	}
-	ip6 = data + ETH_HLEN;
-	srh = data + OFF_SRH;
-	if (ip6->nexthdr != IPPROTO_SRH || srh->type != SRH_TYPE_SEG6)
-		return drop(SRP_in_bad);
-	sl = srh->segments_left;
-	last = srh->first_segment;
-	inner = srh->nexthdr;
-	hlen = IPV6_HLEN + (((__u32)srh->hdrlen + 1) << 3);
-	if (sl == 0 || sl > last ||
-	    SRH_FIXED + ((__u32)last + 1) * 16 > hlen - IPV6_HLEN)
-		return drop(SRP_in_bad);
-	if (ip6->hop_limit <= 1)
-		return TC_ACT_OK; /* the kernel sends ICMPv6 time exceeded */
-	sl -= 1;
+	sl = o.sl - 1;
 
 	if (vnf->behavior == SRP_BEH_AM) {
 		/* Masquerade: DA = SRH[0] (the last segment), SRH kept. */
-		if (bpf_skb_load_bytes(skb, OFF_SRH + SRH_FIXED, &da, sizeof(da)) ||
-		    bpf_skb_store_bytes(skb, OFF_SRH + 3, &sl, 1, BPF_F_RECOMPUTE_CSUM) ||
+		__u32 srh = ETH_HLEN + o.srh_off;
+
+		if (bpf_skb_load_bytes(skb, srh + SRH_FIXED, &da, sizeof(da)) ||
+		    bpf_skb_store_bytes(skb, srh + 3, &sl, 1, BPF_F_RECOMPUTE_CSUM) ||
 		    bpf_skb_store_bytes(skb, OFF_IP6_DA, &da, sizeof(da), BPF_F_RECOMPUTE_CSUM))
 			return drop(SRP_err);
 		count(SRP_in_am);
 		return to_vnf(skb, vnf, ETH_P_IPV6);
 	}
 
-	if (inner != IPPROTO_IPV6 && inner != IPPROTO_IPIP)
+	if (o.enh == IPPROTO_ETHERNET)
+		return drop(SRP_in_l2_unsupported);
+	if (o.enh != IPPROTO_IPV6 && o.enh != IPPROTO_IPIP)
 		return drop(SRP_in_bad);
-	barrier_var(hlen); /* keep clang from testing hdrlen instead */
+	hlen = o.hlen;
+	barrier_var(hlen); /* keep clang from testing the parts instead */
 	if (hlen > SRP_MAX_HDR)
 		return drop(SRP_in_too_long);
-	fam4 = inner == IPPROTO_IPIP;
+	fam4 = o.enh == IPPROTO_IPIP;
 
 	if (vnf->behavior == SRP_BEH_AD) {
 		__u32 slot = 2 * vidx + fam4;
@@ -429,7 +573,7 @@ int srp_inbound(struct __sk_buff *skb)
 		if (!h)
 			return drop(SRP_err);
 		if (h->len == 0 || now - h->updated_ns >= vnf->age_ns) {
-			s = load_outer(skb, hlen, sl, &why);
+			s = load_outer(skb, &o, sl, &why);
 			if (!s)
 				return drop(why);
 			bpf_spin_lock(&h->lock);
@@ -444,28 +588,36 @@ int srp_inbound(struct __sk_buff *skb)
 		count(SRP_in_ad);
 	} else if (vnf->behavior == SRP_BEH_CACHE) {
 		struct srp_cache_key k;
-		struct srp_cache_val *old;
-		__u32 verify;
+		long err;
 
-		s = load_outer(skb, hlen, sl, &why);
+		s = load_outer(skb, &o, sl, &why);
 		if (!s)
 			return drop(why);
-		if (cache_key(skb, ETH_HLEN + hlen, fam4, vidx, vnf->flags, &k, &verify))
+		if (cache_key(skb, ETH_HLEN + hlen, fam4, vidx, vnf->flags, &k))
 			return drop(SRP_in_bad);
-		old = bpf_map_lookup_elem(&srp_cache, &k);
-		if (old && old->verify == verify) {
-			/* An identical packet is already inside the VNF: both
-			 * will get the header stored first. */
-			__sync_fetch_and_add(&old->refs, 1);
-			count(SRP_cache_dup);
-		} else {
-			s->verify = verify;
-			s->refs = 1;
-			s->len = hlen;
-			if (bpf_map_update_elem(&srp_cache, &k, s, BPF_ANY))
-				return drop(SRP_err);
-			count(old ? SRP_cache_replace : SRP_cache_insert);
+		s->len = hlen;
+		s->inserted_ns = bpf_ktime_get_ns();
+		/* One entry per packet, created atomically: a packet with the same
+		 * key inside the VNF already owns it (caching-proxy paper: drop),
+		 * unless that entry is stale (its packet was lost in the VNF): then
+		 * it is deleted (by one CPU only) and this packet's inserted. */
+		err = bpf_map_update_elem(&srp_cache, &k, s, BPF_NOEXIST);
+		if (err == -SRP_EEXIST && vnf->age_ns) {
+			struct srp_cache_val *old = bpf_map_lookup_elem(&srp_cache, &k);
+			__u64 now = bpf_ktime_get_ns();
+
+			if (old && now > old->inserted_ns &&
+			    now - old->inserted_ns >= vnf->age_ns &&
+			    bpf_map_delete_elem(&srp_cache, &k) == 0) {
+				count(SRP_cache_stale);
+				err = bpf_map_update_elem(&srp_cache, &k, s, BPF_NOEXIST);
+			}
 		}
+		if (err == -SRP_EEXIST)
+			return drop(SRP_cache_dup);
+		if (err)
+			return drop(SRP_err);
+		count(SRP_cache_insert);
 		count(SRP_in_cache);
 	} else if (vnf->behavior == SRP_BEH_AS) {
 		count(SRP_in_as);
@@ -480,6 +632,30 @@ int srp_inbound(struct __sk_buff *skb)
 
 not_sid:
 	count(SRP_in_not_sid);
+	return TC_ACT_OK;
+}
+
+/* End.AM, a packet from the VNF: DA = SRH[SL]. */
+static __always_inline int from_vnf_am(struct __sk_buff *skb, struct srp_vnf *vnf)
+{
+	struct srp_outer o;
+	struct in6_addr da;
+	__u8 nh;
+
+	if (bpf_skb_load_bytes(skb, ETH_HLEN + 6, &nh, 1) || parse_outer(skb, nh, &o))
+		goto ignored;
+	/* parse_outer accepts SL = Last Entry + 1; here SL indexes the list */
+	if (o.sl > o.last)
+		goto ignored;
+	if (bpf_skb_load_bytes(skb, ETH_HLEN + o.srh_off + SRH_FIXED + 16 * (__u32)o.sl,
+			       &da, sizeof(da)))
+		goto ignored;
+	if (bpf_skb_store_bytes(skb, OFF_IP6_DA, &da, sizeof(da), BPF_F_RECOMPUTE_CSUM))
+		return drop(SRP_err);
+	count(SRP_from_am);
+	return forward(skb, vnf);
+ignored:
+	count(SRP_from_ignored);
 	return TC_ACT_OK;
 }
 
@@ -545,22 +721,9 @@ int srp_from_vnf(struct __sk_buff *skb)
 	}
 
 	if (vnf->behavior == SRP_BEH_AM) {
-		struct ipv6_sr_hdr srh;
-		struct in6_addr da;
-		__u8 nh;
-
-		if (fam4 || bpf_skb_load_bytes(skb, ETH_HLEN + 6, &nh, 1) ||
-		    nh != IPPROTO_SRH ||
-		    bpf_skb_load_bytes(skb, OFF_SRH, &srh, sizeof(srh)) ||
-		    srh.type != SRH_TYPE_SEG6 || srh.segments_left > srh.first_segment)
+		if (fam4)
 			goto ignored;
-		if (bpf_skb_load_bytes(skb, OFF_SRH + SRH_FIXED + 16 * (__u32)srh.segments_left,
-				       &da, sizeof(da)))
-			goto ignored;
-		if (bpf_skb_store_bytes(skb, OFF_IP6_DA, &da, sizeof(da), BPF_F_RECOMPUTE_CSUM))
-			return drop(SRP_err);
-		count(SRP_from_am);
-		return forward(skb, vnf);
+		return from_vnf_am(skb, vnf);
 	}
 
 	s = scratch();
@@ -581,16 +744,15 @@ int srp_from_vnf(struct __sk_buff *skb)
 			count(SRP_from_no_state);
 			return miss(vnf);
 		}
-		count(vnf->behavior == SRP_BEH_AD ? SRP_from_ad : SRP_from_as);
-		return restore(skb, vnf, s, len, fam4);
+		return restore(skb, vnf, s, len, fam4,
+			       vnf->behavior == SRP_BEH_AD ? SRP_from_ad : SRP_from_as);
 	}
 
 	if (vnf->behavior == SRP_BEH_CACHE) {
 		struct srp_cache_key k;
 		struct srp_cache_val *v;
-		__u32 verify;
 
-		if (cache_key(skb, ETH_HLEN, fam4, vidx, vnf->flags, &k, &verify)) {
+		if (cache_key(skb, ETH_HLEN, fam4, vidx, vnf->flags, &k)) {
 			count(SRP_cache_miss);
 			return miss(vnf);
 		}
@@ -599,16 +761,17 @@ int srp_from_vnf(struct __sk_buff *skb)
 			count(SRP_cache_miss);
 			return miss(vnf);
 		}
-		if (v->verify != verify) {
-			count(SRP_cache_collision);
-			return miss(vnf);
-		}
 		len = v->len;
 		__builtin_memcpy(s->data, v->data, SRP_MAX_HDR);
-		if (__sync_fetch_and_add(&v->refs, -1) <= 1)
-			bpf_map_delete_elem(&srp_cache, &k);
+		/* The entry belongs to one packet: the one whose delete succeeds.
+		 * A duplicate from the VNF on another CPU that lost the race is a
+		 * miss (and never restores a header another packet took). */
+		if (bpf_map_delete_elem(&srp_cache, &k)) {
+			count(SRP_cache_race);
+			return miss(vnf);
+		}
 		count(SRP_cache_hit);
-		return restore(skb, vnf, s, len, fam4);
+		return restore(skb, vnf, s, len, fam4, SRP_NSTATS);
 	}
 
 ignored:

@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Sequence
 
 from srperf import cli_conform, cli_guard, cli_provision, cli_results, cli_runs, resources
-from srperf.config.loader import load_experiment, load_testbed, testbed_of, validate_file
+from srperf.config.loader import (DEFAULT_TESTBED, load_experiment, load_testbed,
+                                  resolve_testbed, validate_file)
 from srperf.config.model import ALGORITHMS, Experiment, TestbedConfig
 from srperf.forwarders import names as forwarder_names
 from srperf.errors import ConfigError, SrperfError
 from srperf.terminate import Terminated, sigterm_as_interrupt
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
-DEFAULT_TESTBED = "virtual"
 
 
 def _rate(text: str) -> float | str:
@@ -151,7 +151,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             kind = validate_file(Path(name))
             if kind == "experiment":
                 exp = load_experiment(Path(name))
-                tb = _load_testbed(args.testbed, exp)
+                tb = resolve_testbed(args.testbed, exp)
                 preflight.check_run(exp, tb)
                 print(f"{name}: ok (experiment, checked against testbed {tb.source})")
             else:
@@ -163,17 +163,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return status
 
 
-def _load_testbed(name: str | None, exp: Experiment | None = None):
-    named = testbed_of(exp) if exp is not None else None  # a bad testbed key is an error
-    if name is None and named is not None:
-        return named
-    return load_testbed(resources.find_config(name or DEFAULT_TESTBED, "testbed"))
-
-
 def cmd_testbed(args: argparse.Namespace) -> int:
     from srperf import testbeds
 
-    tb = _load_testbed(args.testbed)
+    tb = resolve_testbed(args.testbed)
     if args.action == "trust":
         return _trust(tb)
     testbed = testbeds.create(tb)
@@ -230,7 +223,7 @@ def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = N
     from srperf import preflight
 
     if tb is None:
-        tb = _load_testbed(args.testbed, exp)
+        tb = resolve_testbed(args.testbed, exp)
     exp = preflight.replace_algorithm(exp, args.algorithm, "<command line>")
     preflight.check_run(exp, tb)
     if recipe is None:

@@ -68,12 +68,12 @@ def _experiment(args: argparse.Namespace):
 def cmd_conform(args: argparse.Namespace) -> int:
     from srperf import behaviors as catalogue
     from srperf import conform, environment, forwarders, testbeds
-    from srperf.cli import _load_testbed
+    from srperf.config.loader import resolve_testbed
     from srperf.results.store import ResultStore
     from srperf.session import MeasurementSession
 
     exp = _experiment(args)
-    tb = _load_testbed(args.testbed, exp)
+    tb = resolve_testbed(args.testbed, exp)
     testbed = testbeds.create(tb)
     forwarder = forwarders.get(exp.forwarder)
     testbed.check_forwarder(forwarder, exp.source)

@@ -39,10 +39,10 @@ def cmd_provision(args: argparse.Namespace) -> int:
     if args.target == "cloudlab":
         return _cloudlab(args.output)
     from srperf import testbeds
-    from srperf.cli import _load_testbed
+    from srperf.config.loader import resolve_testbed
     from srperf.provision import plan, runner
 
-    config = _load_testbed(args.target)
+    config = resolve_testbed(args.target)
     testbed = testbeds.create(config)
     failed = False
     try:

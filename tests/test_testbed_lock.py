@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time

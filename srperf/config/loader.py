@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import ipaddress
-import os
 import re
 from pathlib import Path
 from typing import Any, Sequence
@@ -443,6 +442,21 @@ def testbed_of(exp: Experiment) -> TestbedConfig | None:
         raise ConfigError(exp.source, "testbed", exp.testbed,
                           f"{why} (neither a path nor a shipped testbed name)")
     return load_testbed(found)
+
+
+DEFAULT_TESTBED = "virtual"
+"""The testbed a command uses when neither it nor the experiment names one."""
+
+
+def resolve_testbed(name: str | None, exp: Experiment | None = None) -> TestbedConfig:
+    """The testbed a command runs on: ``name`` (a path or a shipped testbed name) when
+    given, else the one the experiment's ``testbed`` key names, else the default."""
+    named = testbed_of(exp) if exp is not None else None  # a bad testbed key is an error
+    if name is None and named is not None:
+        return named
+    from srperf.resources import find_config
+
+    return load_testbed(find_config(name or DEFAULT_TESTBED, "testbed"))
 
 
 def validate_file(path: str | Path) -> str:

@@ -114,7 +114,8 @@ class VirtualTestbed(Testbed):
         return sorted(n for n in netns_names() if n.startswith(f"{self.tb.prefix}-"))
 
     def is_up(self) -> bool:
-        """True when both namespaces and all four ports exist."""
+        """True when both namespaces and all four ports exist (and the TRex server runs,
+        when srperf manages one)."""
         tb = self.tb
         have = set(self.namespaces())
         if not {tb.tester_ns, tb.sut_ns} <= have:
@@ -123,7 +124,21 @@ class VirtualTestbed(Testbed):
                         (tb.sut_ns, tb.sut.in_port.name), (tb.sut_ns, tb.sut.out_port.name)):
             if not run(["ip", "link", "show", "dev", dev], ns=ns, check=False).ok:
                 return False
-        return True
+        server = self._trex_server()
+        return server is None or server.pid() is not None
+
+    def _trex_server(self) -> Any:
+        """The TRex server srperf runs in the tester namespace (``tester.options.release``),
+        on the tester's veths through AF_PACKET; None without one."""
+        tb = self.tb
+        if tb.tester.driver != "trex" or not tb.tester.options.get("release"):
+            return None
+        from srperf.drivers.trex import TrexOptions
+        from srperf.drivers.trex_server import TrexServer
+
+        return TrexServer(self.node("tester"), TrexOptions(**tb.tester.options),
+                          ports=(tb.tester.tx.name, tb.tester.rx.name), kernel_ports=True,
+                          cpu=tb.tester.cpu)
 
     # -- up / down -------------------------------------------------------------
     def up(self) -> bool:
@@ -137,6 +152,9 @@ class VirtualTestbed(Testbed):
         self.down()
         try:
             self._create()
+            server = self._trex_server()
+            if server is not None:
+                server.start()
         except Exception:
             log.error("testbed creation failed; removing what was made")
             self.down()
@@ -144,7 +162,12 @@ class VirtualTestbed(Testbed):
         return True
 
     def down(self) -> None:
-        """Remove every namespace, link and pinned BPF object of this testbed."""
+        """Remove every namespace, link and pinned BPF object of this testbed (and stop
+        the TRex server srperf runs in it)."""
+        if self.tb.tester_ns in self.namespaces():
+            server = self._trex_server()
+            if server is not None:
+                server.stop()
         for ns in self.namespaces():
             run(["ip", "netns", "del", ns], check=False)
             pinned = BPFFS_ROOT / ns
@@ -201,9 +224,15 @@ class VirtualTestbed(Testbed):
                 ns=sns)
         run(["ip", "sr", "tunsrc", "set", a.tunsrc], ns=sns)
         self._napi_mode(sns, sin)
-        from srperf.drivers.linux_sink import attach_sink
+        if tb.tester.driver == "trex":
+            # TRex reads its rx port through AF_PACKET, which an XDP drop would starve;
+            # with no IP stack on the tester's ports the kernel drops each frame after
+            # TRex's copy, answering nothing.
+            log.info("no XDP sink on %s/%s: TRex receives there", tns, rx)
+        else:
+            from srperf.drivers.linux_sink import attach_sink
 
-        attach_sink(tns, rx)
+            attach_sink(tns, rx)
         log.info("virtual testbed %s up", tb.prefix)
 
     @staticmethod

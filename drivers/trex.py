@@ -81,9 +81,12 @@ class TrexOptions(Settings):
                                   "the server there (default: a server someone else runs)",
                                   schema={"type": ["string", "null"], "pattern": "^/"})
     interfaces: list[str] = setting([], "the server's DPDK ports, in TRex port order: PCI "
-                                    "addresses or --vdev=net_af_packetN,iface=X (with "
-                                    "release; default: read from tester tx/rx)", schema={"type": "array", "items": {
-                                        "type": "string", "minLength": 1}})
+                                    "addresses, --vdev=net_af_packetN,iface=X or kernel "
+                                    "interface names (AF_PACKET) (with release; default: "
+                                    "tester tx/rx, by PCI address on an ssh testbed, by "
+                                    "name on a virtual one)",
+                                    schema={"type": "array",
+                                            "items": {"type": "string", "minLength": 1}})
     cores: int = setting(1, "data-plane cores per port pair of the server (with release)",
                          schema={"type": "integer", "minimum": 1, "maximum": 64})
     low_end: bool = setting(False, "server on a host with fewer than 4 cores (with release)",

@@ -1,8 +1,9 @@
 """The TRex server's ``/etc/trex_cfg.yaml``, generated from a testbed description.
 
 TRex reads a YAML list with one platform entry (``version: 2``): the DPDK
-ports (``interfaces``: PCI addresses, or ``--vdev=net_af_packetN,iface=X``
-strings for software ports), their MAC addresses (``port_info``) and the
+ports (``interfaces``: PCI addresses, ``--vdev=net_af_packetN,iface=X`` strings,
+or kernel interface names, which TRex opens as AF_PACKET ports itself), their MAC
+addresses (``port_info``) and the
 threads (``c``: data-plane cores per dual port; ``low_end``: run on a machine
 with fewer than four cores, without dedicated threads).
 """

@@ -339,3 +339,18 @@ def test_one_way_behavior_refuses_bidirectional_traffic() -> None:
     assert rev is not None and rev.dst == tb.sut.out_port.mac
     assert rev["IPv6"].dst == tb.addressing.tester_tx_ip6
     assert behaviors.get("end").build_reverse_frame(tb, 64) is None
+
+
+def test_latency_block_of_a_real_server() -> None:
+    """The latency block a TRex 3.08 server (--hdrh, AF_PACKET ports, 1000 pps for 2 s)
+    returned for srperf's pg_id, as the client gives it: ints and floats, a bucket
+    histogram keyed by lower edge in us, and the HDR histogram base64-compressed."""
+    from srperf.drivers.latency import from_trex
+
+    block = json.loads((Path(FAKE) / "latency_block_v3.08.json").read_text())
+    lat = from_trex(block)
+    assert lat.source == "hdrh" and lat.packets == 2001
+    assert (lat.min_us, lat.avg_us, lat.max_us, lat.jitter_us) == (26, 522, 1977, 355)
+    assert (lat.p50_us, lat.p90_us, lat.p99_us, lat.p999_us) == (494, 989, 1085, 1223)
+    buckets = from_trex({k: v for k, v in block.items() if k != "hdrh"})
+    assert buckets.source == "buckets" and buckets.p50_us == 400  # the bucket holding it

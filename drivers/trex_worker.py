@@ -27,7 +27,8 @@ from typing import Any, Callable
 CLIENT_PATH_ENV = "SRPERF_TREX_CLIENT_PATH"
 """A TRex release's client directory (``.../interactive``) to use instead of lbr-trex-client."""
 
-_KINDS = (("owned", re.compile(r"owned|acquire", re.I)),
+# "taken by": what a TRex 3.08 server says of ports another user acquired
+_KINDS = (("owned", re.compile(r"owned|acquire|already taken", re.I)),
           ("api", re.compile(r"\bAPI\b|version mismatch|api_sync", re.I)),
           ("unreachable", re.compile(r"server response|connect|timed? ?out|unreachable", re.I)))
 

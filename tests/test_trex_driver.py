@@ -167,6 +167,16 @@ def test_capture_pushes_in_service_mode(fake) -> None:
      "api", ["API version mismatch", "server from 2.94"]),
     ({"acquire_error": "Port 0 : port is already owned by 'bob'"},
      "owned", ["owned by 'bob'", "force_acquire"]),
+    # the words of a real TRex 3.08 server (lbr-trex-client 3.4.0, API 5.1 vs 5.1)
+    ({"connect_error": "RPC version mismatch: a newer client version is required (API type "
+                       "'STL':  - server: '5.1', client: '4.0')"},
+     "api", ["newer client version", "server from 2.94"]),
+    ({"connect_error": "Version mismatch: your client version is too new to be supported by "
+                       "the server (API type 'STL':  - server: '5.1', client: '5.9')"},
+     "api", ["too new", "server from 2.94"]),
+    ({"acquire_error": "Port 0 : *** port is already taken by 'someone-else' Port 1 : *** "
+                       "port is already taken by 'someone-else'"},
+     "owned", ["taken by 'someone-else'", "force_acquire"]),
 ])
 def test_errors_are_named(fake, scenario, kind, words) -> None:
     with pytest.raises(TrexError) as e:

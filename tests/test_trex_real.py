@@ -98,12 +98,13 @@ def test_search_up_to_line_rate_is_honest_about_trex(
 @pytest.mark.skipif(not RELEASE, reason="set SRPERF_TREX_RELEASE=<dir holding t-rex-64>")
 def test_latency_below_trex_ceiling(tmp_path: Path,
                                     capsys: pytest.CaptureFixture[str]) -> None:
-    """Up to 150 kpps (within what one TRex core sends and receives here): a PDR (or the
-    maximum) and latency at 10/50/90 % of it from TRex's HDR histograms."""
+    """Up to 45 kpps (where one TRex core on AF_PACKET mostly keeps up, on a busy 2-vCPU
+    VM): a PDR (or the maximum) and latency at 10/50/90 % of it from TRex's HDR
+    histograms."""
     pytest.importorskip("lbr_trex_client")
-    out, (status, low), _ = _run(tmp_path, "10%", capsys)
+    out, (status, low), _ = _run(tmp_path, "3%", capsys)
     if status == "generator_limited":
-        pytest.skip(f"TRex fell behind even at 150 kpps on this machine now: {out[-300:]}")
+        pytest.skip(f"TRex fell behind even at 45 kpps on this machine now: {out[-300:]}")
     assert status in ("ok", "at_max") and low, status
     lines = _latency_lines(out)
     assert len(lines) == 3, out

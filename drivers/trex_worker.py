@@ -98,7 +98,7 @@ class Worker:
             if s.get("pg_id") is not None:
                 kwargs["flow_stats"] = self.api.STLFlowLatencyStats(pg_id=s["pg_id"])
             # A frame given as bytes counts as having "default" MACs, which TRex replaces
-            # with its port's (trex_cfg.yaml's dest_mac, else a placeholder): the SUT would
+            # with its port's (from trex_cfg.yaml, seen on TRex 3.08): the SUT would
             # drop every frame.  srperf's frames carry the SUT's MACs; TRex must keep them.
             stream = self.api.STLStream(
                 packet=self.api.STLPktBuilder(pkt_buffer=bytes.fromhex(s["frame"])),

@@ -12,10 +12,12 @@ generator: the rate TRex really offered (``opackets`` / elapsed) is more than
 ``tolerance`` away from the intended rate.  TRex falls behind in two ways, both
 caught by that rule: it stops at the duration having sent too few packets, or
 it sends them all but takes longer ("duration stretching": elapsed is the wall
-time from ``start`` to the end of ``wait_on_traffic``, less ``poll_slack_s``,
-the client's polling granularity).  A TX queue that ran full
-(``global.queue_full`` grew) limits the trial too, whatever the rate says; the
-server's warnings are kept in the note.
+time from ``start`` until the ports go idle, less ``poll_slack_s``, the client's
+polling granularity).  A TX queue that ran full
+(``global.queue_full`` grew) limits the trial too, whatever the rate says, and so
+do frames the receiving port missed (its ``ierrors``: TRex's receiver fell
+behind, so they would count as the SUT's loss); the server's warnings are kept
+in the note.
 """
 
 from __future__ import annotations
@@ -79,9 +81,12 @@ class TrexOptions(Settings):
                                   "the server there (default: a server someone else runs)",
                                   schema={"type": ["string", "null"], "pattern": "^/"})
     interfaces: list[str] = setting([], "the server's DPDK ports, in TRex port order: PCI "
-                                    "addresses or --vdev=net_af_packetN,iface=X (with "
-                                    "release; default: read from tester tx/rx)", schema={"type": "array", "items": {
-                                        "type": "string", "minLength": 1}})
+                                    "addresses, --vdev=net_af_packetN,iface=X or kernel "
+                                    "interface names (AF_PACKET) (with release; default: "
+                                    "tester tx/rx, by PCI address on an ssh testbed, by "
+                                    "name on a virtual one)",
+                                    schema={"type": "array",
+                                            "items": {"type": "string", "minLength": 1}})
     cores: int = setting(1, "data-plane cores per port pair of the server (with release)",
                          schema={"type": "integer", "minimum": 1, "maximum": 64})
     low_end: bool = setting(False, "server on a host with fewer than 4 cores (with release)",
@@ -104,13 +109,18 @@ class TrexOptions(Settings):
 class TrexWorker:
     """The child process that holds the TRex client (one request at a time)."""
 
-    def __init__(self, client_path: str | None, timeout_s: float) -> None:
+    def __init__(self, client_path: str | None, timeout_s: float,
+                 netns: str | None = None) -> None:
         env = dict(os.environ)
         env.pop("SRPERF_TREX_CLIENT_PATH", None)
         if client_path:
             env["SRPERF_TREX_CLIENT_PATH"] = client_path
         self.timeout_s = timeout_s
-        self.proc = subprocess.Popen([sys.executable, "-m", WORKER_MODULE], env=env,
+        # A server whose RPC ports only listen inside a local namespace (the virtual
+        # testbed's tester) is reached by running the client there.
+        netns_argv = ["ip", "netns", "exec", netns] if netns else []
+        self.proc = subprocess.Popen([*netns_argv, sys.executable, "-m", WORKER_MODULE],
+                                     env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         self.client = self._reply("start")
@@ -180,13 +190,14 @@ class TrexGenerator(TrafficGenerator):
 
     name = "trex"
 
-    def __init__(self, options: TrexOptions, line_rate_pps: float | None = None) -> None:
+    def __init__(self, options: TrexOptions, line_rate_pps: float | None = None,
+                 netns: str | None = None) -> None:
         self.opt = options
         self.line_rate_pps = line_rate_pps
         self.frames: list[tuple[bytes, int]] = []
         self.reverse: bytes | None = None
         self.bidirectional = options.bidirectional
-        self.worker = TrexWorker(options.client_path, options.timeout_s)
+        self.worker = TrexWorker(options.client_path, options.timeout_s, netns)
         try:
             info = self.worker.call("connect", server=options.server,
                                     sync_port=options.sync_port,
@@ -286,6 +297,13 @@ class TrexGenerator(TrafficGenerator):
             sent += int(stats[rx]["opackets"])
             received += int(stats[tx]["ipackets"])
         queue_full = int(stats.get("global", {}).get("queue_full", 0))
+        # ierrors of a receiving port: frames that reached TRex's port but that its
+        # receiver missed (DPDK imissed + ierrors + rx_nombuf; on AF_PACKET ports the
+        # socket's ring overflowing).  The SUT forwarded them: counted as loss they would
+        # make the SUT look worse, so the trial says nothing about the SUT.
+        missed = int(stats[rx].get("ierrors", 0))
+        if self.bidirectional:
+            missed += int(stats[tx].get("ierrors", 0))
         elapsed_s = max(out["elapsed_s"] - self.opt.poll_slack_s, duration_s)
         notes: list[str] = []
         consistent = True
@@ -307,11 +325,16 @@ class TrexGenerator(TrafficGenerator):
         if queue_full:
             limited = True
             notes.append(f"generator limited: TRex TX queue full {queue_full} times")
+        if missed:
+            limited = True
+            notes.append(f"generator limited: TRex's receiving port missed {missed} "
+                         "frame(s) (ierrors): the tester, not the SUT, dropped them")
         if sent > intended:
             notes.append(f"TRex sent {sent - intended} packet(s) more than intended")
         warnings = list(out.get("warnings") or [])
         notes.extend(f"TRex warning: {w}" for w in warnings)
-        extra: dict[str, Any] = {"queue_full": queue_full, "trex_warnings": warnings,
+        extra: dict[str, Any] = {"queue_full": queue_full, "rx_missed": missed,
+                                 "trex_warnings": warnings,
                                  "wall_s": out["elapsed_s"], "pacing_error": error,
                                  "tx_port": self.opt.tx_port, "rx_port": self.opt.rx_port}
         if self.line_rate_pps:

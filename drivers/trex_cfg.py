@@ -1,8 +1,9 @@
 """The TRex server's ``/etc/trex_cfg.yaml``, generated from a testbed description.
 
 TRex reads a YAML list with one platform entry (``version: 2``): the DPDK
-ports (``interfaces``: PCI addresses, or ``--vdev=net_af_packetN,iface=X``
-strings for software ports), their MAC addresses (``port_info``) and the
+ports (``interfaces``: PCI addresses, ``--vdev=net_af_packetN,iface=X`` strings,
+or kernel interface names, which TRex opens as AF_PACKET ports itself), their MAC
+addresses (``port_info``) and the
 threads (``c``: data-plane cores per dual port; ``low_end``: run on a machine
 with fewer than four cores, without dedicated threads).
 """
@@ -19,15 +20,19 @@ if TYPE_CHECKING:
 
 _PCI = re.compile(r"^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 _VDEV = re.compile(r"^--vdev=net_[a-z_]+[0-9]*(,[A-Za-z0-9_=.:-]+)*$")
+_KERNEL_IF = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
+"""A kernel interface name: TRex opens it as an ``net_af_packet`` vdev itself, with a
+block and frame size that suit the host's page size."""
 _MAC = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 
 
 def check_interface(name: str) -> str:
-    """``name`` if TRex accepts it as an interface (PCI address or ``--vdev=``), else ValueError."""
-    if _PCI.match(name) or _VDEV.match(name):
+    """``name`` if TRex accepts it as an interface (PCI address, ``--vdev=`` or a kernel
+    interface name), else ValueError."""
+    if _PCI.match(name) or _VDEV.match(name) or _KERNEL_IF.match(name):
         return name
-    raise ValueError(f"{name!r} is neither a PCI address (0000:03:00.0) nor a DPDK "
-                     "--vdev=net_...,iface=... string")
+    raise ValueError(f"{name!r} is neither a PCI address (0000:03:00.0), a DPDK "
+                     "--vdev=net_...,iface=... string nor a kernel interface name (veth0)")
 
 
 def render_trex_cfg(interfaces: Sequence[str], *, cores: int = 1, low_end: bool = False,

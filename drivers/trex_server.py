@@ -30,22 +30,30 @@ class TrexServer:
     """The TRex server of one testbed, on the tester host reached by ``node``."""
 
     def __init__(self, node: Transport, options: TrexOptions, ready_s: float = 60.0,
-                 ports: tuple[str, ...] = ()) -> None:
+                 ports: tuple[str, ...] = (), kernel_ports: bool = False,
+                 cpu: int | None = None) -> None:
         if options.release is None:
             raise GeneratorError("no tester.options.release: srperf does not manage "
                                  "this TRex server")
         self.node, self.opt, self.ready_s = node, options, ready_s
         self.ports = ports
         """The tester's port names, whose PCI addresses serve when ``interfaces`` is empty."""
+        self.kernel_ports = kernel_ports
+        """True: ``ports`` are kernel interfaces (veth) TRex opens itself through AF_PACKET."""
+        self.cpu = cpu
+        """The CPU of a ``low_end`` server (TRex's ``low_end_core``); None: TRex's choice."""
         base = posixpath.join(options.release, f"srperf_trex.{options.sync_port}")
         self.cfg_path = posixpath.join(options.release, "srperf_trex_cfg.yaml")
         self.pid_path, self.log_path = base + ".pid", base + ".log"
 
     def config_text(self) -> str:
-        interfaces = self.opt.interfaces or [read_pci(self.node, p) for p in self.ports]
+        interfaces = self.opt.interfaces or (
+            list(self.ports) if self.kernel_ports
+            else [read_pci(self.node, p) for p in self.ports])
+        extra = {"low_end_core": self.cpu} if self.opt.low_end and self.cpu is not None else {}
         return render_trex_cfg(interfaces, cores=self.opt.cores,
                                low_end=self.opt.low_end, zmq_rpc_port=self.opt.sync_port,
-                               zmq_pub_port=self.opt.async_port)
+                               zmq_pub_port=self.opt.async_port, **extra)
 
     def pid(self) -> int | None:
         """The server's PID (its process group) if it runs, else None."""

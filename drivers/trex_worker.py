@@ -27,7 +27,8 @@ from typing import Any, Callable
 CLIENT_PATH_ENV = "SRPERF_TREX_CLIENT_PATH"
 """A TRex release's client directory (``.../interactive``) to use instead of lbr-trex-client."""
 
-_KINDS = (("owned", re.compile(r"owned|acquire", re.I)),
+# "taken by": what a TRex 3.08 server says of ports another user acquired
+_KINDS = (("owned", re.compile(r"owned|acquire|already taken", re.I)),
           ("api", re.compile(r"\bAPI\b|version mismatch|api_sync", re.I)),
           ("unreachable", re.compile(r"server response|connect|timed? ?out|unreachable", re.I)))
 
@@ -96,9 +97,13 @@ class Worker:
             kwargs: dict[str, Any] = {}
             if s.get("pg_id") is not None:
                 kwargs["flow_stats"] = self.api.STLFlowLatencyStats(pg_id=s["pg_id"])
+            # A frame given as bytes counts as having "default" MACs, which TRex replaces
+            # with its port's (from trex_cfg.yaml, seen on TRex 3.08): the SUT would
+            # drop every frame.  srperf's frames carry the SUT's MACs; TRex must keep them.
             stream = self.api.STLStream(
                 packet=self.api.STLPktBuilder(pkt_buffer=bytes.fromhex(s["frame"])),
-                mode=self.api.STLTXCont(pps=s["pps"]), **kwargs)
+                mode=self.api.STLTXCont(pps=s["pps"]), mac_src_override_by_pkt=True,
+                mac_dst_override_mode=self.api.STLStreamDstMAC_PKT, **kwargs)
             self.client.add_streams(stream, ports=[s["port"]])
 
     def run(self, ports: list[int], duration_s: float, timeout_s: float,
@@ -106,11 +111,19 @@ class Worker:
         """Start the loaded streams for ``duration_s``, wait, and read every counter."""
         c = self.client
         c.clear_stats()
+        c.clear_events()  # the client keeps every event of the session: this trial's only
         t0 = time.monotonic()
         c.start(ports=ports, duration=duration_s, force=True)
         started = time.monotonic()
-        c.wait_on_traffic(ports=ports, timeout=timeout_s)
+        # The traffic's end is when the ports go idle.  wait_on_traffic returns later: with
+        # a latency stream it then waits rx_delay_ms (100 ms on software ports) before it
+        # removes the RX filters, which would read as duration stretching.
+        while set(c.get_active_ports()) & set(ports):
+            if time.monotonic() - t0 > timeout_s:
+                raise TimeoutError(f"traffic still running after {timeout_s:.0f} s")
+            time.sleep(0.005)
         ended = time.monotonic()
+        c.wait_on_traffic(ports=ports, timeout=timeout_s)
         time.sleep(drain_s)
         stats = c.get_stats()
         return {"start_call_s": started - t0, "elapsed_s": ended - t0,
@@ -121,7 +134,10 @@ class Worker:
         c.set_service_mode(ports=[tx, rx], enabled=True)
         try:
             cap = c.start_capture(rx_ports=[rx], limit=max(len(frames) * 4, 16))
-            c.push_packets(pkts=[bytes.fromhex(f) for f in frames], ports=[tx])
+            # as for streams: keep the frames' own MACs (bytes alone get the port's)
+            c.push_packets(pkts=[self.api.PacketBuffer(bytes.fromhex(f), port_src=False,
+                                                       port_dst=False) for f in frames],
+                           ports=[tx])
             c.wait_on_traffic(ports=[tx], timeout=timeout_s)
             time.sleep(min(timeout_s, 0.5))
             out: list[dict[str, Any]] = []

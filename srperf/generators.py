@@ -40,6 +40,6 @@ def create_generator(tb: TestbedConfig, tester_ns: str | None) -> TrafficGenerat
         from srperf.drivers.trex import TrexGenerator, TrexOptions
 
         return TrexGenerator(TrexOptions(**tb.tester.options),
-                             line_rate_pps=tb.tester.line_rate_pps)
+                             line_rate_pps=tb.tester.line_rate_pps, netns=tester_ns)
     raise GeneratorError(f"{tb.source}: tester.driver = {driver!r}: this driver is not "
                          f"available in this version of srperf (drivers: {', '.join(DRIVERS)})")

@@ -53,13 +53,14 @@ def test_exact_calls_of_one_trial(fake) -> None:
     gen.close()
     names = [c["call"] for c in calls()]
     assert names == ["STLClient", "connect", "acquire", "reset", "remove_all_streams",
-                     "add_streams", "clear_stats", "start", "wait_on_traffic", "get_stats",
-                     "stop", "release", "disconnect"]
+                     "add_streams", "clear_stats", "clear_events", "start",
+                     "wait_on_traffic", "get_stats", "stop", "release", "disconnect"]
     by = {c["call"]: c["args"] for c in calls()}
     assert by["STLClient"] == {"server": "192.0.2.9", "sync_port": 4601, "async_port": 4600}
     assert by["acquire"] == {"ports": [0, 1], "force": False}
+    # the frame keeps its own MACs (a real TRex puts its port's on a bytes frame)
     assert by["add_streams"] == {"ports": [0], "pps": 10_000, "frame": FRAME.hex(),
-                                 "pg_id": None}
+                                 "pg_id": None, "keeps_macs": True}
     assert by["start"] == {"ports": [0], "duration": 0.2, "force": True}
     assert (t.intended, t.sent, t.received, t.lost) == (2000, 2000, 2000, 0)
     assert t.usable and t.note == ""
@@ -106,6 +107,34 @@ def test_queue_full_is_generator_limited_and_warnings_kept(fake) -> None:
     assert t.extra["trex_warnings"] == ["CPU util is high"]
 
 
+def test_warnings_are_those_of_the_trial(fake) -> None:
+    """The client piles events up for the whole session: each trial clears them first."""
+    gen, _ = fake({"warnings": ["CPU util is high"]})
+    gen.trial(10_000, 0.1)
+    assert gen.trial(10_000, 0.1).extra["trex_warnings"] == ["CPU util is high"]
+
+
+def test_frames_the_rx_port_missed_are_generator_limited(fake) -> None:
+    """Seen on TRex 3.08 with AF_PACKET ports: from 0.2 Mpps its receiver misses frames
+    the SUT forwarded (rx port ierrors); as loss they would be blamed on the SUT."""
+    gen, _ = fake({"rx_missed": 30})
+    t = gen.trial(10_000, 0.2)
+    assert (t.sent, t.received) == (2000, 1970)
+    assert t.generator_limited and not t.usable
+    assert "missed 30 frame(s)" in t.note and t.extra["rx_missed"] == 30
+
+
+def test_latency_rx_delay_is_not_stretching(fake) -> None:
+    """wait_on_traffic waits 100 ms more after a latency stream (software ports): the
+    trial's time ends when the ports go idle, so that wait is not read as stretching."""
+    gen, _ = fake({"latency": {"latency": {"total_min": 1, "average": 2, "total_max": 3,
+                                           "jitter": 0, "histogram": {"0": 10}}}},
+                  poll_slack_s=0.02)
+    t = gen.latency_trial(10_000, 0.2, 1000)
+    assert t.extra["wall_s"] < 0.2 + 0.08
+    assert not t.generator_limited, t.note
+
+
 def test_stray_frames_make_counters_inconsistent(fake) -> None:
     gen, _ = fake({"stray": 2})
     t = gen.trial(10_000, 0.1)
@@ -128,6 +157,7 @@ def test_capture_pushes_in_service_mode(fake) -> None:
     assert names[i:i + 5] == ["set_service_mode", "start_capture", "push_packets",
                               "wait_on_traffic", "stop_capture"]
     assert names[i + 5] == "set_service_mode"
+    assert [c["args"]["keeps_macs"] for c in calls() if c["call"] == "push_packets"] == [True]
 
 
 @pytest.mark.parametrize("scenario,kind,words", [
@@ -137,6 +167,16 @@ def test_capture_pushes_in_service_mode(fake) -> None:
      "api", ["API version mismatch", "server from 2.94"]),
     ({"acquire_error": "Port 0 : port is already owned by 'bob'"},
      "owned", ["owned by 'bob'", "force_acquire"]),
+    # the words of a real TRex 3.08 server (lbr-trex-client 3.4.0, API 5.1 vs 5.1)
+    ({"connect_error": "RPC version mismatch: a newer client version is required (API type "
+                       "'STL':  - server: '5.1', client: '4.0')"},
+     "api", ["newer client version", "server from 2.94"]),
+    ({"connect_error": "Version mismatch: your client version is too new to be supported by "
+                       "the server (API type 'STL':  - server: '5.1', client: '5.9')"},
+     "api", ["too new", "server from 2.94"]),
+    ({"acquire_error": "Port 0 : *** port is already taken by 'someone-else' Port 1 : *** "
+                       "port is already taken by 'someone-else'"},
+     "owned", ["taken by 'someone-else'", "force_acquire"]),
 ])
 def test_errors_are_named(fake, scenario, kind, words) -> None:
     with pytest.raises(TrexError) as e:
@@ -217,7 +257,7 @@ w.load([{"port": 0, "frame": sys.argv[1], "pps": 12345.0, "pg_id": 7}])
 s, ports = w.client.streams[0]
 j = s.to_json()
 print(json.dumps({"how": how, "ports": ports, "packet": j["packet"]["binary"],
-                  "mode": j["mode"], "flow": j["flow_stats"]}))
+                  "mode": j["mode"], "flow": j["flow_stats"], "flags": j["flags"]}))
 """
     out = subprocess.run([sys.executable, "-c", code, FRAME.hex()], capture_output=True,
                          text=True, check=True).stdout
@@ -229,6 +269,9 @@ print(json.dumps({"how": how, "ports": ports, "packet": j["packet"]["binary"],
     assert got["mode"]["rate"] == {"type": "pps", "value": 12345.0}
     assert got["flow"]["enabled"] and got["flow"]["stream_id"] == 7
     assert got["flow"]["rule_type"] == "latency"
+    # bit 0: source MAC from the frame; bits 1-2: destination MAC from the frame
+    # (STLStreamDstMAC_PKT); without them TRex sends the port's MACs
+    assert got["flags"] & 0b111 == 0b011
 
 
 LATENCY_BLOCK = {"total_min": 4.0, "average": 9.5, "total_max": 60.0, "jitter": 2.0,
@@ -306,3 +349,18 @@ def test_one_way_behavior_refuses_bidirectional_traffic() -> None:
     assert rev is not None and rev.dst == tb.sut.out_port.mac
     assert rev["IPv6"].dst == tb.addressing.tester_tx_ip6
     assert behaviors.get("end").build_reverse_frame(tb, 64) is None
+
+
+def test_latency_block_of_a_real_server() -> None:
+    """The latency block a TRex 3.08 server (--hdrh, AF_PACKET ports, 1000 pps for 2 s)
+    returned for srperf's pg_id, as the client gives it: ints and floats, a bucket
+    histogram keyed by lower edge in us, and the HDR histogram base64-compressed."""
+    from srperf.drivers.latency import from_trex
+
+    block = json.loads((Path(FAKE) / "latency_block_v3.08.json").read_text())
+    lat = from_trex(block)
+    assert lat.source == "hdrh" and lat.packets == 2001
+    assert (lat.min_us, lat.avg_us, lat.max_us, lat.jitter_us) == (26, 522, 1977, 355)
+    assert (lat.p50_us, lat.p90_us, lat.p99_us, lat.p999_us) == (494, 989, 1085, 1223)
+    buckets = from_trex({k: v for k, v in block.items() if k != "hdrh"})
+    assert buckets.source == "buckets" and buckets.p50_us == 400  # the bucket holding it

@@ -38,9 +38,25 @@ def test_cfg_for_af_packet_ports_low_end() -> None:
     assert entry["low_end"] is True
 
 
+def test_cfg_for_kernel_interfaces() -> None:
+    """TRex 3.08 opens a kernel interface name as an AF_PACKET vdev itself, with a
+    ring that suits the page size (how the opt-in test runs it on veths)."""
+    (entry,) = yaml.safe_load(render_trex_cfg(["t0", "t1"], low_end=True, low_end_core=0))
+    assert entry["interfaces"] == ["t0", "t1"] and entry["low_end_core"] == 0
+
+
+def test_server_config_from_kernel_ports_and_cpu() -> None:
+    opts = TrexOptions(release="/opt/trex", low_end=True)
+    server = TrexServer(NetnsTransport(None), opts, ports=("t0", "t1"), kernel_ports=True,
+                        cpu=0)
+    (entry,) = yaml.safe_load(server.config_text())
+    assert entry["interfaces"] == ["t0", "t1"] and entry["low_end_core"] == 0
+
+
 @pytest.mark.parametrize("interfaces,kwargs,match", [
     (["0000:03:00.0"], {}, "even number of ports"),
-    (["eth0", "eth1"], {}, "neither a PCI address"),
+    (["eth 0", "eth1"], {}, "neither a PCI address"),
+    (["veth0", "a-name-longer-than-15"], {}, "nor a kernel interface name"),
     (["03:00.0", "03:00.1"], {"cores": 0}, "cores must be at least 1"),
     (["03:00.0", "03:00.1"], {"port_info": [{"src_mac": "zz"}, {}]}, "not a MAC address"),
     (["03:00.0", "03:00.1"], {"port_info": [{}]}, "1 entries for 2 interfaces"),
@@ -98,3 +114,37 @@ def test_server_that_exits_at_start_says_why(tmp_path: Path) -> None:
     with pytest.raises(GeneratorError, match="exited at start: EAL: no huge pages"):
         server.start()
     assert server.stop() is False
+
+
+@pytest.mark.netns
+def test_virtual_testbed_runs_the_server_in_its_tester_namespace(tmp_path: Path) -> None:
+    """driver trex + release on a virtual testbed: ``up`` starts the server in the tester
+    namespace on the veths (AF_PACKET, low_end_core = tester.cpu) with no XDP sink on the
+    rx veth (it would starve TRex's receiver); ``down`` stops it."""
+    from srperf.config.loader import load_testbed
+    from srperf.netns import run
+    from srperf.testbeds.virtual import VirtualTestbed
+
+    release = tmp_path / "release"
+    release.mkdir()
+    shutil.copy(DOUBLE, release / "t-rex-64")
+    cfg = tmp_path / "tb.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "name": "trexvirt", "kind": "virtual", "prefix": "htrex",
+        "tester": {"driver": "trex", "cpu": 0,
+                   "options": {"release": str(release), "low_end": True}}}))
+    vt = VirtualTestbed(load_testbed(cfg))
+    try:
+        assert vt.up() is True
+        server = vt._trex_server()
+        assert server is not None and server.pid() is not None and vt.is_up()
+        (entry,) = yaml.safe_load((release / "srperf_trex_cfg.yaml").read_text())
+        assert entry["interfaces"] == ["t0", "t1"] and entry["low_end_core"] == 0
+        assert "xdp" not in run(["ip", "link", "show", "dev", "t1"], ns="htrex-tester").stdout
+        # the server listens inside the tester namespace only
+        assert run(["ss", "-Hltn", "sport = :4501"], ns="htrex-tester").stdout.strip()
+    finally:
+        vt.close()
+        vt.down()
+    assert not (release / "srperf_trex.4501.pid").exists()  # stopped before the netns went
+    assert not vt.namespaces()

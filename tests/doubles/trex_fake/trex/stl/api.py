@@ -12,7 +12,16 @@ file ``$SRPERF_FAKE_TREX_SCENARIO``:
 - ``loss``: share of sent packets that never reach the rx port;
 - ``queue_full``, ``warnings``, ``surplus`` (extra packets sent), ``stray`` (extra
   packets received);
+- ``rx_missed``: frames that reach the rx port but that its receiver misses (counted in
+  that port's ``ierrors``, not in ``ipackets``, as a real TRex on AF_PACKET ports does);
 - ``latency``: the ``latency`` block ``get_stats`` returns for a pg_id.
+
+As the real client (checked against a TRex 3.08 server): ports stay active (in
+``get_active_ports``) while the stream runs; ``wait_on_traffic`` then waits another
+100 ms (``rx_delay_ms`` of software ports) when a latency stream ran; warnings are
+events that pile up until ``clear_events``; a frame given as bytes leaves its MACs to
+the port unless the stream (``mac_src_override_by_pkt``, ``mac_dst_override_mode``)
+or the ``PacketBuffer`` (``port_src``, ``port_dst``) says otherwise.
 """
 
 from __future__ import annotations
@@ -42,6 +51,17 @@ class TRexError(Exception):
     """As the real client's exception."""
 
 
+STLStreamDstMAC_CFG_FILE = 0
+STLStreamDstMAC_PKT = 1
+RX_DELAY_S = 0.1
+"""What wait_on_traffic adds after a latency stream on software ports (rx_delay_ms)."""
+
+
+class PacketBuffer:
+    def __init__(self, buffer: bytes, port_src: bool = False, port_dst: bool = False) -> None:
+        self.buffer, self.port_src, self.port_dst = buffer, port_src, port_dst
+
+
 class STLPktBuilder:
     def __init__(self, pkt_buffer: bytes) -> None:
         self.pkt_buffer = pkt_buffer
@@ -59,8 +79,13 @@ class STLFlowLatencyStats:
 
 class STLStream:
     def __init__(self, packet: STLPktBuilder, mode: STLTXCont,
-                 flow_stats: STLFlowLatencyStats | None = None) -> None:
+                 flow_stats: STLFlowLatencyStats | None = None,
+                 mac_src_override_by_pkt: bool | None = None,
+                 mac_dst_override_mode: int | None = None) -> None:
         self.packet, self.mode, self.flow_stats = packet, mode, flow_stats
+        # bytes count as "default" MACs: the port's replace them unless overridden
+        self.keeps_macs = (bool(mac_src_override_by_pkt)
+                           and mac_dst_override_mode == STLStreamDstMAC_PKT)
 
 
 class STLClient:
@@ -72,6 +97,9 @@ class STLClient:
         self.stats: dict[Any, Any] = {}
         self.warnings: list[str] = []
         self.captured: list[bytes] = []
+        self.busy_until = 0.0
+        self.active: list[int] = []
+        self.latency_ran = False
 
     def connect(self) -> None:
         _record("connect")
@@ -97,7 +125,8 @@ class STLClient:
     def add_streams(self, stream: STLStream, ports: list[int]) -> None:
         _record("add_streams", ports=ports, pps=stream.mode.pps,
                 frame=stream.packet.pkt_buffer.hex(),
-                pg_id=stream.flow_stats.pg_id if stream.flow_stats else None)
+                pg_id=stream.flow_stats.pg_id if stream.flow_stats else None,
+                keeps_macs=stream.keeps_macs)
         for p in ports:
             self.streams.setdefault(p, []).append(stream)
 
@@ -106,17 +135,12 @@ class STLClient:
 
     def start(self, ports: list[int], duration: float, force: bool = False) -> None:
         _record("start", ports=ports, duration=duration, force=force)
-        self.started = (ports, duration)
-
-    def wait_on_traffic(self, ports: list[int], timeout: float) -> None:
-        _record("wait_on_traffic", ports=ports, timeout=timeout)
-        tx_ports, duration = self.started
         cap = self.sc.get("cap_pps")
         out: dict[Any, Any] = {}
         sent_total = 0
         took = duration
         lat: dict[str, Any] = {}
-        for p in tx_ports:
+        for p in ports:
             for s in self.streams.get(p, []):
                 pps = s.mode.pps
                 n = round(pps * duration)
@@ -130,18 +154,40 @@ class STLClient:
                 out[p] = out.get(p, 0) + n
                 if s.flow_stats is not None:
                     lat[str(s.flow_stats.pg_id)] = self.sc.get("latency", {})
-        time.sleep(took)
         keep = 1 - float(self.sc.get("loss", 0.0))
+        missed = int(self.sc.get("rx_missed", 0))
         # port 0's packets arrive at port 1 and back (ports 0 and 1 face each other)
-        rx = {1: round(out.get(0, 0) * keep) + int(self.sc.get("stray", 0)),
+        rx = {1: round(out.get(0, 0) * keep) + int(self.sc.get("stray", 0)) - missed,
               0: round(out.get(1, 0) * keep)}
         received = rx[0] + rx[1]
-        self.stats = {0: {"opackets": out.get(0, 0), "ipackets": rx[0]},
-                      1: {"opackets": out.get(1, 0), "ipackets": rx[1]},
+        self.stats = {0: {"opackets": out.get(0, 0), "ipackets": rx[0], "ierrors": 0,
+                          "oerrors": 0},
+                      1: {"opackets": out.get(1, 0), "ipackets": rx[1], "ierrors": missed,
+                          "oerrors": 0},
                       "total": {"opackets": sent_total, "ipackets": received},
                       "global": {"queue_full": int(self.sc.get("queue_full", 0))},
-                      "latency": lat}
-        self.warnings = list(self.sc.get("warnings", []))
+                      "latency": {"global": {"old_flow": 0, "bad_hdr": 0}, **lat},
+                      "flow_stats": {}}
+        self.warnings.extend(self.sc.get("warnings", []))
+        self.active = list(ports)
+        self.busy_until = time.monotonic() + took
+        self.latency_ran = bool(lat)
+
+    def get_active_ports(self) -> list[int]:
+        if time.monotonic() >= self.busy_until:
+            self.active = []
+        return list(self.active)
+
+    def wait_on_traffic(self, ports: list[int], timeout: float) -> None:
+        _record("wait_on_traffic", ports=ports, timeout=timeout)
+        time.sleep(max(self.busy_until - time.monotonic(), 0.0))
+        self.active = []
+        if self.latency_ran:
+            time.sleep(RX_DELAY_S)
+
+    def clear_events(self) -> None:
+        _record("clear_events")
+        self.warnings = []
 
     def get_stats(self) -> dict[Any, Any]:
         _record("get_stats")
@@ -157,10 +203,11 @@ class STLClient:
         _record("start_capture", rx_ports=rx_ports, limit=limit)
         return {"id": 7}
 
-    def push_packets(self, pkts: list[bytes], ports: list[int]) -> None:
-        _record("push_packets", ports=ports, count=len(pkts))
-        self.captured = list(pkts)
-        self.started = (ports, 0.0)
+    def push_packets(self, pkts: list[PacketBuffer], ports: list[int]) -> None:
+        _record("push_packets", ports=ports, count=len(pkts),
+                keeps_macs=all(isinstance(p, PacketBuffer) and not (p.port_src or p.port_dst)
+                               for p in pkts))
+        self.captured = [p.buffer if isinstance(p, PacketBuffer) else p for p in pkts]
 
     def stop_capture(self, capture_id: int, output: list[dict[str, Any]]) -> None:
         _record("stop_capture", capture_id=capture_id)

@@ -21,15 +21,17 @@ forbids it (:mod:`srperf.forwarders.deviations`):
   hop limit is decremented before the new header is pushed); Linux leaves the
   inner packet alone and decrements the outer header instead.  Accepted.
 * The proxies forward the decapsulated packet to the VNF as End.DX6 does (hop
-  limit - 1) and decrement it again when they encapsulate it on its way back
-  (End.AD, End.AS: inner - 2 beyond the VNF's own); End.AM forwards the same
-  IPv6 packet twice (to the VNF and on), so its hop limit drops once per
-  forwarding (RFC 8200 section 3).  Accepted.
+  limit - 1) and decrement it again before they push the headers back, as the
+  SR service programming draft's pseudocode says (End.AD, End.AS: inner - 2
+  beyond the VNF's own); End.AM forwards the same IPv6 packet twice (to the VNF
+  and on), so its hop limit drops once per forwarding (RFC 8200 section 3).
+  Accepted.
 * End.AS with a one-SID list pushes an outer IPv6 header without an SRH, as
-  RFC 8986 section 5.1 allows for a one-segment policy; VPP's static list sets
-  Segments Left to the list's length - 1 and DA to its first SID, so no
-  configuration reproduces the catalogue's SRH (VNF SID, next SID; SL 0), and a
-  two-SID list would send the packet to another segment.  Accepted.
+  the draft ("IF CACHE.SRH THEN push") and RFC 8986 section 5.1 (one-segment
+  policy) allow.  VPP's static list sets Segments Left to the list's length - 1
+  and DA to its first SID, so no configuration reproduces the catalogue's SRH
+  (VNF SID, next SID; SL 0): a two-SID list would send the packet to another
+  segment.  Accepted.
 * H.Insert: VPP decrements the hop limit in its insert node and again when it
   forwards (hop limit - 2): one node, one forwarding, two decrements, against
   RFC 8200 section 3 (and the insertion behaviors of the SRv6 network
@@ -62,9 +64,10 @@ WHY_NOT = {
 
 _ENCAP_ENTRY = ("RFC 8986 5.1 H.Encaps: 'Decrement inner IPv6 Hop Limit or IPv4 TTL' "
                 "(the tunnel entry point of RFC 2473)")
-_PROXY_HOPS = ("the proxy forwards the decapsulated packet to the VNF as End.DX6 does "
-               "(RFC 8986 4.4) and decrements it again as a tunnel entry when it "
-               "re-encapsulates it (RFC 8986 5.1, RFC 2473)")
+_PROXY_HOPS = ("draft-ietf-spring-sr-service-programming static/dynamic proxy (pseudocode in "
+               "VPP's srv6-as/srv6-ad docs): towards the SF 'Forward the exposed packet on "
+               "IFACE-OUT' (a forwarding, RFC 8200 3: hop limit - 1, as End.DX6), back from "
+               "it 'Decrement Hop Limit' before the cached headers are pushed")
 
 DEVIATIONS: tuple[Deviation, ...] = (
     Deviation("h_encaps", "inner hop limit 1 lower (decremented at encapsulation)",
@@ -78,17 +81,20 @@ DEVIATIONS: tuple[Deviation, ...] = (
     Deviation("end_ad", "inner hop limit 2 lower than after the VNF alone", _PROXY_HOPS,
               conformant=True, hop_header=1, hop_delta=-2),
     Deviation("end_as", "no SRH on the way back: the static list holds one SID",
+              "the proxy draft: 'IF CACHE.SRH THEN Push CACHE.SRH' (the SRH is optional); "
               "RFC 8986 5.1: 'The SRH MAY be omitted when the SRv6 Policy only contains one "
               "segment'", conformant=True, srh_omitted=True),
     Deviation("end_as", "inner hop limit 2 lower than after the VNF alone", _PROXY_HOPS,
               conformant=True, hop_header=1, hop_delta=-2),
     Deviation("end_am", "hop limit 1 lower: decremented each time VPP forwards the packet "
               "(to the VNF and on)", "RFC 8200 3: 'Decremented by 1 by each node that "
-              "forwards the packet'; the SUT forwards it twice", conformant=True,
+              "forwards the packet'; the proxy draft's End.AM forwards it on IFACE-OUT, then "
+              "looks the restored DA up and forwards it again", conformant=True,
               hop_header=0, hop_delta=-1),
     Deviation("h_insert", "hop limit 2 lower, not 1: decremented by the insert node and "
               "again when forwarded", "RFC 8200 3: 'Decremented by 1 by each node that "
-              "forwards the packet'; the insertion drafts add no decrement", conformant=False,
+              "forwards the packet'; the network programming drafts' T.Insert only inserts, "
+              "sets the DA and forwards", conformant=False,
               hop_header=0, hop_delta=-1),
 )
 """Where VPP's frames differ from the catalogue's expectations (see the module text)."""

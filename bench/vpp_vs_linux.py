@@ -59,8 +59,13 @@ def main() -> int:
                         help="comma-separated (default: every behavior VPP offers)")
     parser.add_argument("--size", type=int, default=64, help="inner packet, bytes")
     parser.add_argument("--lock", default=None, help="flock this file around each sitting")
+    parser.add_argument("--forwarders", default=",".join(FORWARDERS),
+                        help="comma-separated, from vpp,linux (default both)")
     add_search_args(parser)
     args = parser.parse_args()
+    fwds = tuple(f.strip() for f in args.forwarders.split(",") if f.strip())
+    if not fwds or not set(fwds) <= set(FORWARDERS):
+        parser.error(f"--forwarders: from {', '.join(FORWARDERS)}")
     binary = os.environ.get("SRPERF_VPP_BIN")
     if not binary:
         parser.error("SRPERF_VPP_BIN must name a VPP binary (vppctl beside it)")
@@ -68,12 +73,13 @@ def main() -> int:
         or list(forwarders.get("vpp").behaviors)
     tb = TestbedConfig(name="vpp-vs-linux", prefix="vvl", sut=SutConfig(vpp_binary=binary))
     settings = search_settings(args)
-    values: dict[tuple[str, str], list[float | None]] = {(f, b): [] for f in FORWARDERS
+    values: dict[tuple[str, str], list[float | None]] = {(f, b): [] for f in fwds
                                                          for b in names}
     status: dict[tuple[str, str], str] = {}
+    at_max: dict[tuple[str, str], int] = {}
     started = time.monotonic()
     for rep in range(args.repetitions):
-        order = FORWARDERS if rep % 2 == 0 else tuple(reversed(FORWARDERS))
+        order = fwds if rep % 2 == 0 else tuple(reversed(fwds))
         for fwd in order:
             with locked(args.lock), bench_session("vpp_vs_linux", tb, fwd) as s:
                 for name in names:
@@ -96,6 +102,7 @@ def main() -> int:
                             s.unconfigure(behaviors.get(name))
                     kpps, goal = value_kpps(result)
                     values[(fwd, name)].append(kpps)
+                    at_max[(fwd, name)] = at_max.get((fwd, name), 0) + (goal == "at_max")
                     status[(fwd, name)] = "measured"
                     print(f"rep {rep + 1} {fwd:<5} {name:<14} PDR@{args.loss:g}% "
                           f"{'-' if kpps is None else f'{kpps:.1f}'} kpps ({goal}, "
@@ -106,12 +113,14 @@ def main() -> int:
           f"({time.monotonic() - started:.0f} s):")
     for name in names:
         print(f"  {name}")
-        for fwd in FORWARDERS:
+        for fwd in fwds:
             text = stats(values[(fwd, name)]) if status.get((fwd, name)) == "measured" \
                 else status.get((fwd, name), "not measured")
+            if at_max.get((fwd, name)):
+                text += f"  (at the max rate {at_max[(fwd, name)]}x: a lower bound)"
             print(f"    {fwd:<5} {text}")
-        vpp = [v for v in values[("vpp", name)] if v is not None]
-        lin = [v for v in values[("linux", name)] if v is not None]
+        vpp = [v for v in values.get(("vpp", name), []) if v is not None]
+        lin = [v for v in values.get(("linux", name), []) if v is not None]
         if vpp and lin:
             print(f"    VPP / Linux (medians) = "
                   f"{statistics.median(vpp) / statistics.median(lin):.3f}")

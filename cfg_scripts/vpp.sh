@@ -78,7 +78,7 @@ readonly CLEAN_VARS=(SRPERF_VPPCTL SRPERF_VPP_CLI_SOCK SRPERF_VPP_IN_IF SRPERF_V
 	SRPERF_TESTER_RX_IP6 SRPERF_TESTER_RX_IP4 SRPERF_TABLE SRPERF_VNF_IF_PREFIX
 	SRPERF_VNF_SID_BASE)
 readonly PROXY_VARS=(SRPERF_VNF_IF_PREFIX SRPERF_VNF_SID_BASE SRPERF_VNF_MAC_PREFIX
-	SRPERF_VNF_IP6 SRPERF_SID_PREFIX SRPERF_TESTER_RX_IP6 SRPERF_VPP_OUT_IF)
+	SRPERF_VNF_IP6 SRPERF_SID_PREFIX SRPERF_TESTER_RX_IP6 SRPERF_VPP_OUT_IF SRPERF_VPP_RX_MODE)
 readonly MAX_VNFS=256
 
 # vpp_missing: why this SUT cannot run vppctl against VPP (nothing when it can).
@@ -503,6 +503,7 @@ proxy() {
 		ifname="host-${SRPERF_VNF_IF_PREFIX}$i"
 		host_if "${SRPERF_VNF_IF_PREFIX}$i"
 		vpp set interface state "$ifname" up
+		vpp set interface rx-mode "$ifname" "$SRPERF_VPP_RX_MODE"
 		vpp enable ip6 interface "$ifname"
 		vpp set ip neighbor "$ifname" "$SRPERF_VNF_IP6" "$(vnf_mac "$i")" static
 		vpp sr localsid address "$(vnf_sid "$i")" behavior "$behavior" nh "$SRPERF_VNF_IP6" \

@@ -42,7 +42,8 @@ CLEAN_NOTHING = [
 SID_ROUTE = f"ip route add fc00::/16 via {A.tester_rx_ip6} host-s1"
 TABLES = ["ip table add 100", "ip6 table add 100"]
 FAKE_MAC = "02:fa:6e:00:00:01"
-VNF0 = [f"create host-interface name vnf0 hw-addr {FAKE_MAC} cksum-gso-disable", "set interface state host-vnf0 up",
+VNF0 = [f"create host-interface name vnf0 hw-addr {FAKE_MAC} cksum-gso-disable",
+        "set interface state host-vnf0 up", "set interface rx-mode host-vnf0 polling",
         "enable ip6 interface host-vnf0",
         "set ip neighbor host-vnf0 fe80::2 02:5e:00:10:00:00 static"]
 

@@ -5,8 +5,10 @@ paths), the core choice, and the testbed key ``sut.vpp_binary``.
 
 Opt-in (``SRPERF_VPP_BIN`` names a VPP binary with vppctl beside it):
 ``srperf run`` with VPP as the SUT of a virtual testbed: VPP started in the
-SUT namespace, every behavior verified and searched, VPP stopped, nothing
-left behind (namespaces, processes, its work directory).
+SUT namespace, every behavior verified (those where VPP deviates from the
+catalogue through its declared deviations; H.Insert fails, naming its bug) and
+searched, VPP stopped, nothing left behind (namespaces, processes, its work
+directory).
 """
 
 from __future__ import annotations
@@ -68,8 +70,11 @@ def _vpp_pids() -> set[int]:
 def test_srperf_run_with_vpp_as_sut(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from srperf.cli import main
 
-    behaviors = ["ipv6", "ipv4", "end", "end_x", "end_dt6", "end_dx6", "h_encaps_l2"]
-    exp = {"name": "vpp-e2e", "forwarder": "vpp", "behaviors": behaviors, "repetitions": 1,
+    behaviors = ["ipv6", "ipv4", "end", "end_x", "end_dt6", "end_dx6", "h_encaps_l2",
+                 "h_encaps", "end_b6_encaps", "end_ad", "end_as", "end_am"]
+    deviating = {"h_encaps", "end_b6_encaps", "end_ad", "end_as", "end_am"}
+    exp = {"name": "vpp-e2e", "forwarder": "vpp", "behaviors": behaviors + ["h_insert"],
+           "repetitions": 1,
            "search": {"algorithm": "bisect", "thresholds_pct": [0.5], "trial_duration_s": 0.2,
                       "accuracy": "10%", "min_rate": "5%", "max_rate": "100%"}}
     tb = {"name": "vpp-e2e", "kind": "virtual", "prefix": "srpvp",
@@ -81,14 +86,22 @@ def test_srperf_run_with_vpp_as_sut(tmp_path: Path, capsys: pytest.CaptureFixtur
     rc = main(["run", str(tmp_path / "exp.yaml"), "--testbed", str(tmp_path / "tb.yaml"),
                "--results", str(tmp_path / "res")])
     out = capsys.readouterr().out
-    assert rc == 0, out
+    assert rc == 1, out      # H.Insert fails verification, nothing else
+    assert [x for x in out.splitlines() if ": verify_failed" in x or ": error" in x] == [
+        line for line in out.splitlines() if line.startswith("h_insert: verify_failed")], out
     for beh in behaviors:
-        assert f"{beh}: verified" in out, out
+        line = next((x for x in out.splitlines() if x.startswith(f"{beh}: verified")), "")
+        assert line, out
+        assert ("declared deviation" in line) == (beh in deviating), line
+    # H.Insert's double decrement is a declared bug: it fails, naming RFC 8200
+    line = next(x for x in out.splitlines() if x.startswith("h_insert: verify_failed"))
+    assert "known deviation" in line and "RFC 8200" in line, line
     db = sqlite3.connect(tmp_path / "res" / "srperf.sqlite")
     measured = {b for (b,) in db.execute("SELECT DISTINCT behavior FROM trials")}
     assert measured == set(behaviors)
     env = db.execute("SELECT environment FROM runs").fetchone()[0]
     assert '"vpp": "vpp v' in env, env
+    assert '"deviations"' in env and "RFC 8986" in env, env
     assert _vpp_pids() == before, "VPP left running"
     assert set(glob.glob("/tmp/srperf-vpp.*")) == workdirs, "VPP work directory left"
     assert "srpvp-" not in subprocess.run(["ip", "netns", "list"], capture_output=True,

@@ -15,6 +15,8 @@ class says everything else srperf must know about it:
 * :meth:`why_not`: why it does not offer a behavior (``srperf behaviors``);
 * :meth:`versions`: the versions of its tools on the SUT, for the run's
   environment;
+* ``deviations``: where its frames differ from the catalogue's, declared with
+  the specification text that allows it (:mod:`srperf.forwarders.deviations`);
 * ``runs_in_netns``: True when it can run in a network namespace of this host
   (the virtual testbed).
 
@@ -30,6 +32,7 @@ from typing import Any, ClassVar, Mapping
 from srperf.config.model import TestbedConfig
 from srperf.config.settings import Settings
 from srperf.forwarders.common_env import addressing_env
+from srperf.forwarders.deviations import Deviation
 from srperf.transports.base import Transport
 
 
@@ -59,6 +62,8 @@ class Forwarder:
     drop_counters: ClassVar[Mapping[str, tuple[str, ...]]] = {}
     """Conformance drop reason (srperf.behaviors.conformance.DROP_REASONS) -> the counters
     of :meth:`counters` of which one must count such a drop."""
+    deviations: ClassVar[tuple[Deviation, ...]] = ()
+    """Documented differences from the catalogue's expected frames (verification)."""
 
     def offers(self, behavior: str) -> bool:
         """True when this forwarder implements catalogue entry ``behavior``."""
@@ -69,6 +74,17 @@ class Forwarder:
         if self.offers(behavior):
             return ""
         return f"{self.script} has no function for it"
+
+    def deviations_of(self, behavior: str) -> tuple[Deviation, ...]:
+        """The declared deviations of catalogue entry ``behavior``."""
+        return tuple(d for d in self.deviations if d.behavior == behavior)
+
+    def declared_deviations(self) -> dict[str, list[str]]:
+        """Behavior -> its declared deviations in words (the run's environment)."""
+        out: dict[str, list[str]] = {}
+        for dev in self.deviations:
+            out.setdefault(dev.behavior, []).append(dev.describe())
+        return out
 
     def parse_options(self, data: Mapping[str, Any] | None) -> Settings:
         """The experiment's ``options`` mapping as this forwarder's options dataclass."""

@@ -10,14 +10,32 @@ VPP is not a Debian package: on an SSH SUT it is installed already (or by
 ``options.cli_sock``; on the virtual testbed srperf starts its own VPP
 (:mod:`srperf.testbeds.vpp_sut`) when the testbed names a VPP binary.
 
-What a real VPP (v26.10-rc0, built from its public source, af_packet on the
-virtual testbed's veths) did here with the catalogue's checks: ipv6, ipv4,
-H.Encaps.L2, End, End.X, End.T, End.DX2/DX4/DX6, End.DT4/DT6 verified.  VPP
-decrements the hop limit of the packet it steers before encapsulating it, so
-H.Encaps (inner hop limit/TTL - 1), End.B6.Encaps (inner - 1) and H.Insert
-(hop limit - 2) differ from the catalogue's expectations, as do End.AD (outer
-hop limit - 3) and End.AM (- 3); End.AS with a one-SID static list sends no
-SRH at all.  Those fail verification with the field that differs.
+What a real VPP (v26.06, built from its public source, af_packet on the
+virtual testbed's veths) emits where the catalogue (Linux-shaped) expects
+otherwise is declared in :data:`DEVIATIONS`, each with the text that allows or
+forbids it (:mod:`srperf.forwarders.deviations`):
+
+* VPP decrements the hop limit (TTL) of the packet it encapsulates, as RFC 8986
+  prescribes for H.Encaps (section 5.1, "Decrement inner IPv6 Hop Limit or IPv4
+  TTL", the tunnel entry point of RFC 2473) and End.B6.Encaps (section 4.13, the
+  hop limit is decremented before the new header is pushed); Linux leaves the
+  inner packet alone and decrements the outer header instead.  Accepted.
+* The proxies forward the decapsulated packet to the VNF as End.DX6 does (hop
+  limit - 1) and decrement it again before they push the headers back, as the
+  SR service programming draft's pseudocode says (End.AD, End.AS: inner - 2
+  beyond the VNF's own); End.AM forwards the same IPv6 packet twice (to the VNF
+  and on), so its hop limit drops once per forwarding (RFC 8200 section 3).
+  Accepted.
+* End.AS with a one-SID list pushes an outer IPv6 header without an SRH, as
+  the draft ("IF CACHE.SRH THEN push") and RFC 8986 section 5.1 (one-segment
+  policy) allow.  VPP's static list sets Segments Left to the list's length - 1
+  and DA to its first SID, so no configuration reproduces the catalogue's SRH
+  (VNF SID, next SID; SL 0): a two-SID list would send the packet to another
+  segment.  Accepted.
+* H.Insert: VPP decrements the hop limit in its insert node and again when it
+  forwards (hop limit - 2): one node, one forwarding, two decrements, against
+  RFC 8200 section 3 (and the insertion behaviors of the SRv6 network
+  programming drafts, which only forward).  A bug: verification fails, naming it.
 """
 
 from __future__ import annotations
@@ -29,6 +47,7 @@ from srperf.config.model import TestbedConfig
 from srperf.config.settings import Settings, setting
 from srperf.forwarders.base import Forwarder, Prepared
 from srperf.forwarders.common_env import addressing_env
+from srperf.forwarders.deviations import Deviation
 
 WHY_NOT = {
     "h_encaps_red": "VPP's SR policies have no reduced (first SID out of the SRH) mode",
@@ -42,6 +61,43 @@ WHY_NOT = {
     "end_baseline": "SRNK's baseline is plain kernel forwarding (forwarders ebpf, srnk)",
 }
 """Catalogue behaviors VPP does not offer, and why (``srperf behaviors``)."""
+
+_ENCAP_ENTRY = ("RFC 8986 5.1 H.Encaps: 'Decrement inner IPv6 Hop Limit or IPv4 TTL' "
+                "(the tunnel entry point of RFC 2473)")
+_PROXY_HOPS = ("draft-ietf-spring-sr-service-programming static/dynamic proxy (pseudocode in "
+               "VPP's srv6-as/srv6-ad docs): towards the SF 'Forward the exposed packet on "
+               "IFACE-OUT' (a forwarding, RFC 8200 3: hop limit - 1, as End.DX6), back from "
+               "it 'Decrement Hop Limit' before the cached headers are pushed")
+
+DEVIATIONS: tuple[Deviation, ...] = (
+    Deviation("h_encaps", "inner hop limit 1 lower (decremented at encapsulation)",
+              _ENCAP_ENTRY, conformant=True, hop_header=1, hop_delta=-1),
+    Deviation("h_encaps_v4", "inner TTL 1 lower, checksum updated (decremented at "
+              "encapsulation)", _ENCAP_ENTRY, conformant=True, hop_header=1, hop_delta=-1),
+    Deviation("end_b6_encaps", "inner hop limit 1 lower (decremented before the push)",
+              "RFC 8986 4.13 End.B6.Encaps: 'Decrement IPv6 Hop Limit by 1' before 'Push a "
+              "new IPv6 header with its own SRH'", conformant=True, hop_header=1,
+              hop_delta=-1),
+    Deviation("end_ad", "inner hop limit 2 lower than after the VNF alone", _PROXY_HOPS,
+              conformant=True, hop_header=1, hop_delta=-2),
+    Deviation("end_as", "no SRH on the way back: the static list holds one SID",
+              "the proxy draft: 'IF CACHE.SRH THEN Push CACHE.SRH' (the SRH is optional); "
+              "RFC 8986 5.1: 'The SRH MAY be omitted when the SRv6 Policy only contains one "
+              "segment'", conformant=True, srh_omitted=True),
+    Deviation("end_as", "inner hop limit 2 lower than after the VNF alone", _PROXY_HOPS,
+              conformant=True, hop_header=1, hop_delta=-2),
+    Deviation("end_am", "hop limit 1 lower: decremented each time VPP forwards the packet "
+              "(to the VNF and on)", "RFC 8200 3: 'Decremented by 1 by each node that "
+              "forwards the packet'; the proxy draft's End.AM forwards it on IFACE-OUT, then "
+              "looks the restored DA up and forwards it again", conformant=True,
+              hop_header=0, hop_delta=-1),
+    Deviation("h_insert", "hop limit 2 lower, not 1: decremented by the insert node and "
+              "again when forwarded", "RFC 8200 3: 'Decremented by 1 by each node that "
+              "forwards the packet'; the network programming drafts' T.Insert only inserts, "
+              "sets the DA and forwards", conformant=False,
+              hop_header=0, hop_delta=-1),
+)
+"""Where VPP's frames differ from the catalogue's expectations (see the module text)."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +164,7 @@ class VppForwarder(Forwarder):
     options = VppOptions
     runs_in_netns = True
     version_commands = {"vpp": ("vppctl", "show", "version")}
+    deviations = DEVIATIONS
 
     def why_not(self, behavior: str) -> str:
         return WHY_NOT.get(behavior) or super().why_not(behavior)
@@ -123,4 +180,5 @@ class VppForwarder(Forwarder):
 
 FORWARDER = VppForwarder()
 
-__all__ = ["VppForwarder", "VppOptions", "vpp_env", "binding_sid", "WHY_NOT", "FORWARDER"]
+__all__ = ["VppForwarder", "VppOptions", "vpp_env", "binding_sid", "WHY_NOT", "DEVIATIONS",
+           "FORWARDER"]

@@ -235,6 +235,8 @@ class Testbed(abc.ABC):
         if forwarder is not None and "error" not in nodes["sut"]:
             nodes["sut"]["forwarder"] = {"name": forwarder.name,
                                          **forwarder.versions(self.node("sut"))}
+            if forwarder.deviations:
+                nodes["sut"]["forwarder"]["deviations"] = forwarder.declared_deviations()
         return {"testbed_kind": self.kind, "nodes": nodes}
 
 

@@ -143,7 +143,8 @@ class SutControl:
         """Send a few frames, check what the SUT forwarded (raises VerificationError)."""
         from srperf.verify import verify_behavior
 
-        return verify_behavior(behavior, self.tb, generator, packet_size)
+        return verify_behavior(behavior, self.tb, generator, packet_size,
+                               deviations=self.forwarder.deviations_of(behavior.name))
 
     def unconfigure(self, behavior: Any) -> None:
         """Remove ``behavior``'s configuration and its VNFs."""

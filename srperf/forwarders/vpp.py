@@ -22,8 +22,9 @@ forbids it (:mod:`srperf.forwarders.deviations`):
   inner packet alone and decrements the outer header instead.  Accepted.
 * The proxies forward the decapsulated packet to the VNF as End.DX6 does (hop
   limit - 1) and decrement it again before they push the headers back, as the
-  SR service programming draft's pseudocode says (End.AD, End.AS: inner - 2
-  beyond the VNF's own); End.AM forwards the same IPv6 packet twice (to the VNF
+  SR service programming draft's pseudocode says.  The catalogue expects the
+  second decrement (the proxy routes the packet back: inner - 2 with the VNF's
+  own); VPP's first one makes End.AD and End.AS inner - 3.  End.AM forwards the same IPv6 packet twice (to the VNF
   and on), so its hop limit drops once per forwarding (RFC 8200 section 3).
   Accepted.
 * End.AS with a one-SID list pushes an outer IPv6 header without an SRH, as
@@ -78,14 +79,14 @@ DEVIATIONS: tuple[Deviation, ...] = (
               "RFC 8986 4.13 End.B6.Encaps: 'Decrement IPv6 Hop Limit by 1' before 'Push a "
               "new IPv6 header with its own SRH'", conformant=True, hop_header=1,
               hop_delta=-1),
-    Deviation("end_ad", "inner hop limit 2 lower than after the VNF alone", _PROXY_HOPS,
-              conformant=True, hop_header=1, hop_delta=-2),
+    Deviation("end_ad", "inner hop limit 1 lower: decremented also on the way to the VNF",
+              _PROXY_HOPS, conformant=True, hop_header=1, hop_delta=-1),
     Deviation("end_as", "no SRH on the way back: the static list holds one SID",
               "the proxy draft: 'IF CACHE.SRH THEN Push CACHE.SRH' (the SRH is optional); "
               "RFC 8986 5.1: 'The SRH MAY be omitted when the SRv6 Policy only contains one "
               "segment'", conformant=True, srh_omitted=True),
-    Deviation("end_as", "inner hop limit 2 lower than after the VNF alone", _PROXY_HOPS,
-              conformant=True, hop_header=1, hop_delta=-2),
+    Deviation("end_as", "inner hop limit 1 lower: decremented also on the way to the VNF",
+              _PROXY_HOPS, conformant=True, hop_header=1, hop_delta=-1),
     Deviation("end_am", "hop limit 1 lower: decremented each time VPP forwards the packet "
               "(to the VNF and on)", "RFC 8200 3: 'Decremented by 1 by each node that "
               "forwards the packet'; the proxy draft's End.AM forwards it on IFACE-OUT, then "

@@ -106,3 +106,17 @@ def test_srperf_run_with_vpp_as_sut(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert set(glob.glob("/tmp/srperf-vpp.*")) == workdirs, "VPP work directory left"
     assert "srpvp-" not in subprocess.run(["ip", "netns", "list"], capture_output=True,
                                           text=True).stdout
+
+
+def test_vpp_sockets_stay_within_the_unix_socket_path_limit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A run's temporary directory under a deep results folder would make VPP's
+    # stats.sock path longer than sun_path holds (found with a real VPP).
+    from srperf.testbeds import vpp_sut
+
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    assert vpp_sut._socket_parent() == str(tmp_path)
+    deep = tmp_path / ("d" * 90)
+    deep.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(deep))
+    assert vpp_sut._socket_parent() == "/tmp"

@@ -44,6 +44,19 @@ START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
 
 
+
+SUN_PATH_MAX = 107
+"""Longest path of a unix socket (sun_path holds 108 bytes with its NUL)."""
+
+
+def _socket_parent() -> str:
+    """Where VPP's private directory goes: the run's temporary directory
+    (``tempfile.gettempdir()``), unless its sockets' paths would be too long for a
+    unix socket there (a deep results directory); then ``/tmp``."""
+    base = tempfile.gettempdir()
+    longest = len(base) + len("/srperf-vpp.XXXXXXXX/stats.sock")
+    return base if longest <= SUN_PATH_MAX else "/tmp"
+
 @dataclass(frozen=True)
 class VppStartup:
     """What the startup.conf template needs (paths on this host)."""
@@ -162,7 +175,7 @@ class VppSutControl(SutControl):
 
     def open(self) -> None:
         """Start VPP, give it the ports, stop the kernel forwarding, leave VPP clean."""
-        self._workdir = Path(tempfile.mkdtemp(prefix="srperf-vpp."))
+        self._workdir = Path(tempfile.mkdtemp(prefix="srperf-vpp.", dir=_socket_parent()))
         main, worker = cores(self.tb)
         self.vpp = VppProcess(self.binary, self.tb.sut_ns,
                               VppStartup(self._workdir, main_core=main, worker_core=worker))

@@ -9,7 +9,7 @@ import pytest
 
 # Namespace prefixes the suite's tests use (one per test area).
 TEST_PREFIXES = ("srpt", "tgen", "lxc", "ebp", "srpcli", "srpsig", "sshq", "srpssh",
-                 "cfgc", "srpvp", "srppv", "srpbd", "srphd", "h17e")
+                 "cfgc", "srpvp", "srppv", "srpbd", "srphd", "h17e", "hvary")
 
 
 def _namespaces() -> set[str]:

@@ -208,3 +208,55 @@ def test_srgen_sends_distinct_frames_with_valid_checksums(pair: str, name: str, 
         assert len(f) == len(frame)
         assert f[:off] == frame[:off] and f[off + 8:] == frame[off + 8:]
         assert udp_checksum_ok(f) and ipv4_header_ok(f)
+
+
+# --- the session hands the generator what the behavior needs -----------------------------
+
+class _Recorder(TrafficGenerator):
+    """A generator double that records what it was given (it sends nothing)."""
+
+    name = "recorder"
+    bidirectional = False
+
+    def __init__(self, distinct: bool) -> None:
+        self.distinct, self.calls = distinct, []  # type: ignore[var-annotated]
+
+    def prepare(self, frame: bytes) -> None:
+        self.calls.append(("prepare", frame))
+
+    def prepare_distinct(self, frame: bytes, counter_offset: int) -> None:
+        if not self.distinct:
+            super().prepare_distinct(frame, counter_offset)
+        self.calls.append(("prepare_distinct", frame, counter_offset))
+
+    def trial(self, rate_pps, duration_s):  # type: ignore[no-untyped-def]
+        raise AssertionError
+
+    def capture(self, frames, timeout_s=2.0):  # type: ignore[no-untyped-def]
+        raise AssertionError
+
+
+def _session(gen: TrafficGenerator):  # type: ignore[no-untyped-def]
+    from types import SimpleNamespace
+
+    from srperf.session import MeasurementSession
+
+    s = MeasurementSession.__new__(MeasurementSession)  # no testbed: prepare() only
+    s.testbed = SimpleNamespace(config=TB, generator=lambda name, seed: gen)
+    s.imix = ((64, 7), (128, 1))
+    return s
+
+
+def test_session_prepares_distinct_frames_or_says_unsupported() -> None:
+    from srperf.errors import UnsupportedBehavior
+    from srperf.imix import IMIX_SIZE
+
+    ok = _Recorder(distinct=True)
+    frame = _session(ok).prepare(behaviors.get("end_cache"), 64)
+    assert ok.calls == [("prepare_distinct", frame, P.counter_offset(frame))]
+    frame = _session(ok).prepare(behaviors.get("end_ad"), 64)
+    assert ok.calls[-1] == ("prepare", frame)
+    with pytest.raises(UnsupportedBehavior, match="recorder driver"):
+        _session(_Recorder(distinct=False)).prepare(behaviors.get("end_cache_v4"), 64)
+    with pytest.raises(UnsupportedBehavior, match="mix"):
+        _session(ok).prepare(behaviors.get("end_cache"), IMIX_SIZE)

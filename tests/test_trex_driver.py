@@ -306,3 +306,13 @@ def test_one_way_behavior_refuses_bidirectional_traffic() -> None:
     assert rev is not None and rev.dst == tb.sut.out_port.mac
     assert rev["IPv6"].dst == tb.addressing.tester_tx_ip6
     assert behaviors.get("end").build_reverse_frame(tb, 64) is None
+
+
+def test_distinct_frames_are_refused_not_faked(fake) -> None:
+    """The trex driver does not write per-packet counters: it says so rather than
+    send identical copies of a frame that must be distinct."""
+    from srperf.drivers.base import DistinctUnsupported
+
+    gen, _ = fake()
+    with pytest.raises(DistinctUnsupported, match="trex driver"):
+        gen.prepare_distinct(FRAME, 54)

@@ -7,7 +7,8 @@ IPv6 (or IPv4) header, a UDP header and a payload that starts with
 packet is the Ethernet frame (without FCS) of ``packet_size`` bytes.
 Test frames are told apart from other traffic on the tester's receive port
 (ND, ARP, MLD, ...) by their UDP ports, which spell :data:`SIGNATURE`; the
-payload starts with :data:`MARKER` when it has room for it.
+payload starts with :data:`MARKER` when it has room for it (after the counter slot,
+:data:`COUNTER_SLOT`, in frames whose packets must all differ).
 """
 
 from __future__ import annotations

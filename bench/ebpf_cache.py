@@ -10,15 +10,21 @@
    what its cache still holds.  hit ratio = cache hits / K (every restored frame
    is checked against its own per-packet SRH tag).
 
-2. PDR vs cache size.  With the usual single-frame traffic all packets are
-   identical: one entry per packet, so a packet arriving while an identical one
-   is inside the VNF is dropped (cache_dup, as in the paper) and the PDR also
-   measures how often the generator's batches put two identical packets in the
-   proxy at once; the cache size only changes the map the proxy works on (the
-   paper saw larger maps get slower).  PDR@0.5 % per size.
+2. PDR vs cache size.  The caching proxy drops a packet identical to one
+   still inside the VNF (cache_dup, as in the paper), so its test frames are
+   distinct (the behavior's ``distinct_frames``: srgen writes a per-packet
+   counter into the payload); with ``--frames identical`` every packet is the
+   same frame (as before distinct frames), and the PDR then measures how often
+   the generator's batches put two identical packets in the proxy at once.  The
+   cache size only changes the map the proxy works on (the paper saw larger
+   maps get slower).  PDR@0.5 % per size.
+
+3. Fixed-rate trials (``--rates``), identical and distinct frames side by side:
+   loss and the share of packets dropped as duplicates (cache_dup / sent).
 
 Run (root): /work/main/.venv/bin/python bench/ebpf_cache.py [--sizes 64,256,1024,4096]
             [--inflight 256,1024] [--pdr-sizes 256,4096,65536] [--repetitions 2]
+            [--frames distinct,identical] [--rates 100000,300000] [--trial 1]
 """
 
 from __future__ import annotations
@@ -91,17 +97,33 @@ def hit_ratio(session, gen, vnfs: VnfSet, size: int, inflight: int) -> tuple[flo
     return counts["cache_hit"] / inflight, wrong, time.monotonic() - t0
 
 
+def frames(session, gen, kind: str, size: int | None) -> None:
+    """Configure end_cache (cache of ``size`` entries, None: the default) and hand the
+    generator its frame: distinct per packet (as srperf runs it) or all identical."""
+    settings = ProxySettings() if size is None else ProxySettings(cache_entries=size)
+    frame = session.setup("end_cache", proxy_options(settings))
+    if kind == "identical":
+        gen.prepare(frame)  # the same frame over and over (counter slot left at 0)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("--sizes", default="64,256,1024,4096", help="cache entries (part 1)")
     parser.add_argument("--inflight", default="256,1024", help="packets in flight (part 1)")
     parser.add_argument("--pdr-sizes", default="256,4096,65536", help="cache entries (part 2)")
     parser.add_argument("--repetitions", type=int, default=2, help="PDR searches per size")
+    parser.add_argument("--frames", default="distinct",
+                        help="test frames of part 2 (and 3): distinct, identical or both")
+    parser.add_argument("--rates", default="", help="pps of the fixed-rate trials (part 3)")
     add_search_args(parser)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
     inflight = [int(k) for k in args.inflight.split(",") if k]
     pdr_sizes = [int(s) for s in args.pdr_sizes.split(",") if s]
+    kinds = [k for k in args.frames.split(",") if k]
+    if not kinds or set(kinds) - {"distinct", "identical"}:
+        parser.error(f"--frames {args.frames!r}: distinct, identical or both")
+    rates = [float(r) for r in args.rates.split(",") if r]
     started = time.monotonic()
     with bench_session("ebpf_cache", TB, "ebpf", proxy_options()) as s:
         gen = s.generator(behaviors.get("end_cache"))
@@ -118,20 +140,38 @@ def main() -> int:
         if pdr_sizes:
             VnfSet(TB).down()
             settings = search_settings(args)
-            values: dict[int, list[float | None]] = {s: [] for s in pdr_sizes}
+            values: dict[tuple[int, str], list[float | None]] = {
+                (s, k): [] for s in pdr_sizes for k in kinds}
             for rep in range(args.repetitions):
                 order = pdr_sizes if rep % 2 == 0 else list(reversed(pdr_sizes))
                 for size in order:
-                    s.setup("end_cache", proxy_options(ProxySettings(cache_entries=size)))
-                    kpps, status = value_kpps(s.pdr("end_cache", settings, args.algorithm,
-                                                    rep + 1))
-                    values[size].append(kpps)
-                    print(f"  cache {size:7d}: PDR@{args.loss:g}% "
-                          f"{'-' if kpps is None else f'{kpps:.1f}'} kpps ({status})",
-                          flush=True)
+                    for kind in kinds if rep % 2 == 0 else list(reversed(kinds)):
+                        frames(s, gen, kind, size)
+                        kpps, status = value_kpps(s.pdr("end_cache", settings,
+                                                        args.algorithm, rep + 1))
+                        values[(size, kind)].append(kpps)
+                        print(f"  cache {size:7d} {kind:9s}: PDR@{args.loss:g}% "
+                              f"{'-' if kpps is None else f'{kpps:.1f}'} kpps ({status})",
+                              flush=True)
             print(f"\npart 2: caching proxy PDR@{args.loss:g}% in kpps vs cache entries")
             for size in pdr_sizes:
-                print(f"  {size:7d}  {stats(values[size])}")
+                for kind in kinds:
+                    print(f"  {size:7d} {kind:9s} {stats(values[(size, kind)])}")
+        if rates:
+            print(f"\npart 3: fixed-rate trials of {args.trial:g} s (default cache)")
+            print(f"  {'rate kpps':>9} {'frames':9s} {'loss %':>7} {'cache_dup %':>11} "
+                  f"{'received':>9}")
+            for rep in range(args.repetitions):
+                for rate in rates:
+                    for kind in kinds if rep % 2 == 0 else list(reversed(kinds)):
+                        frames(s, gen, kind, None)
+                        before = read_counters(TB.sut_ns)
+                        t = gen.trial(rate, args.trial)
+                        dup = delta(before, read_counters(TB.sut_ns))["cache_dup"]
+                        print(f"  {rate / 1e3:9.0f} {kind:9s} {100 * t.loss_ratio:7.2f} "
+                              f"{100 * dup / max(t.sent, 1):11.2f} {t.received:9d}"
+                              f"{' (generator limited)' if t.generator_limited else ''}",
+                              flush=True)
     print(f"({time.monotonic() - started:.0f} s)")
     return 0
 

@@ -109,6 +109,10 @@ class MixUnsupported(Exception):
     """This generator cannot send a mix of frame sizes (the reason is the message)."""
 
 
+class DistinctUnsupported(Exception):
+    """This generator cannot make every packet distinct (the reason is the message)."""
+
+
 class LatencyUnsupported(Exception):
     """This generator cannot measure latency (the reason is the message)."""
 
@@ -128,6 +132,14 @@ class TrafficGenerator(abc.ABC):
     def prepare_reverse(self, frame: bytes) -> None:
         """Load the reverse direction's frame (bidirectional drivers only)."""
         raise MixUnsupported(f"the {self.name} driver sends in one direction")
+
+    def prepare_distinct(self, frame: bytes, counter_offset: int) -> None:
+        """Like :meth:`prepare`, but packet i carries counter i in the counter slot at byte
+        ``counter_offset`` of ``frame`` (:func:`srperf.packets.with_counter_slot`), so
+        that no two packets are identical.  Drivers that cannot raise
+        :class:`DistinctUnsupported`: they must never send identical copies instead."""
+        raise DistinctUnsupported(f"the {self.name} driver sends copies of one frame; "
+                                  "per-packet distinct frames are not implemented for it")
 
     def prepare_mix(self, frames: list[tuple[bytes, int]]) -> None:
         """Load a mix of frames (frame, weight): later trials send each frame at

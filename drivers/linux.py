@@ -37,6 +37,10 @@ the queue costs no loss.  ``queue_mode`` says where they wait:
   here (``bench/queue_modes.py``).
 
 The queue is part of what is measured: say its size with every result.
+
+:meth:`LinuxGenerator.prepare_distinct` makes every packet distinct: srgen
+(``-V``) writes packet i's counter into the frame's counter slot, in the copy
+it hands the kernel, checksum-neutrally (see srgen.c).
 """
 
 from __future__ import annotations
@@ -222,6 +226,7 @@ class LinuxGenerator(TrafficGenerator):
         # Temp files go even if a caller forgets close() (garbage collection, exit).
         self._cleanup = weakref.finalize(self, shutil.rmtree, str(self._tmp), True)
         self._frame_file: Path | None = None
+        self._counter_offset: int | None = None
         self._max_rate_pps: float | None = None
 
     # -- TrafficGenerator ------------------------------------------------------
@@ -232,6 +237,16 @@ class LinuxGenerator(TrafficGenerator):
         path = self._tmp / "frame.bin"
         path.write_bytes(frame)
         self._frame_file = path
+        self._counter_offset = None
+
+    def prepare_distinct(self, frame: bytes, counter_offset: int) -> None:
+        """Like :meth:`prepare`; packet i carries counter i in the 8-byte counter slot at
+        byte ``counter_offset`` (srgen checks that the slot is there)."""
+        if not 14 <= counter_offset <= len(frame) - 8:
+            raise GeneratorError(f"counter offset {counter_offset} is outside the frame "
+                                 f"of {len(frame)} bytes")
+        self.prepare(frame)
+        self._counter_offset = counter_offset
 
     def trial(self, rate_pps: float, duration_s: float) -> TrialResult:
         """Offer round(rate_pps * duration_s) frames at ``rate_pps`` (pps) for ``duration_s`` (s)."""
@@ -352,6 +367,8 @@ class LinuxGenerator(TrafficGenerator):
             argv += ["-P", str(self.fifo_priority)]
         if self.queue_pkts:
             argv += ["-H" if self.queue_mode == "hold" else "-Q", str(self.queue_pkts)]
+        if self._counter_offset is not None:
+            argv += ["-V", str(self._counter_offset)]
         # srgen is the only sender on tx: the queue's drops between these two
         # reads are its frames'.
         drops_before = self._prepare_port()
@@ -476,6 +493,7 @@ class LinuxGenerator(TrafficGenerator):
                  "mode": self.mode, "queue_pkts": self.queue_pkts,
                  "queue_mode": self.queue_mode, "held_max": rep.held_max,
                  "attempts_refused": rep.attempts_refused,
+                 "distinct_frames": self._counter_offset is not None,
                  "qdisc_dropped_delta": rep.qdisc_dropped_delta,
                  "tx_packets_delta": rep.tx_packets_delta,
                  "tx_dropped_delta": rep.tx_dropped_delta,

@@ -205,6 +205,10 @@ class SimulatedGenerator(TrafficGenerator):
     def prepare(self, frame: bytes) -> None:
         self._frame = bytes(frame)
 
+    def prepare_distinct(self, frame: bytes, counter_offset: int) -> None:
+        """The model sends no frames: distinct or not makes no difference to it."""
+        self.prepare(frame)
+
     def max_rate_pps(self) -> float | None:
         return self.model.generator_max_rate_pps
 

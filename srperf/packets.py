@@ -7,7 +7,8 @@ IPv6 (or IPv4) header, a UDP header and a payload that starts with
 packet is the Ethernet frame (without FCS) of ``packet_size`` bytes.
 Test frames are told apart from other traffic on the tester's receive port
 (ND, ARP, MLD, ...) by their UDP ports, which spell :data:`SIGNATURE`; the
-payload starts with :data:`MARKER` when it has room for it.
+payload starts with :data:`MARKER` when it has room for it (after the counter slot,
+:data:`COUNTER_SLOT`, in frames whose packets must all differ).
 """
 
 from __future__ import annotations
@@ -167,6 +168,54 @@ def csid_shift(address: str, lblen: int, nflen: int) -> str:
     rest = value & ((1 << rest_bits) - 1)
     shifted = (rest << nflen) & ((1 << rest_bits) - 1)
     return str(ipaddress.IPv6Address((value & block_mask) | shifted))
+
+
+COUNTER_SLOT = bytes.fromhex("0000ffff0000ffff")
+"""The counter slot of a frame whose packets must all differ (counter 0).
+
+The generator writes packet i's 32-bit counter there as two 16-bit words each
+followed by its complement (hi, ~hi, lo, ~lo).  A word and its complement add
+0xffff to the UDP checksum's sum whatever their value, so the checksum the
+frame was built with stays valid for every counter."""
+COUNTER_LEN = len(COUNTER_SLOT)
+
+
+def _last_udp(pkt: Packet) -> UDP:
+    udps = [layer for layer in pkt.iterpayloads() if isinstance(layer, UDP)]
+    if not udps:
+        raise ValueError("the frame carries no UDP packet to put a counter into")
+    return udps[-1]
+
+
+def with_counter_slot(frame: Packet) -> Packet:
+    """A copy of ``frame`` whose innermost UDP payload starts with :data:`COUNTER_SLOT`
+    (the marker follows, the payload keeps its length; the UDP checksum is recomputed).
+
+    The slot comes first so that it lies in the bytes a caching proxy hashes (the
+    first 16 bytes of the payload) even for the smallest packets.
+    """
+    pkt = frame.copy()
+    udp = _last_udp(pkt)
+    payload = bytes(udp.payload)
+    if len(payload) < COUNTER_LEN:
+        raise ValueError(f"UDP payload of {len(payload)} bytes: a counter slot needs "
+                         f"{COUNTER_LEN}")
+    udp.remove_payload()
+    udp.add_payload(Raw((COUNTER_SLOT + payload)[:len(payload)]))
+    udp.chksum = None
+    return Ether(bytes(pkt)) if isinstance(pkt, Ether) else pkt
+
+
+def counter_offset(frame: bytes) -> int:
+    """Byte offset of the counter slot in ``frame`` (built by :func:`with_counter_slot`).
+
+    Raises ValueError when the innermost UDP payload does not start with the slot.
+    """
+    udp = _last_udp(Ether(frame))
+    offset = len(frame) - len(bytes(udp.payload))
+    if offset % 2 or frame[offset:offset + COUNTER_LEN] != COUNTER_SLOT:
+        raise ValueError("the frame has no counter slot at the start of its UDP payload")
+    return offset
 
 
 def as_frame(frame: Packet | bytes) -> Packet:

@@ -32,7 +32,9 @@ from typing import Any, Callable
 
 from srperf.config.model import LatencyConfig
 from srperf.config.settings import Settings
-from srperf.drivers.base import LatencyUnsupported, TrafficGenerator, TrialResult
+from srperf import packets as P
+from srperf.drivers.base import (DistinctUnsupported, LatencyUnsupported, TrafficGenerator,
+                                 TrialResult)
 from srperf.errors import GeneratorError, SearchAborted, UnsupportedBehavior
 from srperf.forwarders.base import Forwarder
 from srperf.imix import IMIX_SIZE
@@ -166,12 +168,22 @@ class MeasurementSession:
                                           "(tester.options.bidirectional)")
             gen.prepare_reverse(bytes(reverse))
         if packet_size == IMIX_SIZE:
+            if getattr(behavior, "distinct_frames", False):
+                raise UnsupportedBehavior(behavior.name, "its packets must all differ "
+                                          "(distinct_frames), which no driver does for a mix")
             frames = [(bytes(behavior.build_frame(tb, size)), weight)
                       for size, weight in self.imix]
             gen.prepare_mix(frames)
             return frames[0][0]
         frame = bytes(behavior.build_frame(tb, packet_size))
-        gen.prepare(frame)
+        if getattr(behavior, "distinct_frames", False):
+            try:
+                gen.prepare_distinct(frame, P.counter_offset(frame))
+            except DistinctUnsupported as exc:
+                raise UnsupportedBehavior(behavior.name, f"its packets must all differ "
+                                          f"(distinct_frames) and {exc}") from None
+        else:
+            gen.prepare(frame)
         return frame
 
     def measure_fn(self, behavior: Any, key: TrialKey | None = None,

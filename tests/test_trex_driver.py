@@ -364,3 +364,13 @@ def test_latency_block_of_a_real_server() -> None:
     assert (lat.p50_us, lat.p90_us, lat.p99_us, lat.p999_us) == (494, 989, 1085, 1223)
     buckets = from_trex({k: v for k, v in block.items() if k != "hdrh"})
     assert buckets.source == "buckets" and buckets.p50_us == 400  # the bucket holding it
+
+
+def test_distinct_frames_are_refused_not_faked(fake) -> None:
+    """The trex driver does not write per-packet counters: it says so rather than
+    send identical copies of a frame that must be distinct."""
+    from srperf.drivers.base import DistinctUnsupported
+
+    gen, _ = fake()
+    with pytest.raises(DistinctUnsupported, match="trex driver"):
+        gen.prepare_distinct(FRAME, 54)

@@ -2,8 +2,9 @@
 /*
  * srgen: the paced raw-frame sender of srperf's "linux" traffic generator.
  *
- * It sends COUNT copies of one Ethernet frame (read from a file, no FCS) out
- * of the TX interface at RATE packets per second and prints one JSON object:
+ * It sends COUNT copies of one Ethernet frame (read from a file, no FCS; with
+ * -V each copy carries its own counter) out of the TX interface at RATE
+ * packets per second and prints one JSON object:
  * its own counts and the kernel counters of TX and RX read before and after.
  *
  *   - AF_PACKET raw socket bound to TX, PACKET_QDISC_BYPASS (the frame goes
@@ -30,6 +31,20 @@
  *     send(MSG_DONTWAIT).  The ring costs the sender less per packet, but
  *     each packet's completion (tpacket_destruct_skb) runs where the packet
  *     is finally freed: over veth, on the SUT's CPU, which it slows a little.
+ *   - -V OFFSET (distinct frames): packet i carries the 32-bit counter i at
+ *     byte OFFSET of the frame, so that no two packets are identical (a
+ *     caching proxy drops a packet identical to one it still holds).  The
+ *     8 bytes there must be a counter slot prepared by the frame's builder:
+ *     two 16-bit words x, ~x, then y, ~y (e.g. 00 00 ff ff 00 00 ff ff),
+ *     at an even offset from the UDP header.  srgen writes the counter's
+ *     high half and its complement into the first pair, the low half and
+ *     its complement into the second.  Each pair adds exactly 0xffff to the
+ *     UDP checksum's sum whatever the counter, so the checksum in the frame
+ *     stays valid without being recomputed.  The counter is written into
+ *     the copy the kernel sends (the message's own buffer, or the ring
+ *     slot) just before the send call.  A packet the path refuses keeps its
+ *     number when it is retried (hold) or re-requested (ring), so every sent
+ *     frame carries a different counter (the counter wraps after 2^32).
  *   - Pacing: packet i is due at t0 + i / RATE on CLOCK_MONOTONIC; the sender
  *     busy-waits and sends every packet that is due, up to BATCH per call.
  *     After a stall it catches up, but never by more than MAX_LAG: beyond it
@@ -103,6 +118,7 @@ struct opts {
 	enum mode mode;
 	uint64_t queue_pkts;  /* 0: bypass the qdisc; else send through it (see -Q) */
 	uint64_t hold_pkts;   /* 0: refuse at once; else hold refused packets (see -H) */
+	long counter_off;     /* -1: every packet the same; else see -V */
 };
 
 /* The sender: its socket and, in ring mode, the mapped TX ring.  head and
@@ -113,9 +129,12 @@ struct sender {
 	int fd;
 	const char *dev;
 	struct mmsghdr msgs[MAX_BATCH];
-	struct iovec iov;
+	struct iovec iov[MAX_BATCH];
+	unsigned char *bufs;  /* -V, mmsg: one copy of the frame per message */
+	size_t len;           /* of the frame */
+	long counter_off;     /* -1: no counter; else its offset in the frame */
 	unsigned char *map;
-	size_t map_len, frame_size;
+	size_t map_len, frame_size, data_off;
 	unsigned int nframes;
 	uint64_t head, tail, calls, refused_short;
 	int send_flags;       /* flags of sendmmsg: MSG_DONTWAIT through a qdisc */
@@ -147,11 +166,13 @@ static void usage(void)
 	fputs("usage: srgen -f FRAME -r RATE_PPS -n COUNT -t TX_DEV -x RX_DEV\n"
 	      "             [-c CPU] [-P FIFO_PRIO] [-d DRAIN_MS] [-b BATCH] [-l MAX_LAG_US]\n"
 	      "             [-q QUANTUM_US] [-m mmsg|ring] [-Q QUEUE_PKTS | -H HOLD_PKTS]\n"
+	      "             [-V COUNTER_OFFSET]\n"
 	      "  RATE_PPS 0 = unpaced; BATCH 1..256 (16); DRAIN_MS (200); MAX_LAG_US (1000);\n"
 	      "  QUANTUM_US (0): send once this much traffic is due (fewer, fuller batches)\n"
 	      "  -m send path (mmsg): sendmmsg batches, or a PACKET_TX_RING\n"
 	      "  -Q send through TX's qdisc, which queues up to QUEUE_PKTS (0: bypass it)\n"
-	      "  -H retry refused packets, up to HOLD_PKTS waiting at a time (0: never)\n",
+	      "  -H retry refused packets, up to HOLD_PKTS waiting at a time (0: never)\n"
+	      "  -V write packet i's counter into the counter slot at byte COUNTER_OFFSET\n",
 	      stderr);
 	exit(2);
 }
@@ -210,7 +231,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	o->max_lag_ns = 1000ull * 1000;
 	o->batch = 16;
 	o->rate_pps = -1;
-	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:m:Q:H:h")) != -1) {
+	o->counter_off = -1;
+	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:m:Q:H:V:h")) != -1) {
 		switch (c) {
 		case 'f': o->frame_path = optarg; break;
 		case 'r': {
@@ -232,6 +254,11 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case 'Q': o->queue_pkts = parse_u64(optarg, "queue"); break;
 		case 'H': o->hold_pkts = parse_u64(optarg, "hold"); break;
 		case 'q': o->quantum_ns = parse_u64(optarg, "quantum") * 1000ull; break;
+		case 'V':
+			o->counter_off = (long)parse_u64(optarg, "counter offset");
+			if (o->counter_off > MAX_FRAME)
+				die("bad counter offset: '%s'", optarg);
+			break;
 		case 'm':
 			if (!strcmp(optarg, "mmsg"))
 				o->mode = MODE_MMSG;
@@ -267,6 +294,37 @@ static size_t load_frame(const char *path, unsigned char *buf)
 	if (len < ETH_HLEN)
 		die("frame in %s is %zu bytes, shorter than an Ethernet header", path, len);
 	return len;
+}
+
+#define COUNTER_LEN 8
+
+/* Write counter c into the slot at p: hi, ~hi, lo, ~lo (16-bit words, big
+ * endian).  A word and its complement sum to 0xffff: checksum-neutral. */
+static inline void put_counter(unsigned char *p, uint32_t c)
+{
+	p[0] = (unsigned char)(c >> 24);
+	p[1] = (unsigned char)(c >> 16);
+	p[2] = (unsigned char)~p[0];
+	p[3] = (unsigned char)~p[1];
+	p[4] = (unsigned char)(c >> 8);
+	p[5] = (unsigned char)c;
+	p[6] = (unsigned char)~p[4];
+	p[7] = (unsigned char)~p[5];
+}
+
+/* -V: the frame must hold a counter slot at off (pairs of complements). */
+static void check_counter_slot(const unsigned char *frame, size_t len, long off)
+{
+	int i;
+
+	if (off < ETH_HLEN || (size_t)off + COUNTER_LEN > len)
+		die("counter offset %ld: the 8-byte counter slot must lie in the frame's "
+		    "payload (frame of %zu bytes)", off, len);
+	for (i = 0; i < COUNTER_LEN; i += 4)
+		if ((frame[off + i] ^ frame[off + i + 2]) != 0xff ||
+		    (frame[off + i + 1] ^ frame[off + i + 3]) != 0xff)
+			die("no counter slot at offset %ld of the frame (the words there are "
+			    "not x, ~x, y, ~y): the checksum would break", off);
 }
 
 /* Send buffer for a queue of q frames of len bytes: room for the whole queue
@@ -395,6 +453,7 @@ static void setup_ring(struct sender *s, const char *dev, const unsigned char *f
 	s->map = mmap(NULL, s->map_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, s->fd, 0);
 	if (s->map == MAP_FAILED)
 		die("mmap of the TX ring: %s", strerror(errno));
+	s->data_off = off + sizeof(vh);
 	for (i = 0; i < s->nframes; i++) {
 		struct tpacket2_hdr *h = SLOT(s, i);
 
@@ -407,9 +466,19 @@ static void setup_ring(struct sender *s, const char *dev, const unsigned char *f
 
 /* Offer up to n packets (sendmmsg).  Adds to *sent and *refused; returns
  * how many packets were offered (sent or refused), 0 after EINTR. */
-static uint64_t offer_mmsg(struct sender *s, uint64_t n, uint64_t *sent, uint64_t *refused)
+static uint64_t offer_mmsg(struct sender *s, uint64_t n, uint64_t seq, uint64_t *sent,
+			   uint64_t *refused)
 {
-	int ret = sendmmsg(s->fd, s->msgs, (unsigned int)n, s->send_flags);
+	int ret;
+
+	if (s->counter_off >= 0) {
+		/* Message i is packet seq + i (a held packet keeps its number). */
+		uint64_t i;
+
+		for (i = 0; i < n; i++)
+			put_counter(s->bufs + i * s->len + s->counter_off, (uint32_t)(seq + i));
+	}
+	ret = sendmmsg(s->fd, s->msgs, (unsigned int)n, s->send_flags);
 
 	s->calls++;
 	if (ret < 0) {
@@ -454,6 +523,11 @@ static uint64_t offer_ring(struct sender *s, uint64_t n, uint64_t *sent, uint64_
 	int ret, err;
 
 	while (s->tail - s->head < n && STATUS(SLOT(s, s->tail)) == TP_STATUS_AVAILABLE) {
+		/* Slot number tail carries counter tail: a withdrawn request (see
+		 * ENOBUFS below) was not sent, its number is reused with it. */
+		if (s->counter_off >= 0)
+			put_counter((unsigned char *)SLOT(s, s->tail) + s->data_off +
+				    s->counter_off, (uint32_t)s->tail);
 		SET_STATUS(SLOT(s, s->tail), TP_STATUS_SEND_REQUEST);
 		s->tail++;
 	}
@@ -517,6 +591,10 @@ int main(int argc, char **argv)
 			die("SCHED_FIFO %d: %s", o.fifo, strerror(errno));
 	}
 	len = load_frame(o.frame_path, frame);
+	if (o.counter_off >= 0)
+		check_counter_slot(frame, len, o.counter_off);
+	snd.len = len;
+	snd.counter_off = o.counter_off;
 	snd.dev = o.tx;
 	snd.fd = open_socket(o.tx, o.queue_pkts, len);
 	snd.send_flags = o.queue_pkts ? MSG_DONTWAIT : 0;
@@ -524,11 +602,19 @@ int main(int argc, char **argv)
 	if (o.mode == MODE_RING) {
 		setup_ring(&snd, o.tx, frame, len);
 	} else {
-		/* Every message of a batch points at the same frame. */
-		snd.iov.iov_base = frame;
-		snd.iov.iov_len = len;
+		/* Every message of a batch points at the same frame, or with
+		 * -V at its own copy (which gets its packet's counter). */
+		if (o.counter_off >= 0) {
+			snd.bufs = malloc((size_t)MAX_BATCH * len);
+			if (!snd.bufs)
+				die("out of memory for %d frame copies", MAX_BATCH);
+		}
 		for (i = 0; i < MAX_BATCH; i++) {
-			snd.msgs[i].msg_hdr.msg_iov = &snd.iov;
+			snd.iov[i].iov_base = snd.bufs ? snd.bufs + (size_t)i * len : frame;
+			snd.iov[i].iov_len = len;
+			if (snd.bufs)
+				memcpy(snd.bufs + (size_t)i * len, frame, len);
+			snd.msgs[i].msg_hdr.msg_iov = &snd.iov[i];
 			snd.msgs[i].msg_hdr.msg_iovlen = 1;
 		}
 	}
@@ -604,7 +690,7 @@ int main(int argc, char **argv)
 		if (n > o.batch)
 			n = o.batch;
 		k = o.mode == MODE_RING ? offer_ring(&snd, n, &sent, &refused)
-					: offer_mmsg(&snd, n, &sent, &refused);
+					: offer_mmsg(&snd, n, offered, &sent, &refused);
 		if (snd.refused_last)
 			snd.last_refusal = now;
 		if (k) {
@@ -630,12 +716,14 @@ int main(int argc, char **argv)
 	if (snd.map)
 		munmap(snd.map, snd.map_len);
 	close(snd.fd);
+	free(snd.bufs);
 
 	printf("{\"intended\": %" PRIu64 ", \"sent\": %" PRIu64 ", \"refused\": %" PRIu64
 	       ", \"refused_short\": %" PRIu64 ", \"elapsed_ns\": %" PRIu64
 	       ", \"rate_pps\": %.3f, \"frame_len\": %zu, \"batch\": %u, \"calls\": %" PRIu64
 	       ", \"mode\": \"%s\", \"ring_frames\": %u, \"queue_pkts\": %" PRIu64
 	       ", \"hold_pkts\": %" PRIu64 ", \"held_max\": %" PRIu64
+	       ", \"counter_offset\": %ld"
 	       ", \"attempts_refused\": %" PRIu64
 	       ", \"max_lag_ns\": %" PRIu64 ", \"max_lag_bound_ns\": %" PRIu64
 	       ", \"slipped_ns\": %" PRIu64 ", \"drain_ns\": %" PRIu64 ", \"cpu\": %d"
@@ -643,7 +731,7 @@ int main(int argc, char **argv)
 	       ", \"rx_packets_delta\": %" PRIu64 ", \"rx_dropped_delta\": %" PRIu64 "}\n",
 	       o.count, sent, refused, snd.refused_short, o.count ? last - first : 0, o.rate_pps,
 	       len, o.batch, snd.calls, o.mode == MODE_RING ? "ring" : "mmsg", snd.nframes,
-	       o.queue_pkts, o.hold_pkts, held_max, snd.attempts_refused,
+	       o.queue_pkts, o.hold_pkts, held_max, o.counter_off, snd.attempts_refused,
 	       max_lag, o.max_lag_ns, slipped, o.drain_ns, o.cpu,
 	       after.tx_packets - before.tx_packets, after.tx_dropped - before.tx_dropped,
 	       after.rx_packets - before.rx_packets, after.rx_dropped - before.rx_dropped);

@@ -157,10 +157,11 @@ def _baseline_expect(tb: TestbedConfig, sent: Packet) -> Expectation:
 # --- the catalogue entries --------------------------------------------------------------
 
 def _proxy(name: str, display: str, cfg: str, builder: Callable[[TestbedConfig, int], Packet],
-           min_size: str, description: str) -> Behavior:
+           min_size: str, description: str, distinct: bool = False) -> Behavior:
     return Behavior(name=name, display_name=display, cfg_function=cfg, kind="proxy",
                     frame_builder=builder, checker=_proxy_checker, needs_vnf=True,
-                    description=description, min_packet_size=P.min_size(min_size))
+                    description=description, distinct_frames=distinct,
+                    min_packet_size=P.min_size(min_size) + (P.COUNTER_LEN if distinct else 0))
 
 
 BEHAVIORS: tuple[Behavior, ...] = (
@@ -172,9 +173,10 @@ BEHAVIORS: tuple[Behavior, ...] = (
     _proxy("end_as", "End.AS", "end_as", _encap_frame("ipv6"), "ipv6",
            "static proxy: configured outer IPv6 + SRH pushed on packets from the VNF"),
     _proxy("end_cache", "Caching proxy", "end_cache", _encap_frame("ipv6"), "ipv6",
-           "per-packet outer header cached in an LRU map keyed by inner fields; inner IPv6"),
+           "per-packet outer header cached in an LRU map keyed by inner fields; inner IPv6",
+           distinct=True),
     _proxy("end_cache_v4", "Caching proxy (IPv4)", "end_cache", _encap_frame("ipv4"), "ipv4",
-           "caching proxy with an inner IPv4 packet"),
+           "caching proxy with an inner IPv4 packet", distinct=True),
     Behavior(name="end_am", display_name="End.AM", cfg_function="end_am", kind="proxy",
              frame_builder=_am_frame, expect=_am_expect, needs_vnf=True,
              min_packet_size=P.min_size("ipv6"),

@@ -56,6 +56,11 @@ class Behavior:
     reverse_builder: FrameBuilder | None = None
     """(testbed, packet_size) -> the frame the tester's rx port sends back through the
     SUT for bidirectional traffic; None: the behavior works in one direction only."""
+    distinct_frames: bool = False
+    """True when no two test packets may be identical (a caching proxy drops a packet
+    identical to one it still holds): the frame carries a counter slot
+    (:func:`srperf.packets.with_counter_slot`) into which the generator writes a
+    per-packet counter, checksum-neutrally."""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -69,8 +74,10 @@ class Behavior:
         return self.display_name
 
     def build_frame(self, tb: TestbedConfig, packet_size: int = 64) -> Packet:
-        """The Ethernet frame the tester's tx port sends (inner packet ``packet_size`` bytes)."""
-        return self.frame_builder(tb, packet_size)
+        """The Ethernet frame the tester's tx port sends (inner packet ``packet_size`` bytes);
+        with :attr:`distinct_frames` its counter slot holds counter 0."""
+        frame = self.frame_builder(tb, packet_size)
+        return P.with_counter_slot(frame) if self.distinct_frames else frame
 
     def build_reverse_frame(self, tb: TestbedConfig, packet_size: int = 64) -> Packet | None:
         """The reverse direction's frame, or None when the behavior is one-way."""

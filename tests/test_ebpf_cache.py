@@ -25,7 +25,7 @@ from srperf.drivers import linux_sink
 from srperf.drivers.linux import LinuxGenerator
 from srperf.forwarders.ebpf.counters import delta, read_counters
 from srperf.errors import UnsupportedBehavior
-from ebpf_helpers import configure
+from ebpf_helpers import configure, one_vnf, proxy_testbed, local_generator
 from srperf.behaviors.proxies import target_sid
 from srperf.forwarders.ebpf import ProxySettings
 from srperf.testbeds.virtual import VirtualTestbed
@@ -40,31 +40,20 @@ SUT, TESTER, RX = TB.sut_ns, TB.tester_ns, TB.tester.rx.name
 
 @pytest.fixture(scope="module")
 def testbed() -> Iterator[VirtualTestbed]:
-    vt = VirtualTestbed(TB)
-    try:
-        vt.up()
+    with proxy_testbed(TB) as vt:
         yield vt
-    finally:
-        VnfSet(TB).down()
-        vt.down()
 
 
 @pytest.fixture(scope="module")
 def gen(testbed: VirtualTestbed) -> Iterator[LinuxGenerator]:
-    g = LinuxGenerator(TESTER, TB.tester.tx.name, RX)
-    try:
+    with local_generator(TB) as g:
         yield g
-    finally:
-        g.close()
 
 
 @pytest.fixture()
 def sink_vnf(testbed: VirtualTestbed) -> Iterator[VnfSet]:
-    vnfs = VnfSet(TB, count=1, mode="sink").up()
-    try:
+    with one_vnf(TB, "sink") as vnfs:
         yield vnfs
-    finally:
-        configure(TB, "clean")
 
 
 def inner(i: int, payload_byte: int | None = None) -> IPv6:

@@ -41,7 +41,7 @@ from srperf.forwarders.ebpf.counters import delta, read_counters
 from srperf.netns import run
 from srperf.testbeds.virtual import VirtualTestbed
 from srperf.testbeds.vnf import VnfSet, ns_packet_socket, receive_frames
-from ebpf_helpers import configure
+from ebpf_helpers import configure, one_vnf, proxy_testbed, local_generator
 
 pytestmark = pytest.mark.netns
 
@@ -52,40 +52,26 @@ SUT, TESTER, RX = TB.sut_ns, TB.tester_ns, TB.tester.rx.name
 
 @pytest.fixture(scope="module")
 def testbed() -> Iterator[VirtualTestbed]:
-    vt = VirtualTestbed(TB)
-    try:
-        vt.up()
+    with proxy_testbed(TB) as vt:
         yield vt
-    finally:
-        VnfSet(TB).down()
-        vt.down()
 
 
 @pytest.fixture(scope="module")
 def gen(testbed: VirtualTestbed) -> Iterator[LinuxGenerator]:
-    g = LinuxGenerator(TESTER, TB.tester.tx.name, RX)
-    try:
+    with local_generator(TB) as g:
         yield g
-    finally:
-        g.close()
 
 
 @pytest.fixture()
 def fwd_vnf(testbed: VirtualTestbed) -> Iterator[VnfSet]:
-    vnfs = VnfSet(TB, count=1, mode="forward").up()
-    try:
+    with one_vnf(TB, "forward") as vnfs:
         yield vnfs
-    finally:
-        configure(TB, "clean")
 
 
 @pytest.fixture()
 def sink_vnf(testbed: VirtualTestbed) -> Iterator[VnfSet]:
-    vnfs = VnfSet(TB, count=1, mode="sink").up()
-    try:
+    with one_vnf(TB, "sink") as vnfs:
         yield vnfs
-    finally:
-        configure(TB, "clean")
 
 
 # --- frames ----------------------------------------------------------------------------

@@ -121,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with sigterm_as_interrupt():
             return COMMANDS[args.command](args)
     except ConfigError as exc:
-        print(f"srperf: config error: {exc}", file=sys.stderr)
+        print(f"srperf: {exc.label}: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     except SrperfError as exc:
         print(f"srperf: error: {exc}", file=sys.stderr)

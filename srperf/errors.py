@@ -17,6 +17,8 @@ class ConfigError(SrperfError):
 
     SKIP: object = object()
     VALUE_CHARS = 120
+    label = "config error"
+    """How the CLI introduces this error (exit 2 either way)."""
 
     def __init__(self, file: str, key: str, value: object, reason: str) -> None:
         self.file = file

@@ -117,6 +117,7 @@ def test_second_run_and_testbed_down_are_refused_naming_the_holder(
         err = capsys.readouterr().err
         assert f"srperf pid {holder.pid} on " in err and "run-of-the-holder" in err, err
         assert str(tb) in err and "Traceback" not in err
+        assert err.startswith("srperf: testbed busy: "), err
     assert not (tmp_path / "r" / "srperf.sqlite").exists()  # refused before any run row
     assert not _ours()  # nothing brought up
     assert main(["testbed", "status", str(tb)]) == 0

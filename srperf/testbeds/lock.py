@@ -178,6 +178,7 @@ class TestbedBusy(ConfigError):
     """Another srperf holds the testbed (exit 2, like bad input: nothing was started)."""
 
     __test__ = False
+    label = "testbed busy"
 
     def __init__(self, file: str, name: str, reason: str) -> None:
         super().__init__(file, "testbed", name, reason)

@@ -45,6 +45,9 @@ def cmd_provision(args: argparse.Namespace) -> int:
     config = resolve_testbed(args.target)
     testbed = testbeds.create(config)
     failed = False
+    # changing the nodes while a run measures would spoil it: applying steps holds
+    # the testbed's lock (TestbedBusy, exit 2, naming the run); reading does not
+    claimed = not (args.dry_run or args.check) and testbed.claim("srperf provision")
     try:
         for name in args.role or ["sut", "tester"]:
             role = Role(name)
@@ -61,6 +64,8 @@ def cmd_provision(args: argparse.Namespace) -> int:
                 print(f"{name} ({node.where}):")
                 failed |= _print_reports(name, runner.provision(node, steps), check=False)
     finally:
+        if claimed:
+            testbed.unclaim()
         testbed.close()
     return 1 if failed else 0
 

@@ -139,6 +139,27 @@ def test_provision_over_ssh_is_idempotent_and_checked(node: SshdNode, tmp_path: 
 
 
 @pytest.mark.netns
+def test_provision_is_refused_while_a_run_holds_the_testbed(node: SshdNode, tmp_path: Path,
+                                                            capsys) -> None:
+    from srperf import testbeds
+    from srperf.config.loader import load_testbed
+
+    tb = _ssh_tb(tmp_path, node)
+    holder = testbeds.create(load_testbed(tb))
+    try:
+        assert holder.claim("srperf run holder")
+        assert main(["provision", str(tb), "--role", "sut"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("srperf: testbed busy: ") and "srperf run holder" in err, err
+        assert main(["provision", str(tb), "--dry-run"]) == 0   # printing changes nothing
+    finally:
+        holder.unclaim()
+        holder.close()
+    capsys.readouterr()
+    assert main(["provision", str(tb), "--role", "sut"]) == 0   # free again
+
+
+@pytest.mark.netns
 def test_run_environment_holds_the_tuning_read_over_ssh(node: SshdNode,
                                                         tmp_path: Path) -> None:
     from srperf import testbeds

@@ -40,6 +40,21 @@ def body(tb: TestbedConfig, family: str, tag: int, l4: str = "udp", size: int = 
     return bytes(W.inner(tb, family, l4, size, tag, hlim, **fields))
 
 
+def sr_frames(tb: TestbedConfig, family: str = "ipv6"):
+    """The frames maker of SRH cases: ``one(path, sl, ...)`` gives a function of a case's
+    tag returning the one frame of :func:`build.sr_frame` carrying :func:`body` (inner
+    ``fam``, default ``family``; ``l4``, ``size``, ``inner_hlim``); any other keyword
+    goes to ``sr_frame``."""
+    def one(path: Sequence[str], sl: int, fam: str = family, l4: str = "udp",
+            size: int = 64, inner_hlim: int = P.HOP_LIMIT,
+            **kw: object) -> Callable[[int], list[bytes]]:
+        def frames(tag: int) -> list[bytes]:
+            return [sr_frame(tb, path, sl, body(tb, fam, tag, l4, size, inner_hlim),
+                             NH[fam], **kw)]  # type: ignore[arg-type]
+        return frames
+    return one
+
+
 def frag_bodies(tb: TestbedConfig, family: str, tag: int) -> list[bytes]:
     if family == "l2":
         return [W.l2(tb, f) for f in W.fragments(tb, "ipv6", 600, tag)]
@@ -57,11 +72,7 @@ def _srh_endpoint(tb: TestbedConfig, name: str, expect: Callable[[bytes], Outcom
     e = extra_sids(tb, 14)
     fwd = expect
 
-    def one(path: Sequence[str], sl: int, family: str = "ipv6", **kw: object):
-        def frames(tag: int) -> list[bytes]:
-            return [sr_frame(tb, path, sl, body(tb, family, tag), NH[family],
-                             **kw)]  # type: ignore[arg-type]
-        return frames
+    one = sr_frames(tb)
 
     s_end = "RFC 8986 4.1 S02-S03 and 4.1.1 (upper-layer header not allowed)"
     cl.add("sl_0", "sl", one([nxt, sut], 0), cl.drop("upper_layer"), s_end)
@@ -207,12 +218,7 @@ def _decap(tb: TestbedConfig, name: str, family: str, accepts: tuple[str, ...],
     reject = cl.drop("upper_layer")
     sl_spec = f"{spec} S02-S03 (Segments Left != 0)"
 
-    def one(path: Sequence[str], sl: int, fam: str = family, l4: str = "udp",
-            size: int = 64, inner_hlim: int = P.HOP_LIMIT, **kw: object):
-        def frames(tag: int) -> list[bytes]:
-            return [sr_frame(tb, path, sl, body(tb, fam, tag, l4, size, inner_hlim),
-                             NH[fam], **kw)]  # type: ignore[arg-type]
-        return frames
+    one = sr_frames(tb, family)
 
     base = [nxt, sut]
     cl.add("sl_0", "sl", one(base, 0), fwd, spec)

@@ -31,7 +31,8 @@ from srperf import packets as P
 from srperf.behaviors.conformance import wire as W
 from srperf.behaviors.conformance.build import (CaseList, extra_sids, max_inner,
                                                 sr_frame)
-from srperf.behaviors.conformance.endpoint import PAD1S, SRH2, TLVS, body, frag_bodies
+from srperf.behaviors.conformance.endpoint import (PAD1S, SRH2, TLVS, body, frag_bodies,
+                                                   sr_frames)
 from srperf.behaviors.conformance.model import Forward, Outcome
 from srperf.behaviors.proxies import am_segments, target_sid
 from srperf.checks import Expectation
@@ -80,12 +81,7 @@ def _decap_proxy(tb: TestbedConfig, name: str, family: str, static: bool = False
     fwd = _each(back)
     other = "ipv4" if family == "ipv6" else "ipv6"
 
-    def one(path: Sequence[str], sl: int, fam: str = family, l4: str = "udp",
-            size: int = 64, inner_hlim: int = P.HOP_LIMIT, **kw: object):
-        def frames(tag: int) -> list[bytes]:
-            return [sr_frame(tb, path, sl, body(tb, fam, tag, l4, size, inner_hlim),
-                             NH[fam], **kw)]  # type: ignore[arg-type]
-        return frames
+    one = sr_frames(tb, family)
 
     base = [vnf, nxt]
     sr = f"{DRAFT}; RFC 8754 4.3.1.1"

@@ -17,7 +17,7 @@ from srperf.drivers.linux import LinuxGenerator
 from srperf.forwarders.ebpf.counters import read_counters
 from srperf.errors import UnsupportedBehavior
 from srperf.netns import run
-from ebpf_helpers import configure
+from ebpf_helpers import configure, proxy_testbed
 from srperf.testbeds.virtual import VirtualTestbed
 from srperf.testbeds.vnf import MODES, VnfSet, sut_vnf_mac, vnf_mac, vnf_sid
 
@@ -38,13 +38,8 @@ def test_vnf_addressing() -> None:
 
 @pytest.fixture(scope="module")
 def testbed() -> Iterator[VirtualTestbed]:
-    vt = VirtualTestbed(TB)
-    try:
-        vt.up()
+    with proxy_testbed(TB) as vt:
         yield vt
-    finally:
-        VnfSet(TB).down()
-        vt.down()
 
 
 def sut_links() -> list[str]:

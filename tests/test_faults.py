@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import os
-import shlex
 import signal
 import sqlite3
 import subprocess
@@ -24,7 +23,7 @@ from typing import Iterator
 
 import pytest
 
-from srperf import resources
+from cfg_doubles import hang_linux_function
 from srperf.config import model
 from srperf.config.model import Experiment, TestbedConfig
 from srperf.netns import netns_names, run
@@ -135,17 +134,7 @@ def test_generator_killed_mid_trial_is_retried_then_the_search_is_an_error(
 
 def test_hanging_sut_command_times_out_names_it_and_the_sut_is_cleaned(
         tb: TestbedConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = resources.cfg_script("linux")
-    double = tmp_path / "linux.sh"
-    double.write_text(
-        "#!/usr/bin/env bash\n"
-        "# TEST DOUBLE (not part of srperf): the linux CFG script whose 'end' function\n"
-        "# hangs, as a wedged SUT command would; every other function is the real one.\n"
-        "set -euo pipefail\n"
-        'if [[ "${1:-}" == end ]]; then exec sleep 100000; fi\n'
-        f'exec bash {shlex.quote(str(real))} "$@"\n')
-    monkeypatch.setattr(resources, "cfg_script", lambda name: double)
-    monkeypatch.setattr("srperf.testbeds.sut.CFG_TIMEOUT_S", 2.0)
+    hang_linux_function(tmp_path, monkeypatch, "end")
     seen: list[str] = []
 
     def progress(msg: str) -> None:

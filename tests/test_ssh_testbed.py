@@ -21,6 +21,7 @@ from typing import Any, Iterator
 import pytest
 import yaml
 
+from cfg_doubles import hang_linux_function
 from sshd import SshdNode, sshd_on_virtual_testbed
 from srperf.cli import main
 from srperf.config.loader import load_experiment, load_testbed
@@ -230,19 +231,7 @@ def test_second_run_on_a_locked_ssh_testbed_is_refused(node: SshdNode, tmp_path:
 
 def test_hanging_cfg_function_over_ssh_is_stopped_named_and_the_run_goes_on(
         node: SshdNode, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from srperf import resources
-
-    real = resources.cfg_script("linux")
-    double = tmp_path / "linux.sh"   # the SUT shares this host's files in the suite
-    double.write_text(
-        "#!/usr/bin/env bash\n"
-        "# TEST DOUBLE (not part of srperf): the linux CFG script whose 'end' function\n"
-        "# hangs, as a wedged SUT command would; every other function is the real one.\n"
-        "set -euo pipefail\n"
-        'if [[ "${1:-}" == end ]]; then exec sleep 100000; fi\n'
-        f'exec bash {real} "$@"\n')
-    monkeypatch.setattr(resources, "cfg_script", lambda name: double)
-    monkeypatch.setattr("srperf.testbeds.sut.CFG_TIMEOUT_S", 2.0)
+    hang_linux_function(tmp_path, monkeypatch, "end")
     exp = load_experiment(_experiment(tmp_path, "linux", ["end", "ipv6"]))
     tb = load_testbed(_testbed(tmp_path, node, "linux"))
     report = Orchestrator(exp, tb, tmp_path / "res").run()

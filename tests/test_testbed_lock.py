@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
@@ -145,10 +146,11 @@ def test_stale_lock_of_a_killed_holder_is_taken_over_with_a_warning(
     assert _lock_files() == [] and not _ours()
 
 
-@netns
-def test_a_run_killed_with_sigkill_leaves_a_lock_the_next_command_takes_over(
-        clean: None, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    exp, tb = _files(tmp_path)
+@contextmanager
+def _run_past_its_first_search(exp: Path, tb: Path,
+                               tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
+    """``srperf run`` in a child process, returned once its first search has ended
+    (at most 120 s); killed afterwards if the test left it running."""
     proc = subprocess.Popen([sys.executable, "-c", CHILD, "run", str(exp), "--testbed", str(tb),
                              "--results", str(tmp_path / "r"), "--repetitions", "50"],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
@@ -159,12 +161,20 @@ def test_a_run_killed_with_sigkill_leaves_a_lock_the_next_command_takes_over(
         for line in proc.stdout:
             if line.startswith("ipv6 size") or time.monotonic() > deadline:
                 break
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        yield proc
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+@netns
+def test_a_run_killed_with_sigkill_leaves_a_lock_the_next_command_takes_over(
+        clean: None, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    exp, tb = _files(tmp_path)
+    with _run_past_its_first_search(exp, tb, tmp_path) as proc:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
     time.sleep(0.2)
     assert sorted(_ours()) == [f"{PREFIX}-sut", f"{PREFIX}-tester"]  # kill -9: left up
     holder = Holder.parse((Path(LOCK_DIR) / f"virtual-{PREFIX}.json").read_text())
@@ -183,24 +193,11 @@ def test_a_run_killed_with_sigkill_leaves_a_lock_the_next_command_takes_over(
 def test_a_run_stopped_by_a_signal_releases_the_lock(clean: None, tmp_path: Path,
                                                      signum: int) -> None:
     exp, tb = _files(tmp_path)
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, "run", str(exp), "--testbed", str(tb),
-                             "--results", str(tmp_path / "r"), "--repetitions", "50"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    try:
-        assert proc.stdout is not None
-        deadline = time.monotonic() + 120
-        for line in proc.stdout:
-            if line.startswith("ipv6 size") or time.monotonic() > deadline:
-                break
+    with _run_past_its_first_search(exp, tb, tmp_path) as proc:
         assert sorted(p.name for p in Path(LOCK_DIR).glob(f"virtual-{PREFIX}.*")) == [
             f"virtual-{PREFIX}.json", f"virtual-{PREFIX}.lock", f"virtual-{PREFIX}.testbed.json"]
         proc.send_signal(signum)
         assert proc.wait(timeout=60) in (130, 143)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert _lock_files() == [] and not _ours()  # released, and the testbed it made removed
 
 

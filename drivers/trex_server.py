@@ -15,6 +15,7 @@ import logging
 import posixpath
 import time
 
+from srperf.config.model import TestbedConfig
 from srperf.drivers.trex import TrexOptions
 from srperf.drivers.trex_cfg import read_pci, render_trex_cfg
 from srperf.errors import GeneratorError
@@ -114,4 +115,16 @@ class TrexServer:
         return " | ".join(r.stdout.split("\n")).strip(" |") or "no output"
 
 
-__all__ = ["TrexServer"]
+def managed_server(tb: TestbedConfig, tester: Transport, *, kernel_ports: bool = False,
+                   cpu: int | None = None) -> TrexServer | None:
+    """The TRex server srperf starts and stops for testbed ``tb`` on the tester host
+    reached by ``tester``: only with ``tester.driver: trex`` and a
+    ``tester.options.release`` (None otherwise: nobody's, or the user's own server)."""
+    if tb.tester.driver != "trex" or not tb.tester.options.get("release"):
+        return None
+    return TrexServer(tester, TrexOptions(**tb.tester.options),
+                      ports=(tb.tester.tx.name, tb.tester.rx.name),
+                      kernel_ports=kernel_ports, cpu=cpu)
+
+
+__all__ = ["TrexServer", "managed_server"]

@@ -68,13 +68,9 @@ class SshTestbed(Testbed):
 
     def _trex_server(self) -> "TrexServer | None":
         """The TRex server srperf manages on the tester host (tester.options.release)."""
-        if self.config.tester.driver != "trex" or not self.config.tester.options.get("release"):
-            return None
-        from srperf.drivers.trex import TrexOptions
-        from srperf.drivers.trex_server import TrexServer
+        from srperf.drivers.trex_server import managed_server
 
-        return TrexServer(self.node("tester"), TrexOptions(**self.config.tester.options),
-                          ports=(self.config.tester.tx.name, self.config.tester.rx.name))
+        return managed_server(self.config, self.node("tester"))
 
     def is_up(self) -> bool:
         server = self._trex_server()

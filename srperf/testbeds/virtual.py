@@ -146,15 +146,10 @@ class VirtualTestbed(Testbed):
     def _trex_server(self) -> Any:
         """The TRex server srperf runs in the tester namespace (``tester.options.release``),
         on the tester's veths through AF_PACKET; None without one."""
-        tb = self.tb
-        if tb.tester.driver != "trex" or not tb.tester.options.get("release"):
-            return None
-        from srperf.drivers.trex import TrexOptions
-        from srperf.drivers.trex_server import TrexServer
+        from srperf.drivers.trex_server import managed_server
 
-        return TrexServer(self.node("tester"), TrexOptions(**tb.tester.options),
-                          ports=(tb.tester.tx.name, tb.tester.rx.name), kernel_ports=True,
-                          cpu=tb.tester.cpu)
+        return managed_server(self.tb, self.node("tester"), kernel_ports=True,
+                              cpu=self.tb.tester.cpu)
 
     # -- what it was made with ------------------------------------------------
     @property

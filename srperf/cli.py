@@ -17,6 +17,7 @@ from srperf.config.model import ALGORITHMS, Experiment, TestbedConfig
 from srperf.forwarders import names as forwarder_names
 from srperf.errors import ConfigError, SrperfError
 from srperf.terminate import Terminated, sigterm_as_interrupt
+from srperf.wording import count
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
 
@@ -27,6 +28,10 @@ def _rate(text: str) -> float | str:
         return float(text)
     except ValueError:
         return text
+
+
+PDR_EXPERIMENT = "quick"
+"""The experiment whose behaviors ``srperf pdr`` measures when given no ``--behavior``."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -69,8 +74,17 @@ def build_parser() -> argparse.ArgumentParser:
                         "search that ended is kept and skipped, the one that was running is "
                         "redone; the experiment and its settings are the run's own")
 
-    d = sub.add_parser("pdr", help="one PDR/NDR search for one behavior")
-    d.add_argument("--behavior", "-b", required=True, help="behavior name (srperf behaviors)")
+    d = sub.add_parser("pdr", help="a PDR/NDR search per behavior: those given with "
+                       f"--behavior, else those of experiment {PDR_EXPERIMENT}",
+                       description="One PDR/NDR search per behavior, one repetition, with "
+                       "the search settings below (not an experiment file's). Without "
+                       f"--behavior: every behavior of the default experiment "
+                       f"({PDR_EXPERIMENT}, what 'make run' runs) that the forwarder offers, "
+                       "named before the first search. Prints each PDR interval and a "
+                       "summary table; every trial is stored in --results.")
+    d.add_argument("--behavior", "-b", action="append",
+                   help="behavior name (srperf behaviors; repeatable); default: every "
+                        f"behavior of experiment {PDR_EXPERIMENT} the forwarder offers")
     d.add_argument("--threshold", type=float, action="append",
                    help="loss threshold in %% (repeatable; 0 = NDR); default 0.5")
     d.add_argument("--forwarder", default="linux", choices=forwarder_names(),
@@ -299,14 +313,42 @@ def cmd_pdr(args: argparse.Namespace) -> int:
                        ("min_rate", args.min_rate), ("max_rate", args.max_rate)):
         if value is not None:
             search[key] = value
-    data = {"name": f"pdr-{args.behavior}", "forwarder": args.forwarder,
-            "behaviors": [args.behavior], "packet_sizes": [args.packet_size],
+    behaviors = args.behavior or _pdr_default_behaviors(args.forwarder)
+    data = {"name": f"pdr-{behaviors[0]}" if len(behaviors) == 1 else "pdr",
+            "forwarder": args.forwarder,
+            "behaviors": behaviors, "packet_sizes": [args.packet_size],
             "verify": not args.no_verify, "search": search}
     apply_overrides(data, args.set, "<command line>")
     exp = experiment_from_mapping(data, "<command line>")
     args.mapping = data
     args.algorithm = None
     return _run(exp, args)
+
+
+def _pdr_default_behaviors(forwarder: str) -> list[str]:
+    """The behaviors of :data:`PDR_EXPERIMENT` that ``forwarder`` offers, else (it offers
+    none of them) every behavior of the catalogue it offers; printed before the run."""
+    from srperf import behaviors as catalogue
+    from srperf import forwarders
+
+    path = resources.find_config(PDR_EXPERIMENT, "experiment")
+    listed = load_experiment(path).behaviors
+    fwd = forwarders.get(forwarder)
+    chosen = [b for b in listed if fwd.offers(b)]
+    if chosen:
+        left = [b for b in listed if b not in chosen]
+        source = (f"{count(len(chosen), 'behavior')} of experiment {PDR_EXPERIMENT}, {path}"
+                  + (f"; not offered by {forwarder}: {', '.join(left)}" if left else ""))
+    else:
+        chosen = [b.name for b in catalogue.all_behaviors() if fwd.offers(b.name)]
+        source = (f"every behavior {forwarder} offers: it offers none of experiment "
+                  f"{PDR_EXPERIMENT}'s")
+    if not chosen:
+        raise ConfigError("<command line>", "--forwarder", forwarder,
+                          "offers no behavior of the catalogue (srperf behaviors)")
+    print(f"pdr: no --behavior given: measuring {', '.join(chosen)} on {forwarder} "
+          f"({source}); --behavior NAME measures only NAME", flush=True)
+    return chosen
 
 
 def cmd_behaviors(args: argparse.Namespace) -> int:

@@ -21,8 +21,8 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     c = sub.add_parser(
         "conform", help="run the conformance matrix of behaviors on the SUT; exit 1 on a "
         "failing case",
-        description="Send each behavior's packet variants (srperf.behaviors.conformance) "
-        "through the SUT and compare what comes out with the specifications: a table "
+        description="Send each behavior's packet variants (written from RFC 8986, RFC 8754, "
+        "RFC 9800 and the SR service-programming draft) through the SUT and compare what comes out with the specifications: a table "
         "per behavior (pass, fail with the first differing field, finding: a documented "
         "difference of the forwarder, n/a), stored with the run.")
     c.add_argument("experiment", nargs="?", help="experiment file or name: its forwarder, "

@@ -76,9 +76,13 @@ def subparsers(parser: argparse.ArgumentParser) -> list[tuple[str, argparse.Argu
 
 
 def use_help_formatter(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Give every (sub)command :class:`HelpFormatter`."""
+    """Give every (sub)command :class:`HelpFormatter`, a description and its exit status
+    (``cli_help``)."""
+    from srperf import cli_help
+
     for _, p in subparsers(parser):
         p.formatter_class = HelpFormatter
+        cli_help.complete(p)
     return parser
 
 

@@ -22,7 +22,7 @@ ROLES = ("tester", "sut")
 def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     p = sub.add_parser("provision", help="write the CloudLab profile (TARGET 'cloudlab'), "
                        "or install and tune a testbed's nodes over SSH (TARGET a testbed)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("target", metavar="TARGET",
                    help="'cloudlab', or a testbed file or name")
     p.add_argument("--role", choices=ROLES, action="append",

@@ -63,6 +63,7 @@ from srperf.config.settings import Settings, setting
 from srperf.drivers.base import TrafficGenerator, TrialResult, beyond_generator
 from srperf.errors import GeneratorError
 from srperf.resources import generator_dir
+from srperf.wording import count
 
 log = logging.getLogger(__name__)
 
@@ -480,7 +481,7 @@ class LinuxGenerator(TrafficGenerator):
             # a frame the SUT sent of its own (neighbour discovery, MLD) reached the
             # rx port: it would hide a lost test frame
             consistent = False
-            notes.append(f"received {rep.rx_packets_delta - rep.sent} more frame(s) than sent "
+            notes.append(f"received {count(rep.rx_packets_delta - rep.sent, 'more frame')} than sent "
                          "(stray frames at the rx port)")
         offered_rate = rep.offered / elapsed_s
         error = offered_rate / rate_pps - 1.0

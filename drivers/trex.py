@@ -34,6 +34,7 @@ from srperf.config.settings import Settings, setting
 from srperf.drivers.base import TrafficGenerator, TrialResult
 from srperf.drivers.latency import from_trex
 from srperf.errors import GeneratorError
+from srperf.wording import count
 
 log = logging.getLogger(__name__)
 
@@ -309,7 +310,7 @@ class TrexGenerator(TrafficGenerator):
         consistent = True
         if received > sent:
             consistent = False
-            notes.append(f"received {received - sent} more frame(s) than sent "
+            notes.append(f"received {count(received - sent, 'more frame')} than sent "
                          "(stray frames at the rx port)")
         total = stats.get("total", {}).get("opackets")
         if total is not None and int(total) != sent:
@@ -324,13 +325,13 @@ class TrexGenerator(TrafficGenerator):
                          f"{self.opt.tolerance:.2%})")
         if queue_full:
             limited = True
-            notes.append(f"generator limited: TRex TX queue full {queue_full} times")
+            notes.append(f"generator limited: TRex TX queue full {count(queue_full, 'time')}")
         if missed:
             limited = True
-            notes.append(f"generator limited: TRex's receiving port missed {missed} "
-                         "frame(s) (ierrors): the tester, not the SUT, dropped them")
+            notes.append(f"generator limited: TRex's receiving port missed "
+                         f"{count(missed, 'frame')} (ierrors): the tester, not the SUT, dropped them")
         if sent > intended:
-            notes.append(f"TRex sent {sent - intended} packet(s) more than intended")
+            notes.append(f"TRex sent {count(sent - intended, 'packet')} more than intended")
         warnings = list(out.get("warnings") or [])
         notes.extend(f"TRex warning: {w}" for w in warnings)
         extra: dict[str, Any] = {"queue_full": queue_full, "rx_missed": missed,

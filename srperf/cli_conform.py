@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from srperf.errors import ConfigError
+from srperf.wording import count
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -82,7 +83,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
     store = ResultStore(Path(args.results) / "srperf.sqlite")
     run_id = store.begin_run(f"conform:{exp.name}", tb.name, forwarder.name,
                              environment.collect(), purpose="conform")
-    print(f"conformance run {run_id}: {len(behaviors)} behavior(s) of {forwarder.name} on "
+    print(f"conformance run {run_id}: {count(len(behaviors), 'behavior')} of {forwarder.name} on "
           f"{tb.name}")
     status, reports = "failed", []
 

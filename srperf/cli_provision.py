@@ -15,6 +15,7 @@ from typing import Sequence
 from srperf import resources
 from srperf.provision.runner import StepReport
 from srperf.provision.steps import Outcome, Role, Step
+from srperf.wording import count
 
 ROLES = ("tester", "sut")
 
@@ -83,7 +84,7 @@ def _cloudlab(output: str | None) -> int:
 
 
 def _print_plan(role: str, steps: Sequence[Step]) -> None:
-    print(f"{role}: {len(steps)} step(s) (dry run: nothing is run)")
+    print(f"{role}: {count(len(steps), 'step')} (dry run: nothing is run)")
     for step in steps:
         print(f"- {step.name}" + (f": {step.why}" if step.why else ""))
         if step.applies:

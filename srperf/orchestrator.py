@@ -39,6 +39,7 @@ from srperf.session import MeasurementSession
 from srperf.run_record import describe_error, remove_stale_workdir, run_tmpdir
 from srperf.terminate import run_end
 from srperf.testbeds.base import Testbed
+from srperf.wording import count, plural
 
 log = logging.getLogger(__name__)
 
@@ -213,8 +214,10 @@ class Orchestrator:
         found = run_record.reclaim(store, run_id, self.plan())
         shutil.rmtree(self.results_dir / "runs" / run_id / "tmp", ignore_errors=True)
         self.progress(f"resuming run {run_id} ({found.previous_status}): {len(found.ended)} "
-                      f"of {self.planned} searches ended and are kept; "
-                      f"{found.dropped_trials} trials of an unfinished search dropped")
+                      f"of {count(self.planned, 'search')} ended and "
+                      f"{plural('is', len(found.ended))} kept; "
+                      f"{count(found.dropped_trials, 'trial')} of an unfinished "
+                      f"search dropped")
         return run_id, found.environment, found.ended
 
     def _finish(self, store: ResultStore, report: RunReport, reason: str | None,
@@ -255,12 +258,12 @@ class Orchestrator:
             session.use_options(self.options)
         for rep in reports:
             failing = [r.case for r in rep.results if r.status == "fail"]
-            summary = ", ".join(f"{rep.count(s)} {s}" for s in conform.STATUSES)
+            summary = conform.tally(rep)
             if not failing:
                 self.progress(f"{rep.behavior}: conformance {summary}"
                               + (f" (not run: {rep.skipped})" if rep.skipped else ""))
                 continue
-            reason = (f"conformance required: {len(failing)} failing case(s): "
+            reason = (f"conformance required: {count(len(failing), 'failing case')}: "
                       f"{', '.join(failing[:8])}{' ...' if len(failing) > 8 else ''}")
             for size in self.exp.packet_sizes:
                 key = TrialKey(rep.behavior, self.exp.forwarder, size, 0, 0)
@@ -295,7 +298,7 @@ class Orchestrator:
         try:
             result = session.measure(
                 beh, key, self.settings, self.exp.search.algorithm,
-                on_verified=lambda what: self.progress(f"{beh.name}: verified ({what})"),
+                on_verified=lambda what: self.progress(self._verified(beh.name, what)),
                 latency=self.exp.latency)
         except UnsupportedBehavior as exc:
             self._outcome(store, report, key, "unsupported", exc.reason)
@@ -320,6 +323,11 @@ class Orchestrator:
                           status, reason, repetition=key.repetition, search_seq=key.search_seq)
         self.progress(f"{key.behavior}: {status}: {reason}")
 
+    def _verified(self, behavior: str, what: str) -> str:
+        """``end: verified (...)``; a model checks no frames and says so as it is."""
+        return f"{behavior}: {what}" if self.testbed.is_model else \
+            f"{behavior}: verified ({what})"
+
     def _describe(self, key: TrialKey, result: SearchResult) -> str:
         parts = []
         for g in result.goals:
@@ -332,7 +340,7 @@ class Orchestrator:
             else:
                 parts.append(f"{g.threshold_pct:g}%: {g.status} {g.note}".strip())
         return (f"{key.behavior} size {size_label(key.packet_size)} rep {key.repetition}: "
-                + "; ".join(parts) + f" ({result.n_trials} trials, "
+                + "; ".join(parts) + f" ({count(result.n_trials, 'trial')}, "
                 f"{result.trial_seconds:.1f} trial-s, {result.wall_s:.1f} s)")
 
 

@@ -245,9 +245,11 @@ def _on_simulated(argv: list[str]) -> list[str]:
                 + argv[i + 2:]
     if args.testbed not in virtual:
         return argv
-    parsers = dict(cli_guard.subparsers(cli.build_parser()))
+    # the (sub)command's own parser: the one whose path is the longest prefix of argv
+    parsers = {tuple(prog.split()[1:]): p for prog, p in cli_guard.subparsers(cli.build_parser())}
+    path = max((k for k in parsers if tuple(argv[:len(k)]) == k), key=len)
     positional = any(a.dest == "testbed" and not a.option_strings
-                     for a in parsers[f"srperf {argv[0]}"]._actions)
+                     for a in parsers[path]._actions)
     if not positional:
         return argv + ["--testbed", "simulated"]
     if "testbed/virtual.yaml" in argv:

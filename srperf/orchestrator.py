@@ -296,7 +296,7 @@ class Orchestrator:
             result = session.measure(
                 beh, key, self.settings, self.exp.search.algorithm,
                 on_verified=lambda what: self.progress(f"{beh.name}: verified ({what})"),
-                latency=self.exp.latency)
+                latency=self.exp.latency, profile=self.exp.profile)
         except UnsupportedBehavior as exc:
             self._outcome(store, report, key, "unsupported", exc.reason)
         except VerificationError as exc:
@@ -312,6 +312,11 @@ class Orchestrator:
             for p in result.latency:
                 self.progress(f"{key.behavior}: latency at {p.fraction:.0%} of PDR: "
                               + describe_latency(p))
+            if result.profile is not None:
+                from srperf.profile.describe import describe_profile
+
+                self.progress(f"{key.behavior}: profile at {result.profile.fraction:.0%} of "
+                              f"PDR: {describe_profile(result.profile)}")
 
     def _outcome(self, store: ResultStore, report: RunReport, key: TrialKey, status: str,
                  reason: str) -> None:

@@ -79,6 +79,8 @@ class ProfileTrial:
         self.perf, self.hz, self.top = perf_command, frequency_hz, top
         self.thread_prefix = thread_prefix
         """Name prefix of the forwarding threads on ``cpu`` (None: not known)."""
+        self.last_report = ""
+        """The last ``perf report`` text, as perf printed it (for recording)."""
 
     def run(self, gen: TrafficGenerator, rate_pps: float, duration_s: float,
             fraction: float) -> tuple[Profile, TrialResult]:
@@ -181,6 +183,7 @@ class ProfileTrial:
             profile.sampler_note = (f"perf report failed: exit {rep.returncode}"
                                     + (f": {err[-1]}" if err else ""))
             return
+        self.last_report = rep.stdout
         sampled = perf.parse_report(rep.stdout)
         profile.samples = sampled.samples
         profile.functions = sampled.top(self.top)

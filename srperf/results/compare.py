@@ -53,6 +53,9 @@ class BehaviorChange:
     diff: Difference | None
     verdict: str
     reason: str = ""
+    suspects: tuple = ()
+    """For a regression of a behavior profiled in both runs: the functions whose cost
+    per packet grew most (:class:`srperf.results.suspects.Suspect`), first suspect first."""
 
 
 @dataclass
@@ -186,7 +189,28 @@ def compare_runs(store: ResultStore, baseline: str, current: str,
                             frames.outcomes(bstore, baseline), frames.outcomes(store, current),
                             threshold_pct, method, baseline, current)
     result.model = bool(bstore.simulated_runs([baseline]) or store.simulated_runs([current]))
+    _name_suspects(result, bstore, baseline, store, current)
     return result
+
+
+def _name_suspects(result: Comparison, bstore: ResultStore, baseline: str,
+                   store: ResultStore, current: str) -> None:
+    """Attach the first suspects (grown functions) to each regressed behavior that has
+    profile trials in both runs."""
+    import dataclasses
+
+    from srperf.results.profiles import profile_rows
+    from srperf.results.suspects import suspects
+
+    if not result.regressions:
+        return
+    base = {(r.behavior, r.packet_size): r for r in profile_rows(bstore, baseline)}
+    cur = {(r.behavior, r.packet_size): r for r in profile_rows(store, current)}
+    for i, c in enumerate(result.changes):
+        key = (c.behavior, c.packet_size)
+        if c.verdict == REGRESSION and key in base and key in cur:
+            result.changes[i] = dataclasses.replace(
+                c, suspects=tuple(suspects(base[key], cur[key])))
 
 
 def _num(x: float, fmt: str = "{:.1f}") -> str:
@@ -213,4 +237,10 @@ def format_markdown(c: Comparison) -> str:
         thr = "" if math.isnan(x.threshold_pct) else f"{x.threshold_pct:g}"
         lines.append(f"| {x.behavior} | {x.packet_size} | {thr} | {base} | {cur} | {change} "
                      f"| {ci} | {x.verdict} | {x.reason} |")
+    named = [x for x in c.changes if x.suspects]
+    if named:
+        lines += ["", "First suspects (sampled functions whose cost per packet grew, "
+                      "from the profile trials):"]
+        lines += [f"- {x.behavior} {x.packet_size} B: "
+                  + "; ".join(s.describe() for s in x.suspects) for x in named]
     return "\n".join(lines)

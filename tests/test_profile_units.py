@@ -1,0 +1,189 @@
+"""srperf.profile without traffic: the parsers on recorded output (tests/data/profile),
+the VPP runtime source through the FakeVppctl double (tests/doubles/vppctl), the stored
+profile round trip, the per-behavior summary and the first suspects of a regression."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from srperf.profile import cpustat, perf
+from srperf.profile.bpf import attached, prog_stats
+from srperf.profile.model import FunctionShare, NodeCost, Profile, ProgramCost
+from srperf.profile.vpp import VppRuntime, busy_nodes, parse_runtime
+from srperf.results.profiles import agreements, format_profiles, summarize_profiles
+from srperf.results.suspects import suspects
+from srperf.transports.netns import NetnsTransport
+
+DATA = Path(__file__).parent / "data" / "profile"
+DOUBLES = Path(__file__).parent / "doubles"
+
+
+def test_perf_report_recorded_on_the_virtual_testbed_is_parsed() -> None:
+    """Real `perf report --stdio --no-children --sort sym -n --comms napi/s0-N` output of
+    a 2 s End.X profile trial on this VM (recorded by the capture in the test's data)."""
+    text = (DATA / "perf_report_end_x.txt").read_text()
+    sampled = perf.parse_report(text)
+    rows = [line for line in text.splitlines() if "%" in line and "[" in line
+            and not line.startswith("#")]
+    assert sampled.samples == sum(int(r.split()[1]) for r in rows) > 100
+    assert len(sampled.functions) == len(rows)
+    assert sum(f.share for f in sampled.functions) == pytest.approx(1.0)
+    top = sampled.functions[0]
+    assert top.samples == max(int(r.split()[1]) for r in rows)
+    first = rows[0].split()
+    assert top.share == pytest.approx(float(first[0].rstrip("%")) / 100, abs=0.0006)
+    names = {f.symbol for f in sampled.functions}
+    assert any(n.startswith(("fib6_", "ip6_pol_route", "ip6_route")) for n in names)
+    assert all(f.kernel for f in sampled.functions[:5])
+    assert [f.symbol for f in sampled.top(3)] == [f.symbol for f in sampled.functions[:3]]
+
+
+def test_perf_report_rows_user_and_kernel() -> None:
+    text = ("# Samples: 4  of event 'cpu-clock'\n#\n"
+            "    50.00%             2  [k] fib6_table_lookup\n"
+            "    25.00%             1  [.] main\n"
+            "    25.00%             1  [k] nft_do_chain\n")
+    s = perf.parse_report(text)
+    assert s.samples == 4
+    assert [(f.symbol, f.samples, f.kernel) for f in s.functions] == [
+        ("fib6_table_lookup", 2, True), ("main", 1, False), ("nft_do_chain", 1, True)]
+    assert perf.parse_report("# nothing\n").samples == 0
+
+
+def test_perf_stat_without_pmu_recorded_here_and_with_one() -> None:
+    """This VM's real answer (no PMU: <not supported>) gives no count, never a zero; the
+    second text is perf's -x, layout as a PMU host prints it (not recorded here)."""
+    no_pmu = perf.parse_stat((DATA / "perf_stat_no_pmu.txt").read_text())
+    assert no_pmu == {"cycles": None, "instructions": None}
+    with_pmu = perf.parse_stat("5123456789,,cycles,2000000000,100.00,,\n"
+                               "7345678901,,instructions,2000000000,100.00,1.43,insn per cycle\n")
+    assert with_pmu == {"cycles": 5123456789, "instructions": 7345678901}
+
+
+def test_proc_stat_ps_and_task_stat_recorded_here() -> None:
+    text = (DATA / "proc_stat.txt").read_text()
+    cpu1 = cpustat.parse_proc_stat(text, 1)
+    line = next(x for x in text.splitlines() if x.startswith("cpu1 ")).split()
+    assert cpu1.busy_ticks() == int(line[3]) + int(line[6]) + int(line[7])
+    with pytest.raises(cpustat.CpuStatError, match="cpu99"):
+        cpustat.parse_proc_stat(text, 99)
+    threads = cpustat.parse_ps((DATA / "ps_threads.txt").read_text())
+    assert any(t.comm.startswith("napi/s0-") and t.cpu == 1 for t in threads)
+    stat = (DATA / "proc_pid_stat_napi.txt").read_text()
+    fields = stat[stat.rindex(")") + 2:].split()
+    assert cpustat.parse_task_ticks(stat) == int(fields[11]) + int(fields[12]) > 0
+
+
+def test_bpftool_json() -> None:
+    """bpftool's JSON layouts: `net show` (tc entries name their program "id" in
+    bpftool 7.1, "prog_id" in later ones; xdp "id") and `prog show id N`."""
+    net = json.dumps([{"xdp": [{"devname": "t1", "ifindex": 7, "mode": "driver", "id": 41,
+                                "name": "sink"}],
+                       "tc": [{"devname": "s0", "ifindex": 5, "kind": "clsact/ingress",
+                               "name": "srproxy.o:[tc]", "id": 42},
+                              {"devname": "s1", "ifindex": 6, "kind": "clsact/ingress",
+                               "name": "srp_ad", "prog_id": 43}],
+                       "flow_dissector": []}])
+    assert attached(net) == {41: "sink", 42: "srproxy.o", 43: "srp_ad"}
+    assert prog_stats(json.dumps({"id": 42, "name": "srp_end_ad", "run_time_ns": 900,
+                                  "run_cnt": 10})) == ("srp_end_ad", 10, 900)
+    assert ProgramCost("p", 1, 10, 900).ns_per_run == 90.0
+    assert ProgramCost("p", 1, 0, 0).ns_per_run is None
+
+
+def test_vpp_show_runtime_parsed() -> None:
+    nodes = parse_runtime((DATA / "vpp_show_runtime_sample.txt").read_text())
+    by = {(n.thread, n.node): n for n in nodes}
+    assert len(nodes) == 12
+    merged = by[("vpp_main", "acl-plugin-fa-worker-cleaner-p")]
+    assert merged.state == "interrupt wa" and merged.calls == 7
+    sr = by[("vpp_wk_0", "sr-localsid")]
+    assert (sr.calls, sr.vectors, sr.clocks, sr.vectors_per_call) == (
+        112871, 3604023, 41.2, 31.93)
+    assert sr.clocks_per_packet == 41.2
+    assert by[("vpp_main", "unix-epoll-input")].clocks_per_packet is None
+    busy = busy_nodes(nodes)
+    assert busy[0].node == "ip6-drop" and all(n.vectors for n in busy)
+
+
+def test_vpp_runtime_source_clears_then_reads_through_vppctl(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command sequence at the vppctl boundary, with FakeVppctl (a recording test
+    double: no VPP here): clear runtime before, show runtime after, on the socket."""
+    answers = tmp_path / "answers"
+    answers.mkdir()
+    shutil.copy(DATA / "vpp_show_runtime_sample.txt", answers / "show_runtime")
+    log = tmp_path / "vppctl.log"
+    monkeypatch.setenv("FAKE_VPPCTL_LOG", str(log))
+    monkeypatch.setenv("FAKE_VPPCTL_ANSWERS", str(answers))
+    with NetnsTransport(None) as node:
+        src = VppRuntime(node, str(DOUBLES / "vppctl"), "/run/vpp/cli.sock")
+        prof = Profile(0.9, 1000.0, 1.0, 1)
+        src.start()
+        src.stop(prof)
+        assert log.read_text().splitlines() == ["clear runtime", "show runtime"]
+        assert prof.nodes[0].node == "ip6-drop" and not prof.notes
+        # vppctl exits 0 on a failed command: its words are the reason
+        monkeypatch.setenv("FAKE_VPPCTL_FAIL", "clear runtime")
+        prof = Profile(0.9, 1000.0, 1.0, 1)
+        src.start()
+        src.stop(prof)
+        assert prof.nodes == [] and "not cleared" in prof.notes[0]
+
+
+def _profile(ns: float, shares: dict[str, float], packets: int = 1_000_000) -> Profile:
+    total = 1000
+    return Profile(0.9, 500e3, 2.0, 1, packets=packets, busy_ns=int(ns * packets),
+                   functions=[FunctionShare(s, v, int(v * total)) for s, v in shares.items()],
+                   samples=total, pmu_note="no hardware PMU: ...")
+
+
+def _frames(run: str, data: dict[str, tuple[float, dict[str, float], float]]
+            ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    prof, srch = [], []
+    for beh, (ns, shares, pdr) in data.items():
+        for rep in (1, 2):
+            p = _profile(ns, shares)
+            prof.append({"run_id": run, "behavior": beh, "packet_size": 64, "repetition": rep,
+                         "detail": json.dumps(p.to_dict())})
+            srch.append({"run_id": run, "behavior": beh, "packet_size": 64, "repetition": rep,
+                         "threshold_pct": 0.5, "status": "ok", "lower_pps": pdr})
+    return pd.DataFrame(prof), pd.DataFrame(srch)
+
+
+def test_profile_round_trip_summary_and_agreement() -> None:
+    p = _profile(1000.0, {"fib6_table_lookup": 0.2, "ip6_forward": 0.1})
+    p.programs.append(ProgramCost("srp_ad", 3, 100, 5000))
+    p.nodes.append(NodeCost("vpp_wk_0", "sr-localsid", "active", 1, 32, 0, 41.2, 32.0))
+    back = Profile.from_dict(json.loads(json.dumps(p.to_dict())))
+    assert back == p and back.ns_per_packet == 1000.0
+    assert back.function_ns() == [("fib6_table_lookup", 200.0), ("ip6_forward", 100.0)]
+    profiles, searches = _frames("r", {"end": (1000.0, {"ip6_forward": 0.3}, 800e3),
+                                       "end_x": (1500.0, {"fib6_table_lookup": 0.3}, 500e3)})
+    rows = summarize_profiles(profiles, searches)
+    assert [(r.behavior, r.n, r.ns_per_packet, r.pdr_kpps) for r in rows] == [
+        ("end", 2, 1000.0, 800.0), ("end_x", 2, 1500.0, 500.0)]
+    assert "no hardware PMU: ..." in rows[0].notes
+    (a,) = agreements(rows)
+    assert (a.behavior, a.reference, a.ns_ratio, a.pdr_ratio) == ("end_x", "end", 1.5, 1.6)
+    assert a.disagreement_pct == pytest.approx(-6.25)
+    text = format_profiles(rows)
+    assert "fib6_table_lookup 30.0 %" in text and "ns x1.50  PDR x1.60" in text
+
+
+def test_first_suspect_is_the_function_that_grew() -> None:
+    base, _ = _frames("b", {"end": (1000.0, {"ip6_forward": 0.3, "fib6_table_lookup": 0.1},
+                                    800e3)})
+    cur, _ = _frames("c", {"end": (1600.0, {"nft_do_chain": 0.35, "ip6_forward": 0.19,
+                                            "fib6_table_lookup": 0.06}, 500e3)})
+    (b,), (c,) = summarize_profiles(base), summarize_profiles(cur)
+    found = suspects(b, c)
+    assert found[0].symbol == "nft_do_chain" and found[0].new
+    assert found[0].delta_ns == pytest.approx(560.0)
+    assert "nft_do_chain (new) 0.0 % -> 35.0 %" in found[0].describe()
+    assert [s.symbol for s in found] == ["nft_do_chain", "ip6_forward"]  # 300 -> 304 ns

@@ -187,3 +187,44 @@ def test_first_suspect_is_the_function_that_grew() -> None:
     assert found[0].delta_ns == pytest.approx(560.0)
     assert "nft_do_chain (new) 0.0 % -> 35.0 %" in found[0].describe()
     assert [s.symbol for s in found] == ["nft_do_chain", "ip6_forward"]  # 300 -> 304 ns
+
+
+def _stored_run(store: "ResultStore", pdrs: list[float],
+                shares: dict[str, float], ns: float) -> str:
+    """A run of End with SYNTHETIC searches and profiles (made up here, no traffic)."""
+    from srperf.results.store import TrialKey
+    from srperf.search.base import GoalResult, SearchResult
+
+    run = store.begin_run("exp", "tb", "linux", {"synthetic": True})
+    for rep, pdr in enumerate(pdrs, 1):
+        key = TrialKey("end", "linux", 64, rep, rep)
+        store.add_search(run, key, SearchResult("bisect", [GoalResult(0.5, pdr, pdr * 1.01,
+                                                                      "ok")]))
+        store.add_profile(run, key, _profile(ns, shares))
+        store.add_outcome(run, "end", "linux", 64, "measured", repetition=rep,
+                          search_seq=rep)
+    store.end_run(run, "finished")
+    return run
+
+
+def test_compare_and_report_name_the_suspect_from_the_store(tmp_path: Path) -> None:
+    from srperf.results.compare import compare_runs, format_markdown
+    from srperf.results.report import render_html, write_report
+    from srperf.results.store import ResultStore
+
+    with ResultStore(tmp_path / "srperf.sqlite") as store:
+        base = _stored_run(store, [800e3, 810e3, 790e3], {"ip6_forward": 0.3}, 1000.0)
+        cur = _stored_run(store, [500e3, 510e3, 490e3],
+                          {"nft_do_chain": 0.4, "ip6_forward": 0.18}, 1650.0)
+        same = _stored_run(store, [800e3, 805e3, 795e3], {"ip6_forward": 0.3}, 1000.0)
+        c = compare_runs(store, base, cur)
+        (change,) = c.changes
+        assert change.verdict == "regression" and change.suspects[0].symbol == "nft_do_chain"
+        text = format_markdown(c)
+        assert "First suspects" in text and "nft_do_chain (new) 0.0 % -> 40.0 %" in text
+        assert not compare_runs(store, base, same).changes[0].suspects  # no regression
+        data = write_report(store, [base, cur], tmp_path / "r.html", comparison=c)
+        html = render_html(data)
+    assert [p["rows"][0].ns_per_packet for p in data.profiles] == [1000.0, 1650.0]
+    assert "Where the time goes" in html and "First suspects for end" in html
+    assert html.count('alt="ns per packet by function"') == 2

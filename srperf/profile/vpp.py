@@ -1,11 +1,11 @@
 """VPP's ``show runtime``, per graph node: clocks per packet and vectors per call.
 
 As CSIT keeps it beside every result: ``clear runtime`` before the trial, ``show
-runtime`` after it, through ``vppctl -s SOCKET`` on the SUT.  The table (one per VPP
-thread, ``Thread N name (lcore C)``)::
+runtime`` after it, through ``vppctl -s SOCKET`` on the SUT.  One table per VPP
+thread (``Thread N name (lcore C)``), columns ``Name State Calls Vectors Suspends
+Clocks Vectors/Call``, a row for instance::
 
-                 Name                 State         Calls          Vectors        Suspends         Clocks       Vectors/Call
-    sr-localsid                      active              12345          1580160               0          4.12e1          128.00
+    sr-localsid        active     12345     1580160     0     4.12e1     128.00
 
 ``Clocks`` is clocks per vector for a node that handled vectors, else per call.  A
 long node name may run into its state column (``...-pinterrupt wa``), so rows are

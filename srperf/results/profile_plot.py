@@ -29,8 +29,8 @@ def profile_bars_png(rows: list[BehaviorProfile], title: str, top: int = 8) -> s
         widths = []
         for r in rows:
             part = dict(r.function_ns())
-            widths.append(part.get(sym, 0.0) if sym != OTHER else
-                          r.ns_per_packet - sum(part.get(s, 0.0) for s in names))  # type: ignore[operator]
+            rest = (r.ns_per_packet or 0.0) - sum(part.get(s, 0.0) for s in names)
+            widths.append(part.get(sym, 0.0) if sym != OTHER else rest)
         ax.barh(labels, widths, left=left, label=sym,
                 color="#cccccc" if sym == OTHER else COLORS[i % len(COLORS)])
         left = [a + b for a, b in zip(left, widths)]

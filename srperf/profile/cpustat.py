@@ -78,10 +78,10 @@ def parse_ps(text: str) -> list[Thread]:
     return out
 
 
-def threads_named(transport: Transport, prefix: str, cpu: int) -> list[Thread]:
-    """Tasks whose name starts with ``prefix`` and that run on ``cpu``."""
+def threads_named(transport: Transport, prefix: str) -> list[Thread]:
+    """Tasks whose name starts with ``prefix`` (on any CPU)."""
     res = transport.run(["ps", "-e", "-L", "-o", "tid=,psr=,comm="], timeout=20.0)
-    return [t for t in parse_ps(res.stdout) if t.comm.startswith(prefix) and t.cpu == cpu]
+    return [t for t in parse_ps(res.stdout) if t.comm.startswith(prefix)]
 
 
 def parse_task_ticks(text: str) -> int:
@@ -90,15 +90,19 @@ def parse_task_ticks(text: str) -> int:
     return int(rest[11]) + int(rest[12])   # fields 14 and 15 of proc(5)
 
 
-def task_ticks(transport: Transport, pids: list[int]) -> int:
-    """Sum of utime + stime of ``pids`` (clock ticks)."""
+def task_ticks(transport: Transport, pids: list[int]) -> dict[int, int]:
+    """utime + stime (clock ticks) of each of ``pids`` that still exists."""
     if not pids:
-        return 0
+        return {}
     res = transport.run(["cat", *(f"/proc/{p}/stat" for p in pids)], timeout=10.0)
-    if not res.ok:
+    out = {}
+    for line in res.stdout.splitlines():
+        if line.strip():
+            out[int(line.split()[0])] = parse_task_ticks(line)
+    if not out and not res.ok:
         raise CpuStatError(f"{transport.where}: reading /proc/PID/stat of {pids}: "
                            f"{res.stderr.strip()}")
-    return sum(parse_task_ticks(line) for line in res.stdout.splitlines() if line.strip())
+    return out
 
 
 __all__ = ["CpuTimes", "CpuStatError", "parse_proc_stat", "read", "clock_ticks", "BUSY_FIELDS",

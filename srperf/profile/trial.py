@@ -122,10 +122,9 @@ class ProfileTrial:
                 jobs["stat"] = _Background(self.node, _pinned(perf.stat_argv(
                     self.perf, cpu, duration_s), pin), duration_s + 60.0)
         hz = cpustat.clock_ticks(self.node)
-        threads = cpustat.threads_named(self.node, self.thread_prefix, cpu) \
-            if self.thread_prefix else []
-        pids = [t.pid for t in threads]
-        profile.threads = [t.comm for t in threads]
+        candidates = {t.pid: t for t in cpustat.threads_named(self.node, self.thread_prefix)} \
+            if self.thread_prefix else {}
+        pids = sorted(candidates)
         for job in jobs.values():
             job.start()
         if jobs:
@@ -144,13 +143,20 @@ class ProfileTrial:
         profile.busy_ns = round((after.busy_ticks() - before.busy_ticks()) * 1e9 / hz)
         profile.busy_note = (f"/proc/stat cpu{cpu} system+irq+softirq, {1000 / hz:g} ms "
                              f"ticks")
-        if pids:
-            profile.thread_ns = round((after_tasks - before_tasks) * 1e9 / hz)
+        ran = {pid: after_tasks[pid] - before_tasks[pid] for pid in after_tasks
+               if pid in before_tasks and after_tasks[pid] > before_tasks[pid]}
+        if ran:
+            # threads of the same name on other testbeds stayed idle: only those that ran
+            profile.threads = [candidates[pid].comm for pid in sorted(ran)]
+            profile.thread_ns = round(sum(ran.values()) * 1e9 / hz)
             profile.busy_note += (f"; forwarding threads {', '.join(profile.threads)}: "
                                   f"/proc/PID/stat utime+stime")
+            elsewhere = [candidates[p].comm for p in ran if candidates[p].cpu != cpu]
+            if elsewhere:
+                profile.busy_note += f" (not on cpu{cpu}: {', '.join(elsewhere)})"
         elif self.thread_prefix:
-            profile.busy_note += (f"; no thread named {self.thread_prefix}* on cpu{cpu}: "
-                                  f"time per packet is the whole CPU's")
+            profile.busy_note += (f"; no thread named {self.thread_prefix}* ran: time per "
+                                  f"packet is the whole CPU's")
         if "stat" in outcomes:
             self._counts(profile, *outcomes["stat"])
         if "record" in outcomes:

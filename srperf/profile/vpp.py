@@ -108,6 +108,9 @@ class VppRuntime(ProfileSource):
         if not nodes:
             profile.notes.append("VPP show runtime: no node rows found")
         profile.nodes.extend(busy_nodes(nodes))
+        profile.notes.append("VPP polls its input: its CPU is busy with or without packets, "
+                             "so its ns per packet is an upper bound; the nodes' clocks per "
+                             "packet are its cost")
 
 
 __all__ = ["parse_runtime", "busy_nodes", "VppRuntime", "STATES"]

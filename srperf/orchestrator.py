@@ -316,7 +316,8 @@ class Orchestrator:
                 from srperf.profile.describe import describe_profile
 
                 self.progress(f"{key.behavior}: profile at {result.profile.fraction:.0%} of "
-                              f"PDR: {describe_profile(result.profile)}")
+                              f"{result.profile.load_basis}: "
+                              f"{describe_profile(result.profile)}")
 
     def _outcome(self, store: ResultStore, report: RunReport, key: TrialKey, status: str,
                  reason: str) -> None:

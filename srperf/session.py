@@ -297,12 +297,15 @@ class MeasurementSession:
     def profile(self, behavior: Any, key: TrialKey, result: SearchResult,
                 cfg: ProfileConfig) -> Any:
         """A profile trial at ``cfg.fraction`` of the PDR ``result`` found (its highest
-        loss threshold): the SUT's forwarding CPU measured through the SUT's transport
+        loss threshold; of its highest passing rate when the generator, not the SUT,
+        ran out): the SUT's forwarding CPU measured through the SUT's transport
         (:mod:`srperf.profile`), stored with the search and its trial."""
         from srperf.profile.model import Profile
 
         goal = max(result.goals, key=lambda g: g.threshold_pct)
-        pdr = goal.lower_bound_pps if goal.status in ("ok", "at_max") else None
+        pdr = goal.lower_bound_pps if goal.status in ("ok", "at_max", "generator_limited") \
+            else None
+        basis = "highest passing rate" if goal.status == "generator_limited" else "PDR"
         cpu = self.testbed.forwarding_cpu()
         profiler = self.sut.profiler(cpu, cfg.frequency_hz, cfg.top,
                                      self.testbed.forwarding_threads())
@@ -315,6 +318,7 @@ class MeasurementSession:
             self.testbed.keep_claim()
             gen = self.generator(behavior, key.search_seq)
             prof, trial = profiler.run(gen, cfg.fraction * pdr, cfg.duration_s, cfg.fraction)
+            prof.load_basis = basis
             trial = dataclasses.replace(trial, extra={**trial.extra, "purpose": "profile",
                                                       "pdr_fraction": cfg.fraction})
             if self.store is not None and self.run_id is not None:

@@ -65,7 +65,7 @@ class Profile:
     where a part could not be measured."""
 
     fraction: float
-    """Load as a fraction of the PDR found."""
+    """Load as a fraction of the PDR found (see :attr:`load_basis`)."""
     rate_pps: float
     """Offered rate of the trial, packets per second."""
     duration_s: float
@@ -99,6 +99,10 @@ class Profile:
     nodes: list[NodeCost] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     """What the forwarder's own sources (BPF stats, VPP runtime) could not measure."""
+    load_basis: str = "PDR"
+    """What ``fraction`` applies to: ``PDR``, or ``highest passing rate`` when the
+    search ended generator-limited (the SUT's PDR is above what the tester could send;
+    the time per packet is still the SUT's)."""
 
     @property
     def ns_per_packet(self) -> float | None:

@@ -38,6 +38,14 @@ PERF_START_S = 0.3
 """Head start given to perf before the traffic starts (seconds)."""
 
 
+def perf_window_s(duration_s: float) -> float:
+    """How long perf samples: the trial's duration plus room for the generator's set-up
+    and wind-down (seconds).  The extra time costs no accuracy where the samples are
+    those of the forwarding threads (idle, they take none); elsewhere it adds whatever
+    else ran on the CPU, which a dedicated SUT does not have."""
+    return 1.5 * duration_s + 2.0
+
+
 class _Background(threading.Thread):
     """One command on the node, run while the traffic runs."""
 
@@ -116,11 +124,12 @@ class ProfileTrial:
         data = posixpath.join(self.node.workdir(), f"perf-cpu{cpu}.data")
         jobs: dict[str, _Background] = {}
         if not no_perf:
+            window = perf_window_s(duration_s)
             jobs["record"] = _Background(self.node, _pinned(perf.record_argv(
-                self.perf, cpu, self.hz, data, duration_s), pin), duration_s + 60.0)
+                self.perf, cpu, self.hz, data, window), pin), window + 60.0)
             if not profile.pmu_note:
                 jobs["stat"] = _Background(self.node, _pinned(perf.stat_argv(
-                    self.perf, cpu, duration_s), pin), duration_s + 60.0)
+                    self.perf, cpu, window), pin), window + 60.0)
         hz = cpustat.clock_ticks(self.node)
         candidates = {t.pid: t for t in cpustat.threads_named(self.node, self.thread_prefix)} \
             if self.thread_prefix else {}

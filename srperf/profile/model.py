@@ -72,7 +72,10 @@ class Profile:
     cpu: int | None
     """The SUT's forwarding CPU (None: not known, nothing per CPU measured)."""
     packets: int = 0
-    """Packets forwarded during the trial (received by the tester)."""
+    """Packets forwarded during the window (see :attr:`packets_source`)."""
+    packets_source: str = ""
+    """Where :attr:`packets` comes from: the SUT egress port's kernel counter, or the
+    tester's received count where the SUT has none."""
     loss_ratio: float | None = None
     busy_ns: int | None = None
     """system + irq + softirq nanoseconds of ``cpu`` during the trial (/proc/stat)."""

@@ -12,8 +12,9 @@ Around one trial of ``duration_s`` at ``rate_pps``:
 5. the sources stop (and restore what they switched on); ``perf report`` runs on the
    SUT and its output is parsed here.
 
-Busy ns per packet = (system + irq + softirq time of the CPU) / packets forwarded
-(received by the tester).  Whatever cannot be measured is a stated note, never a
+ns per packet = forwarding time / packets forwarded: the time is the forwarding
+threads' (where the testbed names them) or the CPU's system + irq + softirq time,
+the packets the SUT's egress counter's (else the tester's received count).  Whatever cannot be measured is a stated note, never a
 number: perf missing, no PMU, no CPU named (``sut.cpu``).
 """
 
@@ -82,8 +83,11 @@ class ProfileTrial:
 
     def __init__(self, node: Transport, cpu: int | None, sources: Sequence[ProfileSource] = (),
                  perf_command: str = "perf", frequency_hz: int = 999, top: int = 10,
-                 thread_prefix: str | None = None) -> None:
+                 thread_prefix: str | None = None, out_port: str | None = None) -> None:
         self.node, self.cpu, self.sources = node, cpu, list(sources)
+        self.out_port = out_port
+        """The SUT's egress interface: its kernel tx counter counts the packets forwarded
+        during the window (None: the tester's received count is used)."""
         self.perf, self.hz, self.top = perf_command, frequency_hz, top
         self.thread_prefix = thread_prefix
         """Name prefix of the forwarding threads on ``cpu`` (None: not known)."""
@@ -116,6 +120,7 @@ class ProfileTrial:
             profile.busy_note = profile.sampler_note = profile.pmu_note = why
             trial = gen.trial(rate_pps, duration_s)
             profile.packets, profile.loss_ratio = trial.received, trial.loss_ratio
+            profile.packets_source = "tester received"
             return trial
         no_perf = perf.has_perf(self.node, self.perf)
         profile.sampler_note = no_perf
@@ -138,6 +143,7 @@ class ProfileTrial:
             job.start()
         if jobs:
             time.sleep(PERF_START_S)
+        tx_before = self._tx_packets()
         before = cpustat.read(self.node, cpu)
         before_tasks = cpustat.task_ticks(self.node, pids)
         t0 = time.monotonic()
@@ -147,8 +153,17 @@ class ProfileTrial:
             after_tasks = cpustat.task_ticks(self.node, pids)
             after = cpustat.read(self.node, cpu)
             profile.window_s = time.monotonic() - t0
+            tx_after = self._tx_packets()
             outcomes = {name: job.outcome() for name, job in jobs.items()}
-        profile.packets, profile.loss_ratio = trial.received, trial.loss_ratio
+        profile.loss_ratio = trial.loss_ratio
+        if tx_before is not None and tx_after is not None:
+            # all the SUT forwarded in the window, also when the generator ran its
+            # trial more than once (its count is the last attempt's)
+            profile.packets = tx_after - tx_before
+            profile.packets_source = f"SUT {self.out_port} tx_packets"
+        else:
+            profile.packets = trial.received
+            profile.packets_source = "tester received"
         profile.busy_ns = round((after.busy_ticks() - before.busy_ticks()) * 1e9 / hz)
         profile.busy_note = (f"/proc/stat cpu{cpu} system+irq+softirq, {1000 / hz:g} ms "
                              f"ticks")
@@ -171,6 +186,16 @@ class ProfileTrial:
         if "record" in outcomes:
             self._samples(profile, data, *outcomes["record"])
         return trial
+
+    def _tx_packets(self) -> int | None:
+        if self.out_port is None:
+            return None
+        res = self.node.run(["cat", f"/sys/class/net/{self.out_port}/statistics/tx_packets"],
+                            timeout=10.0)
+        try:
+            return int(res.stdout.strip())
+        except ValueError:
+            return None
 
     @staticmethod
     def _counts(profile: Profile, res: CommandResult | None, why: str) -> None:

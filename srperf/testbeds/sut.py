@@ -189,7 +189,8 @@ class SutControl:
             self.install()
         return ProfileTrial(self.transport, cpu,
                             self.forwarder.profile_sources(self.transport, self.env),
-                            frequency_hz=frequency_hz, top=top, thread_prefix=thread_prefix)
+                            frequency_hz=frequency_hz, top=top, thread_prefix=thread_prefix,
+                            out_port=self.tb.sut.out_port.name)
 
 
 def configure(tb: TestbedConfig, forwarder: str, function: str,

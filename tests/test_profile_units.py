@@ -233,3 +233,18 @@ def test_compare_and_report_name_the_suspect_from_the_store(tmp_path: Path) -> N
     assert [p["rows"][0].ns_per_packet for p in data.profiles] == [1000.0, 1650.0]
     assert "Where the time goes" in html and "First suspects for end" in html
     assert html.count('alt="ns per packet by function"') == 2
+
+
+def test_a_model_sut_has_no_cpu_to_profile(tmp_path: Path) -> None:
+    from srperf.config.model import Experiment, ProfileConfig, SearchConfig, TestbedConfig
+    from srperf.orchestrator import Orchestrator
+
+    sim = TestbedConfig(name="sim", kind="simulated",
+                        simulated={"capacity_pps": {"default": 1_000_000}})
+    exp = Experiment(name="p", behaviors=("ipv6",),
+                     search=SearchConfig(algorithm="bisect", thresholds_pct=(0.5,)),
+                     profile=ProfileConfig(enabled=True))
+    (_, result), = Orchestrator(exp, sim, tmp_path).run().searches
+    prof = result.profile
+    assert prof.ns_per_packet is None and prof.functions == []
+    assert prof.busy_note == "the SUT is a model: there is no CPU to profile"

@@ -179,6 +179,7 @@ def test_profile_round_trip_summary_and_agreement() -> None:
     assert a.disagreement_pct == pytest.approx(-6.25)
     text = format_profiles(rows)
     assert "fib6_table_lookup 30.0 %" in text and "ns x1.50  PDR x1.60" in text
+    assert "end_x            fib6_table_lookup +450 ns" in text
 
 
 def test_first_suspect_is_the_function_that_grew() -> None:

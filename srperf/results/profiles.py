@@ -164,7 +164,35 @@ def format_profiles(rows: list[BehaviorProfile], top: int = 3) -> str:
         for a in ag:
             lines.append(f"  {a.behavior:<16} ns x{a.ns_ratio:.2f}  PDR x{a.pdr_ratio:.2f}  "
                          f"({a.disagreement_pct:+.0f} %)")
+    extra = extra_time(rows)
+    if extra:
+        ref = next(iter(extra.values()))[0]
+        lines.append(f"where the extra time goes against {ref} (ns per packet grown most):")
+        for beh, (_, grown) in extra.items():
+            lines.append(f"  {beh:<16} " + "; ".join(
+                f"{g.symbol} {g.delta_ns:+.0f} ns" for g in grown if g.delta_ns is not None))
     return "\n".join(lines)
+
+
+def extra_time(rows: list[BehaviorProfile], reference: str | None = None,
+               top: int = 3) -> dict[str, tuple[str, list[Any]]]:
+    """Behavior -> (reference, the functions whose ns per packet grew most against the
+    reference): where a slower behavior spends its extra time."""
+    from srperf.results.suspects import suspects
+
+    by = {(r.behavior, r.packet_size): r for r in rows}
+    names = [r.behavior for r in rows]
+    ref_name = reference or ("end" if "end" in names else (names[0] if names else ""))
+    out: dict[str, tuple[str, list[Any]]] = {}
+    for r in rows:
+        ref = by.get((ref_name, r.packet_size))
+        if ref is None or r is ref or r.ns_per_packet is None or ref.ns_per_packet is None \
+                or not r.shares or not ref.shares:
+            continue
+        grown = suspects(ref, r, top)
+        if grown:
+            out[r.behavior] = (ref_name, grown)
+    return out
 
 
 def profile_rows(store: Any, run_id: str) -> list[BehaviorProfile]:
@@ -173,4 +201,4 @@ def profile_rows(store: Any, run_id: str) -> list[BehaviorProfile]:
 
 
 __all__ = ["BehaviorProfile", "Agreement", "summarize_profiles", "agreements",
-           "format_profiles", "profile_rows"]
+           "format_profiles", "profile_rows", "extra_time"]

@@ -252,8 +252,8 @@ def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = N
 
         with ResultStore(report.store_path) as store:
             rows = profile_rows(store, report.run_id)
-        print("\nprofile trials (busy ns of the SUT's forwarding CPU per forwarded packet, "
-              "medians over repetitions):")
+        print("\nprofile trials (ns of the SUT's forwarding per forwarded packet: its "
+              "threads' CPU time, else its CPU's busy time; medians over repetitions):")
         print(format_profiles(rows))
     print(f"\ntrials: {report.store_path}  summary: {report.summary_csv}")
     if orch.testbed.is_model:

@@ -48,7 +48,7 @@ def test_profile_trial_over_ssh(node: SshdNode, tmp_path: Path,
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "end: profile at 90% of " in out and "ns/pkt in cpu1" in out
-    assert "profile trials (busy ns" in out
+    assert "profile trials (ns of the SUT's forwarding per forwarded packet" in out
     db = sqlite3.connect(tmp_path / "res" / "srperf.sqlite")
     (ns, cpu_ns, samples, pmu_note, detail), = db.execute(
         "SELECT ns_per_packet, cpu_ns_per_packet, samples, pmu_note, detail FROM profiles")

@@ -180,6 +180,7 @@ def test_profile_round_trip_summary_and_agreement() -> None:
     text = format_profiles(rows)
     assert "fib6_table_lookup 30.0 %" in text and "ns x1.50  PDR x1.60" in text
     assert "end_x            fib6_table_lookup +450 ns" in text
+    assert "IPv6 route lookup functions" in text and "end 0, end_x 450" in text
 
 
 def test_first_suspect_is_the_function_that_grew() -> None:

@@ -19,6 +19,16 @@ import pandas as pd
 from srperf.profile.model import Profile
 
 
+GROUPS: dict[str, tuple[str, ...]] = {
+    "IPv6 route lookup": ("fib6_", "ip6_pol_route", "ip6_route_", "ip6_rt_", "rt6_",
+                          "ip6_dst_", "ip6_ins_rt", "ip6_create_rt_rcu"),
+    "netfilter": ("nft_", "nf_", "ipt_", "ip6t_"),
+}
+"""Families of kernel functions (name prefixes) whose ns per packet is summed in the
+profile summary: the route lookup SRPerf found behind End.X and End.DX6, and
+netfilter (the planted slowdown of bench/profile_nft.py)."""
+
+
 @dataclass
 class BehaviorProfile:
     """One behavior's profile trials summarised (ns per packet, shares 0..1, kpps)."""
@@ -41,6 +51,14 @@ class BehaviorProfile:
     """BPF program -> median ns per run."""
     nodes: dict[str, float] = field(default_factory=dict)
     """VPP graph node -> median clocks per packet."""
+
+    def group_ns(self, prefixes: tuple[str, ...]) -> float | None:
+        """ns per packet in the sampled functions whose names start with ``prefixes``
+        (of the top functions kept: a lower bound)."""
+        if self.ns_per_packet is None or not self.shares:
+            return None
+        return self.ns_per_packet * sum(v for s, v in self.shares.items()
+                                        if s.startswith(prefixes))
 
     def function_ns(self, top: int | None = None) -> list[tuple[str, float]]:
         if self.ns_per_packet is None:
@@ -142,7 +160,7 @@ def format_profiles(rows: list[BehaviorProfile], top: int = 3) -> str:
     if not rows:
         return "(no profile trials)"
     lines = [f"{'behavior':<16} {'size':>4} {'n':>2} {'ns/pkt':>8} {'PDR kpps':>9}  "
-             f"top functions (share of busy samples)"]
+             f"top functions (share of the forwarding's samples)"]
     for r in rows:
         ns = f"{r.ns_per_packet:8.0f}" if r.ns_per_packet is not None else f"{'-':>8}"
         pdr = f"{r.pdr_kpps:9.1f}" if r.pdr_kpps is not None else f"{'-':>9}"
@@ -164,6 +182,12 @@ def format_profiles(rows: list[BehaviorProfile], top: int = 3) -> str:
         for a in ag:
             lines.append(f"  {a.behavior:<16} ns x{a.ns_ratio:.2f}  PDR x{a.pdr_ratio:.2f}  "
                          f"({a.disagreement_pct:+.0f} %)")
+    for name, prefixes in GROUPS.items():
+        found = [(r, r.group_ns(prefixes)) for r in rows]
+        if any(ns for _, ns in found):
+            lines.append(f"ns per packet in {name} functions ({', '.join(prefixes)}*): "
+                         + ", ".join(f"{r.behavior} {ns:.0f}" for r, ns in found
+                                     if ns is not None))
     extra = extra_time(rows)
     if extra:
         ref = next(iter(extra.values()))[0]
@@ -201,4 +225,4 @@ def profile_rows(store: Any, run_id: str) -> list[BehaviorProfile]:
 
 
 __all__ = ["BehaviorProfile", "Agreement", "summarize_profiles", "agreements",
-           "format_profiles", "profile_rows", "extra_time"]
+           "format_profiles", "profile_rows", "extra_time", "GROUPS"]

@@ -213,7 +213,7 @@ def collect(store: ResultStore, run_ids: Iterable[str], title: str = "",
 def _profiles(store: ResultStore, ids: list[str], labels: dict[str, str],
               with_plots: bool) -> list[dict[str, Any]]:
     """The profile trials of each run (srperf.profile), summarised per behavior."""
-    from srperf.results.profiles import agreements, extra_time, profile_rows
+    from srperf.results.profiles import GROUPS, agreements, extra_time, profile_rows
 
     out = []
     for run_id in ids:
@@ -227,6 +227,9 @@ def _profiles(store: ResultStore, ids: list[str], labels: dict[str, str],
             bars = profile_bars_png(rows, f"where the time goes: {labels.get(run_id, run_id)}")
         out.append({"label": labels.get(run_id, run_id), "rows": rows,
                     "agreements": agreements(rows), "extra": extra_time(rows),
+                    "groups": {name: [(r.behavior, r.group_ns(prefixes)) for r in rows]
+                               for name, prefixes in GROUPS.items()
+                               if any(r.group_ns(prefixes) for r in rows)},
                     "notes": sorted({n for r in rows for n in r.notes}), "bars": bars})
     return out
 

@@ -1,38 +1,60 @@
-"""Bar chart of profile trials: per behavior, ns per packet split by top functions."""
+"""Bar chart of profile trials: per behavior, ns per packet split by function.
+
+Each bar is one behavior's median ns per packet; its segments are the function
+families of :data:`srperf.results.profiles.GROUPS` (summed: the IPv6 route lookup,
+netfilter), then the largest other functions, then the rest."""
 
 from __future__ import annotations
 
 from srperf.results.plots import COLORS, plt, png_data_uri
-from srperf.results.profiles import BehaviorProfile
+from srperf.results.profiles import GROUPS, BehaviorProfile
 
 OTHER = "(other)"
 
 
+def _group_of(symbol: str) -> str | None:
+    return next((name for name, prefixes in GROUPS.items() if symbol.startswith(prefixes)),
+                None)
+
+
+def segments(r: BehaviorProfile) -> dict[str, float]:
+    """ns per packet of each group (``name (sum)``) and of each ungrouped function."""
+    out: dict[str, float] = {}
+    for sym, ns in r.function_ns():
+        group = _group_of(sym)
+        name = f"{group} (sum)" if group else sym
+        out[name] = out.get(name, 0.0) + ns
+    return out
+
+
 def stacked_functions(rows: list[BehaviorProfile], top: int = 8) -> list[str]:
-    """The functions that get their own colour: the largest ns/packet over all rows."""
+    """The segments that get their own colour: groups first, then the functions with the
+    largest ns per packet over all rows."""
     weight: dict[str, float] = {}
     for r in rows:
-        for sym, ns in r.function_ns():
-            weight[sym] = max(weight.get(sym, 0.0), ns)
-    return [s for s, _ in sorted(weight.items(), key=lambda kv: -kv[1])[:top]]
+        for name, ns in segments(r).items():
+            weight[name] = max(weight.get(name, 0.0), ns)
+    groups = [n for n in weight if n.endswith(" (sum)")]
+    rest = [n for n, _ in sorted(weight.items(), key=lambda kv: -kv[1]) if n not in groups]
+    return (groups + rest)[:top]
 
 
 def profile_bars_png(rows: list[BehaviorProfile], title: str, top: int = 8) -> str:
     """Horizontal stacked bars (PNG data URI): one per behavior, length = median ns per
-    packet, split into the ``top`` largest functions and the rest."""
+    packet, split into the groups, the largest functions and the rest."""
     rows = [r for r in rows if r.ns_per_packet is not None]
     names = stacked_functions(rows, top)
     fig, ax = plt.subplots(figsize=(10.0, 1.0 + 0.45 * max(len(rows), 1)))
     labels = [f"{r.behavior} ({r.packet_size} B)" for r in rows]
     left = [0.0] * len(rows)
-    for i, sym in enumerate([*names, OTHER]):
+    for i, name in enumerate([*names, OTHER]):
         widths = []
         for r in rows:
-            part = dict(r.function_ns())
-            rest = (r.ns_per_packet or 0.0) - sum(part.get(s, 0.0) for s in names)
-            widths.append(part.get(sym, 0.0) if sym != OTHER else rest)
-        ax.barh(labels, widths, left=left, label=sym,
-                color="#cccccc" if sym == OTHER else COLORS[i % len(COLORS)])
+            part = segments(r)
+            rest = (r.ns_per_packet or 0.0) - sum(part.get(n, 0.0) for n in names)
+            widths.append(part.get(name, 0.0) if name != OTHER else rest)
+        ax.barh(labels, widths, left=left, label=name,
+                color="#cccccc" if name == OTHER else COLORS[i % len(COLORS)])
         left = [a + b for a, b in zip(left, widths)]
     ax.set_xlabel("ns per forwarded packet (forwarding CPU time / packets)")
     ax.set_title(title, fontsize=10)
@@ -42,4 +64,4 @@ def profile_bars_png(rows: list[BehaviorProfile], title: str, top: int = 8) -> s
     return png_data_uri(fig)
 
 
-__all__ = ["profile_bars_png", "stacked_functions", "OTHER"]
+__all__ = ["profile_bars_png", "stacked_functions", "segments", "OTHER"]

@@ -59,7 +59,7 @@ def main() -> int:
         "behaviors": args.behaviors.split(","), "repetitions": args.repetitions,
         "search": {"algorithm": "bisect", "trial_duration_s": 0.5, "accuracy": "2%",
                    "min_rate": "3%", "max_rate": args.max_rate},
-        "profile": {"enabled": True, "duration_s": 2.0}}, "<bench/profile_nft.py>")
+        "profile": {"enabled": True, "duration_s": 1.0, "top": 20}}, "<bench/profile_nft.py>")
     results = Path(args.results)
     try:
         base = Orchestrator(exp, tb, results, progress=print, keep_testbed=True).run()

@@ -19,7 +19,7 @@ from srperf.profile.bpf import SYSCTL, BpfPrograms
 from srperf.profile.perf import PMU_DEVICES
 from srperf.profile.trial import ProfileTrial
 from srperf.results.store import ResultStore, TrialKey
-from srperf.search.base import SearchSettings
+from srperf.search.base import GoalResult, SearchResult
 from srperf.session import MeasurementSession
 from srperf.testbeds.virtual import VirtualTestbed
 from srperf.transports.netns import NetnsTransport
@@ -46,16 +46,20 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MeasurementSes
 
 def test_profile_trial_after_a_search_is_measured_and_stored(
         session: MeasurementSession) -> None:
+    """The profile step of a search (MeasurementSession.profile) given a found PDR of
+    200 kpps (the search itself is srperf's; `srperf run` with a profile runs in
+    tests/test_profile_ssh.py): a 1 s trial at 90 % of it, measured and stored."""
     beh = catalogue.get("end")
-    settings = SearchSettings(thresholds_pct=(0.5,), trial_duration_s=0.3,
-                              initial_trial_duration_s=0.3, min_rate_pps=30e3,
-                              max_rate_pps=300e3, accuracy_pps=30e3)
     key = TrialKey("end", "linux", 64, 1, 1)
-    result = session.measure(beh, key, settings, "bisect",
-                             profile=ProfileConfig(enabled=True, duration_s=1.0, top=5))
-    prof = result.profile
-    pdr = result.goals[0].lower_bound_pps
-    assert pdr and prof.rate_pps == pytest.approx(0.9 * pdr)
+    found = SearchResult("bisect", [GoalResult(0.5, 200e3, 210e3, "ok")])
+    session.configure(beh)
+    try:
+        session.prepare(beh, 64)
+        prof = session.profile(beh, key, found, ProfileConfig(enabled=True, duration_s=1.0,
+                                                              top=5))
+    finally:
+        session.unconfigure(beh)
+    assert prof.rate_pps == pytest.approx(180e3) and prof.load_basis == "PDR"
     assert prof.cpu == 1 and prof.packets > 0.5 * prof.rate_pps
     assert prof.packets_source == "SUT s1 tx_packets"
     # the NAPI thread of the SUT's ingress port forwarded them, on CPU 1

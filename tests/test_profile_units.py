@@ -250,3 +250,33 @@ def test_a_model_sut_has_no_cpu_to_profile(tmp_path: Path) -> None:
     prof = result.profile
     assert prof.ns_per_packet is None and prof.functions == []
     assert prof.busy_note == "the SUT is a model: there is no CPU to profile"
+
+
+def test_generator_limited_rates_are_judged_on_time_per_packet(tmp_path: Path) -> None:
+    """SYNTHETIC store data: rates generator-limited on both sides (no number), profile
+    trials slower by about 2.5x: the comparison judges the time per packet."""
+    from srperf.results.compare import compare_runs
+    from srperf.results.store import ResultStore, TrialKey
+    from srperf.search.base import GoalResult, SearchResult
+
+    def run(store: ResultStore, ns: list[float], shares: dict[str, float]) -> str:
+        rid = store.begin_run("exp", "tb", "linux", {"synthetic": True})
+        for rep, v in enumerate(ns, 1):
+            key = TrialKey("end", "linux", 64, rep, rep)
+            store.add_search(rid, key, SearchResult("bisect", [GoalResult(
+                0.5, 300e3, 310e3, "generator_limited")]))
+            store.add_profile(rid, key, _profile(v, shares))
+            store.add_outcome(rid, "end", "linux", 64, "measured", repetition=rep,
+                              search_seq=rep)
+        return rid
+
+    with ResultStore(tmp_path / "s.sqlite") as store:
+        base = run(store, [2900.0, 2800.0, 3000.0], {"veth_poll": 0.05})
+        cur = run(store, [7400.0, 8300.0, 7000.0], {"nft_do_chain": 0.41, "veth_poll": 0.02})
+        (c,) = compare_runs(store, base, cur).changes
+        assert c.verdict == "regression" and c.suspects[0].symbol == "nft_do_chain"
+        assert "judged on the forwarding's time per packet" in c.reason
+        assert "2900 -> 7400 ns" in c.reason
+        (same,) = compare_runs(store, base, run(store, [2950.0, 2850.0, 2900.0],
+                                                {"veth_poll": 0.05})).changes
+        assert same.verdict in ("no_change", "inconclusive") and not same.suspects

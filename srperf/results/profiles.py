@@ -51,6 +51,8 @@ class BehaviorProfile:
     """BPF program -> median ns per run."""
     nodes: dict[str, float] = field(default_factory=dict)
     """VPP graph node -> median clocks per packet."""
+    ns_values: list[float] = field(default_factory=list)
+    """ns per packet of each profile trial (the repetitions)."""
 
     def group_ns(self, prefixes: tuple[str, ...]) -> float | None:
         """ns per packet in the sampled functions whose names start with ``prefixes``
@@ -117,7 +119,8 @@ def summarize_profiles(profiles: pd.DataFrame,
             _median([p.instructions_per_packet for p in timed
                      if p.instructions_per_packet is not None]),
             notes, {k: _median(v) or 0.0 for k, v in programs.items()},
-            {k: _median(v) or 0.0 for k, v in nodes.items()}))
+            {k: _median(v) or 0.0 for k, v in nodes.items()},
+            [p.ns_per_packet for p in timed if p.ns_per_packet is not None]))
     return out
 
 

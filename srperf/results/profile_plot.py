@@ -45,7 +45,8 @@ def profile_bars_png(rows: list[BehaviorProfile], title: str, top: int = 8) -> s
     rows = [r for r in rows if r.ns_per_packet is not None]
     names = stacked_functions(rows, top)
     fig, ax = plt.subplots(figsize=(10.0, 1.0 + 0.45 * max(len(rows), 1)))
-    labels = [f"{r.behavior} ({r.packet_size} B)" for r in rows]
+    labels = [f"{r.behavior} ({r.packet_size} B)"
+              + ("" if r.basis == "PDR" else "\nat a generator-limited load") for r in rows]
     left = [0.0] * len(rows)
     for i, name in enumerate([*names, OTHER]):
         widths = []

@@ -260,6 +260,15 @@ def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = N
         for key, p in latency:
             print(f"  {key.behavior} {key.packet_size} B rep {key.repetition} "
                   f"{p.fraction:.0%}: {describe_latency(p)}")
+    if any(result.profile is not None for _, result in report.searches):
+        from srperf.results.profiles import format_profiles, profile_rows
+        from srperf.results.store import ResultStore
+
+        with ResultStore(report.store_path) as store:
+            rows = profile_rows(store, report.run_id)
+        print("\nprofile trials (ns of the SUT's forwarding per forwarded packet: its "
+              "threads' CPU time, else its CPU's busy time; medians over repetitions):")
+        print(format_profiles(rows))
     print(f"\ntrials: {report.store_path}  summary: {report.summary_csv}")
     if orch.testbed.is_model:
         print("NOTE: the testbed is a simulated SUT model; these are not measurements.")

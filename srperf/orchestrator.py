@@ -299,7 +299,7 @@ class Orchestrator:
             result = session.measure(
                 beh, key, self.settings, self.exp.search.algorithm,
                 on_verified=lambda what: self.progress(self._verified(beh.name, what)),
-                latency=self.exp.latency)
+                latency=self.exp.latency, profile=self.exp.profile)
         except UnsupportedBehavior as exc:
             self._outcome(store, report, key, "unsupported", exc.reason)
         except VerificationError as exc:
@@ -315,6 +315,12 @@ class Orchestrator:
             for p in result.latency:
                 self.progress(f"{key.behavior}: latency at {p.fraction:.0%} of PDR: "
                               + describe_latency(p))
+            if result.profile is not None:
+                from srperf.profile.describe import describe_profile
+
+                self.progress(f"{key.behavior}: profile at {result.profile.fraction:.0%} of "
+                              f"{result.profile.load_basis}: "
+                              f"{describe_profile(result.profile)}")
 
     def _outcome(self, store: ResultStore, report: RunReport, key: TrialKey, status: str,
                  reason: str) -> None:

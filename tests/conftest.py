@@ -8,9 +8,9 @@ import subprocess
 import pytest
 
 # Namespace prefixes the suite's tests use (one per test area).
-TEST_PREFIXES = ("srpt", "tgen", "lxc", "ebp", "srpcli", "srpsig", "sshq", "srpssh",
-                 "cfgc", "srpvp", "srppv", "srpbd", "srphd", "h16a", "h16b", "h17c", "h17e",
-                 "htrex", "hvary", "s27")
+TEST_PREFIXES = ("srpt", "tgen", "lxc", "ebp", "srpcli", "srpsig", "sshq", "srpssh", "cfgc",
+                 "srpvp", "srppv", "srpbd", "srphd", "h16a", "h16b", "h17c", "h17e", "htrex",
+                 "hvary", "s27", "s23")
 
 
 def _namespaces() -> set[str]:

@@ -18,7 +18,7 @@ import jsonschema
 
 from srperf.imix import IMIX_SIZE, parse_imix
 from srperf.config.model import (Addressing, Experiment, LatencyConfig, PortConfig,
-                                 SearchConfig,
+                                 ProfileConfig, SearchConfig,
                                  SshConfig, SutConfig, TesterConfig, TestbedConfig,
                                  TransportConfig, expand_proxy_command, vnf_sid)
 from srperf.config.settings import SettingError
@@ -155,7 +155,8 @@ def experiment_from_mapping(data: dict[str, Any], file: str) -> Experiment:
         repetitions=int(data.get("repetitions", 1)), testbed=data.get("testbed"),
         verify=bool(data.get("verify", True)), options=dict(data.get("options", {})),
         conformance=str(data.get("conformance", "off")),
-        latency=LatencyConfig.from_mapping(dict(data.get("latency", {}))), source=file)
+        latency=LatencyConfig.from_mapping(dict(data.get("latency", {}))),
+        profile=ProfileConfig.from_mapping(dict(data.get("profile", {}))), source=file)
 
 
 def _check_behaviors(file: str, forwarder: str, behaviors: tuple[str, ...]) -> None:

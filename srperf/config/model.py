@@ -337,6 +337,30 @@ class LatencyConfig(Settings):
 
 
 @dataclass(frozen=True)
+class ProfileConfig(Settings):
+    """A profile trial after each search (srperf.profile): at ``fraction`` of the PDR
+    found, the SUT's forwarding CPU (``sut.cpu``) is measured through the SUT's
+    transport: busy ns per packet, cycles and instructions per packet where a PMU
+    exists, sampled kernel functions, BPF programs' and VPP graph nodes' cost."""
+
+    enabled: bool = setting(False, "run a profile trial after each search",
+                            schema={"type": "boolean"})
+    fraction: float = setting(0.9, "load of the profile trial, as a fraction of the PDR "
+                              "found (its highest loss threshold)",
+                              schema={"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+                              parse=float)
+    duration_s: float = setting(2.0, "duration of the profile trial", unit="s",
+                                schema={"type": "number", "exclusiveMinimum": 0,
+                                        "maximum": 600}, parse=float)
+    top: int = setting(10, "functions kept (the largest shares of the sampled time)",
+                       unit="functions",
+                       schema={"type": "integer", "minimum": 1, "maximum": 200}, parse=int)
+    frequency_hz: int = setting(999, "perf sampling frequency on the forwarding CPU",
+                                unit="Hz", schema={"type": "integer", "minimum": 10,
+                                                   "maximum": 20000}, parse=int)
+
+
+@dataclass(frozen=True)
 class Experiment:
     """Behaviors to measure on one forwarder, how, and how often."""
 
@@ -349,6 +373,7 @@ class Experiment:
     """The mix of the ``imix`` packet size: (size in bytes, weight) pairs."""
     search: SearchConfig = SearchConfig()
     latency: LatencyConfig = LatencyConfig()
+    profile: ProfileConfig = ProfileConfig()
     repetitions: int = 1
     testbed: str | None = None
     verify: bool = True

@@ -53,6 +53,9 @@ class BehaviorChange:
     diff: Difference | None
     verdict: str
     reason: str = ""
+    suspects: tuple = ()
+    """For a regression of a behavior profiled in both runs: the functions whose cost
+    per packet grew most (:class:`srperf.results.suspects.Suspect`), first suspect first."""
 
 
 @dataclass
@@ -186,7 +189,53 @@ def compare_runs(store: ResultStore, baseline: str, current: str,
                             frames.outcomes(bstore, baseline), frames.outcomes(store, current),
                             threshold_pct, method, baseline, current)
     result.model = bool(bstore.simulated_runs([baseline]) or store.simulated_runs([current]))
+    _use_profiles(result, bstore, baseline, store, current)
     return result
+
+
+def _use_profiles(result: Comparison, bstore: ResultStore, baseline: str,
+                  store: ResultStore, current: str) -> None:
+    """Where both runs have profile trials of a behavior: judge a behavior whose rates
+    cannot be compared (generator-limited) on its time per packet instead, and attach
+    the first suspects (functions whose cost grew) to each regression."""
+    import dataclasses
+
+    from srperf.results.profiles import profile_rows
+    from srperf.results.suspects import suspects
+
+    base = {(r.behavior, r.packet_size): r for r in profile_rows(bstore, baseline)}
+    cur = {(r.behavior, r.packet_size): r for r in profile_rows(store, current)}
+    for i, c in enumerate(result.changes):
+        key = (c.behavior, c.packet_size)
+        if key not in base or key not in cur:
+            continue
+        if c.verdict == NOT_COMPARABLE:
+            c = _judge_time(c, base[key].ns_values, cur[key].ns_values,
+                            result.threshold_pct, result.method)
+        if c.verdict == REGRESSION:
+            c = dataclasses.replace(c, suspects=tuple(suspects(base[key], cur[key])))
+        result.changes[i] = c
+
+
+def _judge_time(c: BehaviorChange, base_ns: list[float], cur_ns: list[float],
+                threshold_pct: float, method: str) -> BehaviorChange:
+    """``c`` judged on the forwarding's time per packet (profile trials): as a capacity
+    (packets per second of forwarding time, 1e9 / ns, higher is better) so that the
+    verdicts mean what they mean for rates."""
+    import dataclasses
+
+    if len(base_ns) < 2 or len(cur_ns) < 2:
+        return c
+    bcap = [1e9 / v for v in base_ns if v > 0]
+    ccap = [1e9 / v for v in cur_ns if v > 0]
+    diff = welch_diff(bcap, ccap) if method == "welch" else bootstrap_ratio(bcap, ccap)
+    verdict, why = judge(diff, threshold_pct)
+    med = lambda v: sorted(v)[len(v) // 2]  # noqa: E731
+    reason = (f"rates not comparable ({c.reason}); judged on the forwarding's time per "
+              f"packet (profile trials): {med(base_ns):.0f} -> {med(cur_ns):.0f} ns, capacity "
+              f"{diff.delta_pct:+.1f} % (95 % {diff.low_pct:+.1f} to {diff.high_pct:+.1f}): "
+              f"{why}")
+    return dataclasses.replace(c, verdict=verdict, reason=reason)
 
 
 def _num(x: float, fmt: str = "{:.1f}") -> str:
@@ -213,4 +262,10 @@ def format_markdown(c: Comparison) -> str:
         thr = "" if math.isnan(x.threshold_pct) else f"{x.threshold_pct:g}"
         lines.append(f"| {x.behavior} | {x.packet_size} | {thr} | {base} | {cur} | {change} "
                      f"| {ci} | {x.verdict} | {x.reason} |")
+    named = [x for x in c.changes if x.suspects]
+    if named:
+        lines += ["", "First suspects (sampled functions whose cost per packet grew, "
+                      "from the profile trials):"]
+        lines += [f"- {x.behavior} {x.packet_size} B: "
+                  + "; ".join(s.describe() for s in x.suspects) for x in named]
     return "\n".join(lines)

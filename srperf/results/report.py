@@ -141,6 +141,9 @@ class ReportData:
     conformance: list[dict[str, Any]] = field(default_factory=list)
     """Per run and behavior: counts of pass/fail/finding/n/a and the cases that did
     not pass."""
+    profiles: list[dict[str, Any]] = field(default_factory=list)
+    """Per run with profile trials: ``label``, ``rows`` (BehaviorProfile),
+    ``agreements`` (time ratio against PDR ratio), ``notes`` and ``bars`` (PNG)."""
 
 
 def _label(row: pd.Series, index: int) -> str:
@@ -203,7 +206,32 @@ def collect(store: ResultStore, run_ids: Iterable[str], title: str = "",
         generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         version=srperf.__version__, runs=runs, tables=tables, unmeasured=unmeasured,
         behaviors=behaviors, latency=_latency(t_df), comparison=comparison,
-        any_simulated=any(r.simulated for r in runs), conformance=conf)
+        any_simulated=any(r.simulated for r in runs), conformance=conf,
+        profiles=_profiles(store, ids, labels, plots_per_search))
+
+
+def _profiles(store: ResultStore, ids: list[str], labels: dict[str, str],
+              with_plots: bool) -> list[dict[str, Any]]:
+    """The profile trials of each run (srperf.profile), summarised per behavior."""
+    from srperf.results.profiles import GROUPS, agreements, extra_time, profile_rows
+
+    out = []
+    for run_id in ids:
+        rows = profile_rows(store, run_id)
+        if not rows:
+            continue
+        bars = ""
+        if with_plots and any(r.ns_per_packet is not None for r in rows):
+            from srperf.results.profile_plot import profile_bars_png
+
+            bars = profile_bars_png(rows, f"where the time goes: {labels.get(run_id, run_id)}")
+        out.append({"label": labels.get(run_id, run_id), "rows": rows,
+                    "agreements": agreements(rows), "extra": extra_time(rows),
+                    "groups": {name: [(r.behavior, r.group_ns(prefixes)) for r in rows]
+                               for name, prefixes in GROUPS.items()
+                               if any(r.group_ns(prefixes) for r in rows)},
+                    "notes": sorted({n for r in rows for n in r.notes}), "bars": bars})
+    return out
 
 
 def _conformance(df: pd.DataFrame, labels: dict[str, str]) -> list[dict[str, Any]]:

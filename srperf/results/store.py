@@ -205,6 +205,22 @@ class ResultStore:
             estimate_pps=g.estimate_pps, estimate_low_pps=g.estimate_low_pps,
             estimate_high_pps=g.estimate_high_pps) for g in result.goals])
 
+    def add_profile(self, run_id: str, key: TrialKey, p: Any) -> None:
+        """Store the profile trial (:class:`srperf.profile.model.Profile`) of a search."""
+        top = p.functions[0].symbol if p.functions else None
+        self._insert(schema.profiles, dict(
+            run_id=run_id, time=_now(), behavior=key.behavior, forwarder=key.forwarder,
+            packet_size=key.packet_size, repetition=key.repetition,
+            search_seq=key.search_seq, fraction=p.fraction, rate_pps=p.rate_pps,
+            duration_s=p.duration_s, cpu=p.cpu, packets=p.packets, loss_ratio=p.loss_ratio,
+            busy_ns=p.busy_ns, thread_ns=p.thread_ns, ns_per_packet=p.ns_per_packet,
+            cpu_ns_per_packet=p.cpu_ns_per_packet,
+            cycles_per_packet=p.cycles_per_packet,
+            instructions_per_packet=p.instructions_per_packet, samples=p.samples,
+            top_function=top, busy_note=p.busy_note, pmu_note=p.pmu_note,
+            sampler_note=p.sampler_note,
+            detail=json.dumps(p.to_dict(), sort_keys=True, default=str)))
+
     def add_outcome(self, run_id: str, behavior: str, forwarder: str, packet_size: int,
                     status: str, reason: str = "", repetition: int | None = None,
                     search_seq: int | None = None) -> None:
@@ -225,7 +241,7 @@ class ResultStore:
         dropped: dict[str, int] = {}
         try:
             with self.engine.begin() as conn:
-                for table in (schema.trials, schema.searches):
+                for table in (schema.trials, schema.searches, schema.profiles):
                     res = conn.execute(table.delete().where(
                         table.c.run_id == run_id, table.c.search_seq.not_in(ended)))
                     dropped[table.name] = int(res.rowcount or 0)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping
 
 from srperf.config.model import TestbedConfig
 from srperf.config.settings import Settings, setting
@@ -165,6 +165,12 @@ class EbpfForwarder(Forwarder):
             return res.stdout
 
         return read_with(runner, script)
+
+    def profile_sources(self, sut: Transport, env: Mapping[str, str]) -> list[Any]:
+        """Each attached program's run time (the kernel's BPF statistics)."""
+        from srperf.profile.bpf import BpfPrograms
+
+        return [BpfPrograms(sut)]
 
 
 FORWARDER = EbpfForwarder()

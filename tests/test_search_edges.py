@@ -10,7 +10,7 @@ from srperf.drivers.base import TrialResult
 from srperf.drivers.simulated import SimulatedGenerator, SimulatedModel
 from srperf.search import SearchSettings, create
 
-SEARCHES = ["bisect", "multi", "mlr", "mlrsearch"]
+SEARCHES = ["bisect", "multi", "mlr", "mlrsearch", "lossfit"]
 SETTINGS = SearchSettings(thresholds_pct=(0.0, 0.5), min_rate_pps=100_000.0,
                           max_rate_pps=1_500_000.0, accuracy_pps=10_000.0, relative_width=0.01)
 

@@ -28,33 +28,42 @@ What is reported (per goal, threshold t)
 
 Trial placement (one goal at a time, lowest threshold first; trials are shared)
     1. Start: one trial at max, ``initial_trial_duration_s`` long.
-    2. *Probe* while the fit is missing or loose (fewer than
-       :data:`MIN_EXACT` bad trials, or its 95 % interval wider than
-       :data:`PLACE_WIDTHS` W): a short trial (``initial_trial_duration_s``)
-       just above the crossing, at the fit's 95 % upper end (capped at
-       c * exp(:data:`PROBE_SPREADS` spreads) and clipped to [min, max] and
-       below any load the generator could not offer).  Above the crossing most
-       trials lose, and a trial that loses gives an exact reading.
-    3. *Candidate*: final-duration trials at ``L = c * exp(-W / 2)`` (kept below
-       any upper-bound load and above the current lower bound) until the
-       decision rule classifies it.  Their losses join the fit.
+    2. *Probe* while the fit is missing or loose (fewer than :data:`MIN_EXACT`
+       exact readings, or its 95 % interval wider than :data:`PLACE_WIDTHS` W):
+       a short trial (``initial_trial_duration_s``) at the fit's 95 % upper
+       end, at most :data:`PROBE_SPREADS` fitted spreads above the crossing
+       (clipped to [min, max] and below any load the generator could not
+       offer).  Above the crossing most trials lose, and a trial that loses
+       gives an exact reading.
+    3. *Candidate*: final-duration trials at ``L = max(c * exp(-CANDIDATE_OFFSET
+       * W), low)`` (c the fitted crossing, low the interval's lower end; kept
+       below any upper-bound load and above the current lower bound) until the
+       decision rule classifies it.  Their losses join the fit.  A candidate
+       the fit has left behind (more than :data:`ABANDON_ABOVE` W above c, or
+       more than :data:`ACCEPT_WIDTHS` W below it) is given up undecided.
     4. Done when a lower bound L exists and either
 
        * ``ln(high / L) <= W``: the interval from the reported value to the
          fit's 95 % upper end is narrower than the goal width (a steady SUT), or
-       * ``low <= L`` and ``ln(high / low) <= NOISE_WIDTHS * W``: the trial-to-
-         trial noise keeps the 95 % interval wider than the goal width, but L
-         lies inside it and the interval is within :data:`NOISE_WIDTHS` goal
-         widths (the crossing's standard error about one goal width).
+       * the 95 % interval is wider than W (trial-to-trial noise), within
+         :data:`NOISE_WIDTHS` W, and L is at most :data:`ACCEPT_WIDTHS` W below
+         c: the crossing's standard error is then about one goal width, which
+         no number of trials within a duration sum could shrink much.
 
-       Otherwise: probe while the interval is too wide; put a new candidate up
-       when L is provably below the crossing (below the interval) and down when
-       L turned out an upper bound.
+       A lower bound above the fit's upper end (a lucky pass) takes more final
+       trials, up to ``duration_sum_s`` of them, before it is accepted.
+       Otherwise: probe while the interval is too wide, else place a new
+       candidate (up when L is too far below c, down when L turned out an
+       upper bound).
     Without a fit (nothing lost more than t yet, or every loss was total) the
     goal brackets in log space like ``mlr``: probes halve the span between the
     highest load that passed and the lowest that failed or that the generator
     could not offer; once it is narrower than W the load that passed becomes
     the candidate (at max: ``at_max``; at min failing: ``below_min``).
+
+Costs (bench/search_b1.py, model SUT): about 0.5-0.7x MLRsearch 1.2.1's trial
+seconds at 0-2 % capacity noise for the same goal settings; the constants
+below were chosen on that bench (error <= 0.5 % and cost <= 0.7x at each noise).
 
 Statuses are those of the other searches (:class:`srperf.search.base.GoalResult`).
 """
@@ -85,13 +94,14 @@ NOISE_WIDTHS = 5.0
 PROBE_SPREADS = 2.0
 """Probes go no further above the crossing than this many fitted spreads
 (standard deviations of the trials' ln crossings, at least one goal width)."""
-CANDIDATE_OFFSET = 0.25
+CANDIDATE_OFFSET = 0.1
 """A candidate goes this many goal widths below the fitted crossing, or at the
 fit's 95 % lower end if that is closer (a steady SUT)."""
 ACCEPT_WIDTHS = 1.25
 """A noisy goal's lower bound must be within this many goal widths below the fit."""
-PROBE_AT_HIGH = 1
 ABANDON_ABOVE = 0.5
+"""A candidate still undecided is given up once it lies this many goal widths above
+the fitted crossing (it would most likely end an upper bound after 6 more seconds)."""
 _EPS = 1e-9
 
 
@@ -208,7 +218,7 @@ class LossFitSearch(SearchAlgorithm):
         """A load just above the crossing (module docstring, step 2)."""
         spread = max(fit.scale * math.pi / math.sqrt(3.0), self.width)
         far = fit.crossing_pps * math.exp(PROBE_SPREADS * spread)
-        if PROBE_AT_HIGH and fit.ci_high_pps is not None:
+        if fit.ci_high_pps is not None:
             far = min(far, fit.ci_high_pps)
         return self._clip(far)
 

@@ -159,13 +159,15 @@ def summarize(dump: list[dict[str, Any]], names: list[str], algs: list[str], our
     mine, theirs = median_cv(cvs, ours, names), median_cv(cvs, "bisect", names)
     print(f"CV ratio {ours}/bisect (median over behaviors): {mine / theirs:.2f} "
           "(target <= 0.5)")
+    def med(alg: str, behavior: str) -> float:
+        return statistics.median(present(results[(alg, behavior)]) or [math.nan])
+
     for other in algs:
         if other != ours and costs[other] and costs[ours]:
+            ratios = ", ".join(f"{b} {med(ours, b) / med(other, b):.3f}" for b in names)
             print(f"trial-s ratio {ours}/{other}: "
                   f"{statistics.mean(costs[ours]) / statistics.mean(costs[other]):.2f}; "
-                  f"median PDR ratio {ours}/{other}: " + ", ".join(
-                      f"{b} {statistics.median(present(results[(ours, b)]) or [math.nan]) / statistics.median(present(results[(other, b)]) or [math.nan]):.3f}"  # noqa: E501
-                      for b in names))
+                  f"median PDR ratio {ours}/{other}: {ratios}")
 
 
 def run_repeats(s: BenchSession, tb: TestbedConfig, names: list[str],

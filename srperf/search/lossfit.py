@@ -102,6 +102,9 @@ ACCEPT_WIDTHS = 1.25
 ABANDON_ABOVE = 0.5
 """A candidate still undecided is given up once it lies this many goal widths above
 the fitted crossing (it would most likely end an upper bound after 6 more seconds)."""
+CONTRADICTED_WIDTHS = 1.0
+"""An upper bound this many goal widths below the fitted crossing contradicts the
+threshold model: the goal then places candidates as ``mlr`` would."""
 _EPS = 1e-9
 
 
@@ -114,6 +117,8 @@ class Goal:
     """The load being made a lower bound (final trials), pps."""
     done: bool = False
     fit: LossFit | None = None
+    descents: int = 0
+    """Steps taken down from an upper bound the fit did not expect (see ``_descend``)."""
 
 
 class LossFitSearch(SearchAlgorithm):
@@ -234,13 +239,17 @@ class LossFitSearch(SearchAlgorithm):
         if g.candidate is not None:
             st = self._status(g.candidate, t)
             if st not in (LOWER, UPPER, LIMITED) and (hi is None or g.candidate < hi) \
-                    and not self._misplaced(g.candidate, fit):
+                    and (g.descents > 0 or not self._misplaced(g.candidate, fit)):
                 return g.candidate, self.final.duration_s
             g.candidate = None
+        if lo is not None and hi is not None and math.log(hi / lo) <= self.width * (1 + _EPS):
+            return None  # MLR's own bracket is as narrow as the goal width
         if fit is None:
             return self._bracket(g, lo, hi)
         if self._stop(lo, t, fit):
             return None
+        if hi is not None and hi < fit.crossing_pps * math.exp(-CONTRADICTED_WIDTHS * self.width):
+            return self._descend(g, lo, hi)
         loose = fit.n_exact < MIN_EXACT or fit.log_width() > PLACE_WIDTHS * self.width
         if loose:
             return self._probe(fit), self.probe_s
@@ -262,6 +271,18 @@ class LossFitSearch(SearchAlgorithm):
             return None
         g.candidate = cand
         return cand, self.final.duration_s
+
+    def _descend(self, g: Goal, lo: float | None, hi: float) -> tuple[float, float]:
+        """Candidates as ``mlr`` places them when a load below the fitted crossing failed by the
+        exceed-ratio rule (the loss curve is not the threshold model's, e.g. a soft knee):
+        steps down from ``hi`` doubling from one goal width, then log-space halving."""
+        if lo is None:
+            cand = hi * math.exp(-self.width * 2.0 ** g.descents)
+            g.descents += 1
+        else:
+            cand = math.sqrt(lo * hi)
+        g.candidate = self._clip(max(cand, self.settings.min_rate_pps))
+        return g.candidate, self.final.duration_s
 
     def _bracket(self, g: Goal, lo: float | None, hi: float | None) -> tuple[float, float] | None:
         """Log-space bracketing when there is no fit (module docstring, last paragraph)."""
@@ -353,8 +374,11 @@ class LossFitSearch(SearchAlgorithm):
         if lo >= s.max_rate_pps * (1 - _EPS):
             return edge_goal(t, "at_max", s, conditional=cond)
         upper = hi
-        if fit is not None and fit.ci_high_pps is not None:
+        if fit is not None and fit.ci_high_pps is not None and fit.ci_high_pps >= lo:
             upper = fit.ci_high_pps if upper is None else min(upper, fit.ci_high_pps)
+        if upper is None:  # the fit doubts the pass at lo: the lowest failure above it
+            upper = min((tr.rate_pps for tr in self._log.trials if tr.usable
+                         and tr.rate_pps > lo and exceeds(tr, t)), default=None)
         if upper is None or upper < lo:
             return GoalResult(t, lo, upper, "undecided", cond,
                               note or "the trials do not bound the answer from above")

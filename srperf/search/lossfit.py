@@ -117,6 +117,8 @@ class Goal:
     """The load being made a lower bound (final trials), pps."""
     done: bool = False
     fit: LossFit | None = None
+    failures: int = 0
+    """Candidates in a row that ended upper bounds."""
     descents: int = 0
     """Steps taken down from an upper bound the fit did not expect (see ``_descend``)."""
 
@@ -239,8 +241,9 @@ class LossFitSearch(SearchAlgorithm):
         if g.candidate is not None:
             st = self._status(g.candidate, t)
             if st not in (LOWER, UPPER, LIMITED) and (hi is None or g.candidate < hi) \
-                    and (g.descents > 0 or not self._misplaced(g.candidate, fit)):
+                    and (g.descents or g.failures or not self._misplaced(g.candidate, fit)):
                 return g.candidate, self.final.duration_s
+            g.failures = g.failures + 1 if st == UPPER else 0
             g.candidate = None
         if lo is not None and hi is not None and math.log(hi / lo) <= self.width * (1 + _EPS):
             return None  # MLR's own bracket is as narrow as the goal width
@@ -262,7 +265,12 @@ class LossFitSearch(SearchAlgorithm):
         if fit.ci_low_pps is not None:
             cand = max(cand, fit.ci_low_pps)
         if hi is not None:
-            cand = min(cand, hi * math.exp(-0.5 * self.width))
+            # below an upper bound: half a width, doubling with each candidate in a row that
+            # ended an upper bound (a loss curve softer than the threshold model's)
+            cand = min(cand, hi * math.exp(-0.5 * self.width * 2.0 ** g.failures))
+            if lo is not None and cand <= lo * (1 + _EPS) \
+                    and math.log(hi / lo) > self.width * (1 + _EPS):
+                cand = math.sqrt(lo * hi)
         cand = self._clip(cand)
         if lo is not None and cand <= lo * (1 + _EPS):
             # nothing between lo and what the fit allows: lo is all there is; tighten the fit

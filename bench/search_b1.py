@@ -30,6 +30,7 @@ Algorithms (all at the same relative width, min 100 kpps, max 1.5 Mpps):
                  are its own fit, srperf/search/lossmodel.py)
 
 Run: /work/main/.venv/bin/python bench/search_b1.py [--seeds 300] [--width 0.005] [--noise ...]
+         [--algorithms mlr,mlrsearch,lossfit] [--smoothing 0.01]
 """
 
 from __future__ import annotations
@@ -73,9 +74,10 @@ def settings_for(alg: str, thresholds: tuple[float, ...], width: float, true_pps
 
 
 def run_cell(alg: str, noise: float, seeds: int, thresholds: tuple[float, ...], width: float,
-             scale: float, base: SearchSettings) -> tuple[dict[str, float], list[float]]:
+             scale: float, base: SearchSettings, smoothing: float = 0.0
+             ) -> tuple[dict[str, float], list[float]]:
     """Figures of one (algorithm, noise) cell, and the trial-seconds of each seed."""
-    model = SimulatedModel(CAPACITY_PPS, capacity_jitter=noise)
+    model = SimulatedModel(CAPACITY_PPS, smoothing=smoothing, capacity_jitter=noise)
     ts, ns, errs, inside, bracket, statuses = [], [], [], 0, 0, 0
     est_errs, covered, closed, covered_all = [], 0, 0, 0
     for seed in range(seeds):
@@ -155,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scale", type=float, default=1.0,
                     help="duration scale of the SRPerf settings (10 s x scale trials)")
     ap.add_argument("--noise", type=float, nargs="*", default=[0.0, 0.01, 0.02])
+    ap.add_argument("--smoothing", type=float, default=0.0,
+                    help="relative half-width of a rounded knee (0: hard knee)")
     ap.add_argument("--thresholds", nargs="*", default=["0.5", "0,0.5"],
                     help="goal sets, each comma-separated loss thresholds in %%")
     ap.add_argument("--algorithms", default="bisect-srperf,bisect-1s,bisect-rep3,multi,mlr,"
@@ -169,7 +173,9 @@ def main(argv: list[str] | None = None) -> int:
         overrides[key] = type(current)(value) if current is not None else float(value)
     base = SearchSettings(**overrides)
     algs = args.algorithms.split(",")
-    print(f"MODEL SUT (simulated, not a measurement): capacity {CAPACITY_PPS:.0f} pps, hard knee; "
+    knee = (f"knee rounded over +-{100 * args.smoothing:g} %" if args.smoothing
+            else "hard knee")
+    print(f"MODEL SUT (simulated, not a measurement): capacity {CAPACITY_PPS:.0f} pps, {knee}; "
           f"relative width {args.width:g}; {args.seeds} seeds per cell")
     print(f"mlr/mlrsearch settings: initial {base.initial_trial_duration_s:g} s, final "
           f"{base.trial_duration_s:g} s, duration sum {base.duration_sum_s:g} s, exceed ratio "
@@ -199,7 +205,7 @@ def table(thresholds: tuple[float, ...], algs: list[str], args: argparse.Namespa
     for noise in args.noise:
         for alg in algs:
             cell, costs[(noise, alg)] = run_cell(alg, noise, args.seeds, thresholds,
-                                                 args.width, args.scale, base)
+                                                 args.width, args.scale, base, args.smoothing)
             summary[(noise, alg)] = cell
             print(f"{100 * noise:>4.0f}% {alg:<14} {cell['trial_s']:>8.2f} "
                   f"{cell['trial_s_max']:>7.1f} "

@@ -224,3 +224,19 @@ def test_every_trial_losing_everything_is_below_min() -> None:
     g = result.goals[0]
     assert g.status == "below_min" and g.value_pps is None
     assert any(t.rate_pps == SETTINGS.min_rate_pps for t in result.trials)
+
+
+@pytest.mark.parametrize("smoothing", [0.01, 0.03])
+def test_a_soft_knee_is_still_bracketed(smoothing: float) -> None:
+    """A rounded knee is not the threshold model: readings far above the knee put the NDR
+    too high, candidates there fail, and the search steps down (doubling) to the answer."""
+    settings = SearchSettings(thresholds_pct=(0.0, 0.5), min_rate_pps=100_000,
+                              max_rate_pps=1_500_000, relative_width=0.005)
+    for seed in range(3):
+        gen = SimulatedGenerator(SimulatedModel(1_000_000, smoothing=smoothing), seed=seed)
+        result = create("lossfit", settings).run(gen.trial)
+        for g in result.goals:
+            true = gen.true_pdr(g.threshold_pct)
+            assert g.status == "ok", g
+            assert g.lower_bound_pps <= true * (1 + 1e-6) <= g.upper_bound_pps * (1 + 1e-6)
+            assert (g.upper_bound_pps - g.lower_bound_pps) / g.upper_bound_pps <= 0.005 + 1e-9

@@ -54,16 +54,26 @@ Trial placement (one goal at a time, lowest threshold first; trials are shared)
        trials, up to ``duration_sum_s`` of them, before it is accepted.
        Otherwise: probe while the interval is too wide, else place a new
        candidate (up when L is too far below c, down when L turned out an
-       upper bound).
+       upper bound: half a goal width below it, twice as far after each
+       candidate in a row that failed, halving once a lower bound is below).
+    5. A load that fails by the rule more than :data:`CONTRADICTED_WIDTHS` W
+       below c contradicts the threshold model (a soft knee: loss grows
+       gradually, so readings far above the knee put c too high); the goal then
+       places candidates as ``mlr`` does (steps down doubling, then halving).
+       ``lo`` and ``hi`` of MLR's own rule within W of each other also end a goal.
     Without a fit (nothing lost more than t yet, or every loss was total) the
     goal brackets in log space like ``mlr``: probes halve the span between the
     highest load that passed and the lowest that failed or that the generator
     could not offer; once it is narrower than W the load that passed becomes
     the candidate (at max: ``at_max``; at min failing: ``below_min``).
 
-Costs (bench/search_b1.py, model SUT): about 0.5-0.7x MLRsearch 1.2.1's trial
-seconds at 0-2 % capacity noise for the same goal settings; the constants
-below were chosen on that bench (error <= 0.5 % and cost <= 0.7x at each noise).
+Costs (bench/search_b1.py, model SUT): about 0.5-0.65x MLRsearch 1.2.1's trial
+seconds at 0-2 % capacity noise with a hard knee, for the same goal settings;
+the constants below were chosen on that bench (error <= 0.5 % and cost <=
+0.7x at each noise).  On a soft knee (``--smoothing 0.01``/``0.03``) the
+threshold model is wrong near the knee and lossfit costs more than MLRsearch
+(the steps down in 4. and 5. are what it pays), which is why it is not the
+default search.
 
 Statuses are those of the other searches (:class:`srperf.search.base.GoalResult`).
 """

@@ -71,9 +71,9 @@ Costs (bench/search_b1.py, model SUT): about 0.5-0.65x MLRsearch 1.2.1's trial
 seconds at 0-2 % capacity noise with a hard knee, for the same goal settings;
 the constants below were chosen on that bench (error <= 0.5 % and cost <=
 0.7x at each noise).  On a soft knee (``--smoothing 0.01``/``0.03``) the
-threshold model is wrong near the knee and lossfit costs more than MLRsearch
-(the steps down in 4. and 5. are what it pays), which is why it is not the
-default search.
+threshold model is wrong near the knee: on a steady SUT lossfit then costs
+more than MLRsearch (the steps down in 4. and 5. are what it pays), which is
+one reason it is not the default search.
 
 Statuses are those of the other searches (:class:`srperf.search.base.GoalResult`).
 """

@@ -95,7 +95,7 @@ from srperf.search.mlr import LIMITED, LOWER, UPPER, LoadRecord, Phase, build_ph
 log = logging.getLogger(__name__)
 
 MIN_EXACT = 3
-"""Bad trials (exact readings) the fit needs before a candidate is placed."""
+"""Exact readings the fit needs before a candidate is placed."""
 PLACE_WIDTHS = 5.0
 """A candidate is placed once the fit's 95 % interval is within this many goal widths."""
 NOISE_WIDTHS = 5.0

@@ -240,3 +240,26 @@ def test_a_soft_knee_is_still_bracketed(smoothing: float) -> None:
             assert g.status == "ok", g
             assert g.lower_bound_pps <= true * (1 + 1e-6) <= g.upper_bound_pps * (1 + 1e-6)
             assert (g.upper_bound_pps - g.lower_bound_pps) / g.upper_bound_pps <= 0.005 + 1e-9
+
+
+def test_one_generator_stall_early_does_not_end_the_search_generator_limited() -> None:
+    """On a busy host the generator can stall in any trial.  The first two trials here
+    stall (offered 60 % of the rate: taken for beyond the generator, as nothing faster
+    was paced yet); the search must try that load again before calling it the generator's
+    limit, and find the SUT's PDR."""
+    gen = SimulatedGenerator(SimulatedModel(1_000_000), seed=0)
+    calls = {"n": 0}
+
+    def measure(rate: float, duration: float) -> TrialResult:
+        calls["n"] += 1
+        real = gen.trial(rate, duration)
+        if calls["n"] <= 2:
+            return TrialResult(rate, duration, real.intended, real.intended, 0, real.intended,
+                               duration / 0.6, generator_limited=True, note="stalled")
+        return real
+
+    result = create("lossfit", SETTINGS).run(measure)
+    g = result.goals[0]
+    assert result.generator_limited_trials == 2
+    assert g.status == "ok", g
+    assert g.lower_bound_pps <= gen.true_pdr(0.5) <= g.upper_bound_pps

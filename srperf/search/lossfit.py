@@ -150,9 +150,28 @@ class LossFitSearch(SearchAlgorithm):
         trial = self._log.run(rate, duration, **flags)
         rec = self._loads.setdefault(rate, LoadRecord(rate))
         rec.add(trial)
+        self._forced.pop(rate, None)
         if beyond_generator_in(self._log, trial):
+            self._forced[rate] = rec.unusable_run
             rec.unusable_run = max(rec.unusable_run, UNUSABLE_RETRIES)  # no retries
         return trial
+
+    def _retry_limit(self, lo: float | None, hi: float | None, limited: bool) -> float | None:
+        """A load taken for beyond the generator after fewer than UNUSABLE_RETRIES unusable
+        trials, now about to decide the goal (a lower bound within two goal widths below
+        it): worth another try, pps (else None).
+
+        One stall of a generator on a busy host looks like a rate beyond it when nothing
+        faster was paced yet; the goal would then end ``generator_limited`` on one trial.
+        """
+        if not limited or hi is None or hi not in self._forced:
+            return None
+        if len(self._loads[hi].unusable) >= UNUSABLE_RETRIES:
+            return None
+        if lo is None or math.log(hi / lo) > 2.0 * self.width * (1 + _EPS):
+            return None
+        self._loads[hi].unusable_run = self._forced.pop(hi)
+        return hi
 
     def _status(self, rate: float, t: float) -> str:
         """MLR's classification of ``rate`` for ``t`` % by the final-phase rule."""
@@ -243,7 +262,10 @@ class LossFitSearch(SearchAlgorithm):
         """(rate, duration) of the next trial for ``g``, or None when ``g`` is done."""
         s = self.settings
         t = g.threshold_pct
-        lo, hi, _ = self._bounds(t)
+        lo, hi, limited = self._bounds(t)
+        retry = self._retry_limit(lo, hi, limited)
+        if retry is not None:
+            return retry, self.final.duration_s
         if (lo is not None and lo >= s.max_rate_pps * (1 - _EPS)) or \
                 (hi is not None and hi <= s.min_rate_pps * (1 + _EPS)):
             return None
@@ -352,6 +374,8 @@ class LossFitSearch(SearchAlgorithm):
         s = self.settings
         self._log = TrialLog(measure, s, self.name)
         self._loads: dict[float, LoadRecord] = {}
+        self._forced: dict[float, int] = {}
+        """Loads taken for beyond the generator at once, with their real unusable run."""
         goals = [Goal(t) for t in sorted(s.thresholds_pct)]
         note = ""
         try:
@@ -381,7 +405,9 @@ class LossFitSearch(SearchAlgorithm):
             return GoalResult(t, None, None, "undecided", None, note)
         if limited:
             assert hi is not None
-            return unmeasurable_goal(t, s, lo, hi, self._loads[hi].unusable)
+            if lo is None or fit is None or fit.ci_high_pps is None or fit.ci_high_pps >= hi:
+                return unmeasurable_goal(t, s, lo, hi, self._loads[hi].unusable)
+            hi = None  # the fit bounds the answer below the load the generator could not offer
         if hi is not None and hi <= s.min_rate_pps * (1 + _EPS):
             return edge_goal(t, "below_min", s)
         if lo is None or self._status(lo, t) != LOWER:

@@ -73,7 +73,11 @@ the constants below were chosen on that bench (error <= 0.5 % and cost <=
 0.7x at each noise).  On a soft knee (``--smoothing 0.01``/``0.03``) the
 threshold model is wrong near the knee: on a steady SUT lossfit then costs
 more than MLRsearch (the steps down in 4. and 5. are what it pays), which is
-one reason it is not the default search.
+one reason it is not the default search.  The other: on the virtual testbed
+(bench/search_b2.py, a shared 2-vCPU host) the crossings of successive trials
+spread by several percent, far more than the goal width, and lossfit then
+spends its probes narrowing an interval that the drift keeps wide (86 trial-s
+for ipv6 where mlr took 25.5 in the same sitting).
 
 Statuses are those of the other searches (:class:`srperf.search.base.GoalResult`).
 """

@@ -11,7 +11,7 @@ from srperf.drivers.simulated import SimulatedGenerator, SimulatedModel
 from srperf.search import SearchSettings, create
 from srperf.wording import count
 
-SEARCHES = ["bisect", "multi", "mlr", "mlrsearch"]
+SEARCHES = ["bisect", "multi", "mlr", "mlrsearch", "lossfit"]
 SETTINGS = SearchSettings(thresholds_pct=(0.0, 0.5), min_rate_pps=100_000.0,
                           max_rate_pps=1_500_000.0, accuracy_pps=10_000.0, relative_width=0.01)
 

@@ -266,7 +266,7 @@ class TestbedConfig:
         return f"{self.prefix}-vnf{index}"
 
 
-ALGORITHMS = ("bisect", "multi", "mlr", "mlrsearch", "mrr")
+ALGORITHMS = ("bisect", "multi", "mlr", "mlrsearch", "mrr", "lossfit")
 """Search algorithms (srperf.search)."""
 _POSITIVE = {"type": "number", "exclusiveMinimum": 0}
 

@@ -119,7 +119,10 @@ class TrialLog:
                             wall_s=time.monotonic() - self.started, note="; ".join(notes))
 
     def _with_estimate(self, goal: GoalResult) -> GoalResult:
-        """``goal`` with the crossing estimate of all trials, for goals with both bounds."""
+        """``goal`` with the crossing estimate of all trials, for goals with both bounds
+        (a goal whose algorithm already set an estimate keeps its own)."""
+        if goal.estimate_pps is not None:
+            return goal
         if goal.status != "ok" or goal.lower_bound_pps is None or goal.upper_bound_pps is None:
             return goal
 

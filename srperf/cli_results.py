@@ -101,9 +101,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from srperf.results.compare import DEFAULT_THRESHOLD_PCT, REGRESSION, compare_runs, \
         format_markdown
 
+    from srperf.config.loader import check_value
+    from srperf.nightly import SUITE_SCHEMA
+
     threshold = DEFAULT_THRESHOLD_PCT if args.threshold is None else args.threshold
-    if threshold < 0:
-        raise ConfigError("--threshold", "threshold", threshold, "must be >= 0 (percent)")
+    threshold = check_value("--threshold", threshold, "compare.threshold_pct", SUITE_SCHEMA)
     with _open(args) as store:
         base, cur = _resolve(store, [args.baseline, args.current])
         result = compare_runs(store, base, cur, threshold, args.method)
@@ -126,9 +128,13 @@ def cmd_nightly(args: argparse.Namespace) -> int:
     from srperf.progress import make_progress
     from srperf.nightly import load_suite, run_nightly
 
+    from srperf.config.loader import check_value
+    from srperf.nightly import SUITE_SCHEMA
+
     suite = load_suite(args.suite)
-    if args.repetitions is not None and args.repetitions < 1:
-        raise ConfigError("--repetitions", "repetitions", args.repetitions, "must be >= 1")
+    if args.repetitions is not None:
+        args.repetitions = check_value("--repetitions", args.repetitions, "repetitions",
+                                       SUITE_SCHEMA)
     progress = make_progress(sys.stdout)
     try:
         out = run_nightly(suite, progress, overrides={

@@ -75,6 +75,11 @@ def check_dir(path: Path, what: str, file: str = "<command line>") -> None:
         st = os.stat(path)
     except FileNotFoundError:
         return
+    except NotADirectoryError:   # a file or device on the way: name it
+        above = next(p for p in path.parents if p.exists())
+        kind = _kind(os.stat(above).st_mode)
+        raise ConfigError(file, what, str(path), f"{above} is {kind}, not a directory") \
+            from None
     except OSError as exc:
         raise ConfigError(file, what, str(path), f"cannot be used: {exc.strerror}") from None
     if not stat.S_ISDIR(st.st_mode):

@@ -47,12 +47,17 @@ def _choices(schema: dict[str, Any]) -> list[Any]:
 
 def _scalar(file: str, value: Any, schema: dict[str, Any], path: list[Any]) -> Any:
     if isinstance(value, str):
+        shown: Any = value
+        if schema.get("secret"):
+            from srperf.redact import redacted_command
+
+            shown = redacted_command(value)
         if _CONTROL.search(value) and not schema.get("multiline"):
-            raise ConfigError(file, key_path(path), value,
+            raise ConfigError(file, key_path(path), shown,
                               "holds a control character (a newline, tab or NUL): values "
                               "are one line of text")
         if len(value) > MAX_STRING:
-            raise ConfigError(file, key_path(path), value,
+            raise ConfigError(file, key_path(path), shown,
                               f"{len(value)} characters: longer than the limit of "
                               f"{MAX_STRING} (MAX_STRING)")
         return value

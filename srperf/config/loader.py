@@ -86,7 +86,7 @@ def _validate(file: str, data: dict[str, Any], schema: dict[str, Any]) -> None:
     elif err.validator in ("maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum"):
         reason = {"maximum": "above the limit of", "exclusiveMaximum": "must be below",
                   "minimum": "below the limit of", "exclusiveMinimum": "must be above"}[
-            err.validator] + f" {err.validator_value:g}" + _unit(err.schema)
+            err.validator] + f" {_number(err.validator_value)}" + _unit(err.schema)
     elif err.validator in ("maxLength", "maxItems"):
         reason = (f"longer than the limit of {err.validator_value} "
                   f"{'characters' if err.validator == 'maxLength' else 'entries'}")
@@ -100,6 +100,10 @@ def _validate(file: str, data: dict[str, Any], schema: dict[str, Any]) -> None:
 
 validate = _validate
 """Coerce and check ``data`` against a schema (any srperf file: suites, provisioning)."""
+
+
+def _number(value: Any) -> str:
+    return str(value) if isinstance(value, int) else f"{value:g}"
 
 
 def _unit(schema: dict[str, Any]) -> str:
@@ -137,8 +141,9 @@ def apply_overrides(data: dict[str, Any], overrides: Sequence[str], file: str) -
             raise ConfigError(file, "--set", item, "use KEY=VALUE, e.g. search.trial_duration_s=2")
         try:
             value = parse_text(text, file) if text.strip() else None
-        except ConfigError:
-            raise ConfigError(file, f"--set {key}", text, "not a YAML value") from None
+        except ConfigError as exc:
+            why = exc.reason if exc.reason.startswith("refused") else "not a YAML value"
+            raise ConfigError(file, f"--set {key}", text, why) from None
         refuse_non_finite(file, value, [f"--set {key}"])
         node = data
         parts = key.split(".")

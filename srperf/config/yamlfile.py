@@ -18,6 +18,7 @@ file (a path key may point at some unrelated large file).
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +111,11 @@ def _refuse_duplicates(loader: StrictLoader, node: yaml.MappingNode, deep: bool)
 
 
 StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+# YAML 1.2 floats: PyYAML (YAML 1.1) reads 1e9 or 1E-3 (no dot) as text.
+StrictLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"))
 
 
 def _key(path: list[Any]) -> str:

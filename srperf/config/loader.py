@@ -25,7 +25,7 @@ from srperf.config.model import (Addressing, Experiment, LatencyConfig, PortConf
                                  TransportConfig, expand_proxy_command, vnf_sid)
 from srperf.config.settings import SettingError
 from srperf.config.coerce import coerce
-from srperf.config.schema import (EXPERIMENT_SCHEMA, IFNAME_DOC, IFNAME_PATTERN, MAC_DOC,
+from srperf.config.schema import (ADDRESSING_RANGES, EXPERIMENT_SCHEMA, IFNAME_DOC, IFNAME_PATTERN, MAC_DOC,
                                   MAC_PATTERN, TESTBED_SCHEMA)
 from srperf.config.yamlfile import parse_text, read_mapping, refuse_non_finite
 from srperf.errors import ConfigError
@@ -483,10 +483,7 @@ def _port(data: dict[str, Any] | None, default: PortConfig, mac: str) -> PortCon
     return PortConfig(data["name"], data.get("mac", mac))
 
 
-_INT_RANGES = {
-    "link_prefix_len6": (1, 127), "link_prefix_len4": (1, 31), "table": (1, 2**32 - 1),
-    "csid_lblen": (8, 112), "csid_nflen": (8, 64), "link_mtu": (1280, 65535),
-}
+_INT_RANGES = ADDRESSING_RANGES
 """Allowed values of integer addressing keys (inclusive); C-SIDs are checked below."""
 _RESERVED_TABLES = {253: "default", 254: "main", 255: "local"}
 _MAC_PREFIX4 = r"([0-9a-fA-F]{2}:){3}[0-9a-fA-F]{2}"

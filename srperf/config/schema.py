@@ -63,10 +63,20 @@ def _port() -> dict[str, Any]:
             "properties": {"name": IFNAME, "mac": MAC}}
 
 
+ADDRESSING_RANGES: dict[str, tuple[int, int]] = {
+    "link_prefix_len6": (1, 127), "link_prefix_len4": (1, 31), "table": (1, 2**32 - 1),
+    "csid_lblen": (8, 112), "csid_nflen": (8, 64), "link_mtu": (1280, 65535),
+    "csid_sut": (1, 2**64 - 1), "csid_next": (1, 2**64 - 1),
+}
+"""Allowed values of integer addressing keys (inclusive); the loader checks more
+(a C-SID below 2 ** csid_nflen, vnf_target below the VNF count)."""
+
+
 def _addressing() -> dict[str, Any]:
     props: dict[str, Any] = {}
     for f in dataclasses.fields(Addressing):
-        props[f.name] = {"type": "integer", "minimum": 0, "maximum": 2**32 - 1} \
+        low, high = ADDRESSING_RANGES.get(f.name, (0, 2**32 - 1))
+        props[f.name] = {"type": "integer", "minimum": low, "maximum": high} \
             if f.type in ("int", int) else {"type": "string", "minLength": 1, "maxLength": 64}
     return {"type": "object", "additionalProperties": False, "properties": props}
 

@@ -627,7 +627,7 @@ def _check_vnfs(file: str, a: Addressing) -> None:
 
     last = MAX_VNFS - 1
     name = f"{a.vnf_if_prefix}{last}"
-    if not re.match(IFNAME_PATTERN, name):
+    if not re.fullmatch(IFNAME_PATTERN, name):
         raise ConfigError(file, "addressing.vnf_if_prefix", a.vnf_if_prefix,
                           f"VNF interfaces are named <prefix><0..{last}>; {name!r} is not "
                           f"a valid interface name: {IFNAME_DOC}")

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from srperf.errors import ConfigError
+from srperf.safe_paths import safe_component
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -89,7 +90,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     with _open(args) as store:
         ids = _resolve(store, args.runs)
-        html = Path(args.output) if args.output else Path(args.results) / f"report-{ids[0]}.html"
+        html = Path(args.output) if args.output else \
+            Path(args.results) / f"report-{safe_component(ids[0])}.html"
         data = write_report(store, ids, html, Path(args.markdown) if args.markdown else None,
                             title=args.title)
     print(render_markdown(data))
@@ -118,7 +120,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     with _open(args) as store:
         ids = _resolve(store, args.runs)
-        dest = Path(args.output) if args.output else Path(args.results) / f"export-{ids[0]}"
+        dest = Path(args.output) if args.output else \
+            Path(args.results) / f"export-{safe_component(ids[0])}"
         for path in export(store, ids, args.format, dest):
             print(path)
     return EXIT_OK

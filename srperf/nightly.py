@@ -31,7 +31,7 @@ from typing import Any, Callable
 from srperf import resources, safe_paths
 from srperf.config.loader import load_experiment, load_testbed, read_yaml, validate
 from srperf.config.model import ALGORITHMS
-from srperf.errors import ConfigError, SrperfError
+from srperf.errors import SrperfError
 from srperf.orchestrator import Orchestrator
 from srperf.results import junit, report
 from srperf.results.compare import (DEFAULT_THRESHOLD_PCT, REGRESSION, Comparison,

@@ -152,9 +152,10 @@ class LinuxGeneratorOptions(Settings):
     batch: int = setting(16, "packets per send call at most", unit="packets",
                          schema={"type": "integer", "minimum": 1, "maximum": 256})
     max_lag_s: float = setting(0.001, "how far srgen catches up after a stall", unit="s",
-                               schema={"type": "number", "exclusiveMinimum": 0})
+                               schema={"type": "number", "exclusiveMinimum": 0, "maximum": 1})
     quantum_s: float = setting(0.0, "send what is due every quantum (0: each packet at its "
-                               "time)", unit="s", schema={"type": "number", "minimum": 0})
+                               "time)", unit="s", schema={"type": "number", "minimum": 0,
+                                                                 "maximum": 1})
     fifo_priority: int = setting(0, "SCHED_FIFO priority of srgen (0: normal scheduling)",
                                  schema={"type": "integer", "minimum": 0, "maximum": 99})
     mode: str = setting("mmsg", "send path: sendmmsg batches or a PACKET_TX_RING",

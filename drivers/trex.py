@@ -75,7 +75,8 @@ class TrexOptions(Settings):
                                                "maximum": 10})
     timeout_s: float = setting(60.0, "longest wait for the server, beyond a trial's "
                                "duration", unit="s",
-                               schema={"type": "number", "exclusiveMinimum": 0})
+                               schema={"type": "number", "exclusiveMinimum": 0,
+                                       "maximum": 3600})
 
     release: str | None = setting(None, "path of a TRex release on the tester host: "
                                   "srperf testbed up writes its trex_cfg.yaml and starts "

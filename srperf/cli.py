@@ -128,9 +128,19 @@ def _common_run_args(p: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from srperf import redact
+
+    with redact.redacting_std_streams():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
+    from srperf import redact
+
     args = build_parser().parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    redact.install_log_filter()
     try:
         with sigterm_as_interrupt():
             return COMMANDS[args.command](args)
@@ -236,6 +246,9 @@ def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = N
 
     from srperf import preflight
 
+    from srperf.safe_paths import check_dir
+
+    check_dir(Path(args.results), "--results")
     if tb is None:
         tb = resolve_testbed(args.testbed, exp)
     exp = preflight.replace_algorithm(exp, args.algorithm, "<command line>")
@@ -280,16 +293,18 @@ def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = N
 def cmd_run(args: argparse.Namespace) -> int:
     import dataclasses
 
+    from srperf.config.loader import check_value
+
     if args.resume is not None:
         return _resume(args)
     if args.experiment is None:
         raise ConfigError("<command line>", "EXPERIMENT", None,
                           "an experiment file or name is required (or --resume RUN_ID)")
+    if args.repetitions is not None:   # the file's bounds, before anything else
+        args.repetitions = check_value("--repetitions", args.repetitions, "repetitions")
     args.experiment_file = resources.find_config(args.experiment, "experiment")
     exp = load_experiment(args.experiment_file, args.set)
     if args.repetitions is not None:
-        if args.repetitions < 1:
-            raise ConfigError("--repetitions", "repetitions", args.repetitions, "must be >= 1")
         exp = dataclasses.replace(exp, repetitions=args.repetitions)
     return _run(exp, args)
 

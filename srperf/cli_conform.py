@@ -73,6 +73,9 @@ def cmd_conform(args: argparse.Namespace) -> int:
     from srperf.results.store import ResultStore
     from srperf.session import MeasurementSession
 
+    from srperf.safe_paths import check_dir
+
+    check_dir(Path(args.results), "--results")
     exp = _experiment(args)
     tb = resolve_testbed(args.testbed, exp)
     testbed = testbeds.create(tb)

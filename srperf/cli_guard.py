@@ -101,9 +101,11 @@ def write_error_log(exc: BaseException, argv: list[str]) -> Path | None:
                                     suffix=".log", dir=log_dir())
     except OSError:
         return None
+    from srperf.redact import redact
+
     with os.fdopen(fd, "w") as out:
-        out.write(f"srperf {' '.join(argv)}\n\n")
-        out.write("".join(traceback.format_exception(exc)))
+        out.write(redact(f"srperf {' '.join(argv)}\n\n"))
+        out.write(redact("".join(traceback.format_exception(exc))))
     return Path(name)
 
 

@@ -17,7 +17,6 @@ import dataclasses
 import errno
 import json
 import logging
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -212,7 +211,7 @@ class Orchestrator:
                  run_id: str) -> tuple[str, dict[str, Any], dict[int, Any]]:
         """Check that ``run_id`` may be resumed with this plan; make it ours again."""
         found = run_record.reclaim(store, run_id, self.plan())
-        shutil.rmtree(self.results_dir / "runs" / run_id / "tmp", ignore_errors=True)
+        run_record.remove_tmpdir(self.results_dir / "runs" / run_id / "tmp")
         self.progress(f"resuming run {run_id} ({found.previous_status}): {len(found.ended)} "
                       f"of {count(self.planned, 'search')} ended and "
                       f"{plural('is', len(found.ended))} kept; "

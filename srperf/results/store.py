@@ -27,6 +27,7 @@ import sqlalchemy as sa
 
 from srperf.drivers.base import TrialResult
 from srperf.errors import SrperfError, StoreError
+from srperf.redact import redact
 from srperf.results import schema
 from srperf.results.liveness import ProcessId, is_alive, this_process
 from srperf.search.base import SearchResult
@@ -81,8 +82,11 @@ class ResultStore:
     def __init__(self, location: str | Path) -> None:
         self.path: Path | None = None
         if not is_url(location):
+            from srperf import safe_paths
+
             self.path = Path(location)
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            safe_paths.ensure_dir(self.path.parent, "results", str(self.path))
+            safe_paths.create_private_file(self.path)   # 0600: runs hold environments
         try:
             self.engine = sa.create_engine(engine_url(location))
         except ModuleNotFoundError as exc:
@@ -135,7 +139,7 @@ class ResultStore:
         self._insert(schema.runs, dict(
             run_id=run_id, started=_now(), finished=None, experiment=experiment,
             testbed=testbed, forwarder=forwarder, status="running",
-            environment=json.dumps(environment, sort_keys=True, default=str),
+            environment=redact(json.dumps(environment, sort_keys=True, default=str)),
             purpose=purpose, suite=suite, planned=planned,
             pid=me.pid, host=me.host, pid_start=me.start))
         return run_id
@@ -151,7 +155,7 @@ class ResultStore:
     def update_environment(self, run_id: str, environment: dict[str, Any]) -> None:
         """Replace a run's environment (once the testbed's nodes could be read)."""
         self._write(schema.runs.update().where(schema.runs.c.run_id == run_id).values(
-            environment=json.dumps(environment, sort_keys=True, default=str)))
+            environment=redact(json.dumps(environment, sort_keys=True, default=str))))
 
     def end_run(self, run_id: str, status: str, reason: str | None = None,
                 signal: str | None = None) -> None:
@@ -164,7 +168,8 @@ class ResultStore:
         if status != "finished" and not (reason or "").strip():
             reason = f"interrupted by {signal}" if signal else "failed (no reason given)"
         self._write(schema.runs.update().where(schema.runs.c.run_id == run_id).values(
-            finished=_now(), status=status, reason=reason if status != "finished" else None,
+            finished=_now(), status=status,
+            reason=redact(reason) if status != "finished" and reason else None,
             signal=signal))
 
     def tag_run(self, run_id: str, purpose: str | None = None,
@@ -190,7 +195,7 @@ class ResultStore:
             intended=t.intended, sent=t.sent, refused=t.refused, received=t.received,
             elapsed_s=t.elapsed_s, offered_rate_pps=t.offered_rate_pps,
             loss_ratio=t.loss_ratio, generator_limited=int(t.generator_limited),
-            counters_consistent=int(t.counters_consistent), note=t.note,
+            counters_consistent=int(t.counters_consistent), note=redact(t.note or "") or t.note,
             extra=json.dumps(t.extra, sort_keys=True, default=str)))
 
     def add_search(self, run_id: str, key: TrialKey, result: SearchResult) -> None:
@@ -201,7 +206,8 @@ class ResultStore:
             threshold_pct=g.threshold_pct, status=g.status, lower_pps=g.lower_bound_pps,
             upper_pps=g.upper_bound_pps, conditional_pps=g.conditional_throughput_pps,
             n_trials=result.n_trials, trial_seconds=result.trial_seconds,
-            wall_s=result.wall_s, note="; ".join(x for x in (g.note, result.note) if x),
+            wall_s=result.wall_s,
+            note=redact("; ".join(x for x in (g.note, result.note) if x)),
             estimate_pps=g.estimate_pps, estimate_low_pps=g.estimate_low_pps,
             estimate_high_pps=g.estimate_high_pps) for g in result.goals])
 
@@ -228,7 +234,8 @@ class ResultStore:
         outcome row did not end."""
         self._insert(schema.outcomes, dict(
             run_id=run_id, time=_now(), behavior=behavior, forwarder=forwarder,
-            packet_size=packet_size, status=status, reason=reason, repetition=repetition,
+            packet_size=packet_size, status=status, reason=redact(reason or ""),
+            repetition=repetition,
             search_seq=search_seq))
 
     def drop_unended(self, run_id: str) -> dict[str, int]:
@@ -376,7 +383,8 @@ class ResultStore:
             return [last] if last else []
         with self.engine.connect() as conn:
             ids = list(conn.execute(sa.select(schema.runs.c.run_id)
-                                    .where(schema.runs.c.run_id.startswith(spec))
+                                    .where(schema.runs.c.run_id.startswith(spec,
+                                                                           autoescape=True))
                                     .order_by(schema.runs.c.started)).scalars())
         return [spec] if spec in ids else ids
 

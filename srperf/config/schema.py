@@ -8,6 +8,8 @@ from typing import Any
 from srperf.config.model import Addressing, LatencyConfig, SearchConfig
 from srperf.config.provision import ProvisionSettings
 from srperf.forwarders import names as forwarder_names
+from srperf.stateful import EXPERIMENT_KINDS
+from srperf.stateful.settings import GoodputConfig, HttpConfig
 
 
 def testbed_kinds() -> tuple[str, ...]:
@@ -68,6 +70,11 @@ EXPERIMENT_SCHEMA: dict[str, Any] = {
                                    "in srperf.forwarders)"},
         "search": SearchConfig.json_schema(),
         "latency": LatencyConfig.json_schema(),
+        "kind": {"enum": list(EXPERIMENT_KINDS),
+                 "description": "what is measured: pdr (packet-rate search, the default), "
+                                "goodput (iperf3), http (wrk): srperf.stateful"},
+        "goodput": GoodputConfig.json_schema(),
+        "http": HttpConfig.json_schema(),
     },
 }
 

@@ -20,7 +20,7 @@ import logging
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import pandas as pd
 import sqlalchemy as sa
@@ -30,6 +30,7 @@ from srperf.errors import SrperfError, StoreError
 from srperf.results import schema
 from srperf.results.liveness import ProcessId, is_alive, this_process
 from srperf.search.base import SearchResult
+from srperf.stateful.base import StatefulSample, Variant
 
 log = logging.getLogger(__name__)
 
@@ -243,6 +244,31 @@ class ResultStore:
         if rows:
             self._insert(schema.conformance, rows)
 
+    def add_stateful_sample(self, run_id: str, kind: str, behavior: str, forwarder: str,
+                            variant: Variant, repetition: int, sample: StatefulSample,
+                            duration_s: float | None = None, primary_metric: str = "",
+                            counters: Mapping[str, Any] | None = None,
+                            started: str | None = None, finished: str | None = None
+                            ) -> None:
+        """Store one repetition of a stateful experiment (see
+        :data:`srperf.results.schema.stateful_samples`).  A sample that is not ok keeps
+        its status and reason and no metrics; ``counters`` are the proxy's counter
+        deltas (and Table I columns) over the repetition; ``started``/``finished``
+        default to now."""
+        if not sample.ok and not (sample.reason or "").strip():
+            raise ValueError(f"a {sample.status} stateful sample needs a reason")
+        metrics = {str(k): float(v) for k, v in sample.metrics.items()} if sample.ok else {}
+        self._insert(schema.stateful_samples, dict(
+            run_id=run_id, time=_now(), started=started or _now(),
+            finished=finished or _now(), kind=kind, behavior=behavior, forwarder=forwarder,
+            variant=variant.label,
+            variant_params=json.dumps(dict(variant.params), sort_keys=True, default=str),
+            repetition=repetition, duration_s=duration_s, primary_metric=primary_metric,
+            status=sample.status, reason=sample.reason,
+            metrics=json.dumps(metrics, sort_keys=True),
+            detail=json.dumps(dict(sample.detail), sort_keys=True, default=str),
+            counters=json.dumps(dict(counters or {}), sort_keys=True, default=str)))
+
     def add_comparison(self, run_id: str, baseline_run_id: str | None, threshold_pct: float,
                        verdict: str, detail: dict[str, Any] | None = None) -> None:
         """Record a nightly verdict of ``run_id`` against its baseline."""
@@ -299,6 +325,21 @@ class ResultStore:
             return None
         out = dict(row._mapping)
         out["environment"] = json.loads(out["environment"] or "{}")
+        return out
+
+    def stateful_samples(self, run_id: str) -> list[dict[str, Any]]:
+        """The stateful samples of ``run_id`` in the order stored, one dict per row with
+        ``variant_params``, ``metrics``, ``detail`` and ``counters`` decoded from JSON."""
+        t = schema.stateful_samples
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(t).where(t.c.run_id == run_id)
+                                .order_by(t.c.id)).all()
+        out = []
+        for row in rows:
+            d = dict(row._mapping)
+            for col in ("variant_params", "metrics", "detail", "counters"):
+                d[col] = json.loads(d[col] or "{}")
+            out.append(d)
         return out
 
     def ended_searches(self, run_id: str) -> dict[int, tuple[str, int, str, str]]:

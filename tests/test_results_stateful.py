@@ -128,3 +128,31 @@ def test_postgresql_round_trip(tmp_path: Path) -> None:
             assert summ.iloc[0]["mean"] == pytest.approx(1133.333333)
     finally:
         server.stop()
+
+
+def test_report_renders_the_stateful_section(tmp_path: Path) -> None:
+    from srperf.results.report import write_report
+
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        http = _http_run(store)
+        good = goodput_run(store, 940.0, reps=3)
+        html, md = tmp_path / "r.html", tmp_path / "r.md"
+        data = write_report(store, [http, good], html, md)
+    kinds = {t.kind: t for t in data.stateful}
+    assert set(kinds) == {"goodput", "http"}
+    am = next(r for r in kinds["http"].rows if r["behavior"] == "end_am")
+    assert am["n"] == 3 and am["mean"] == pytest.approx(1133.333333)
+    assert am["others"][0]["metric"] == "latency_p50_ms"
+    as_ = next(r for r in kinds["http"].rows if r["behavior"] == "end_as")
+    assert not as_["has"] and "unsupported" in as_["status"]
+    assert kinds["http"].counter_columns[:3] == ["ingress_ok", "egress_ok", "not_cached"]
+    assert kinds["goodput"].counters == []
+    text = html.read_text()
+    assert 'id="stateful"' in text and "mean requests_per_s" in text
+    assert "unsupported x1: no End.AS in this kernel" in text
+    assert "<th>ingress_ok</th>" in text and "<td>60</td>" in text
+    assert text.count('alt="bars: ') == 2 and "No search finished" not in text
+    summary = md.read_text()
+    assert "## Stateful http: requests_per_s" in summary
+    assert "| end_am | 1KB |" in summary and "1133.33" in summary
+    assert "| 60 | 54 | 6 |" in summary

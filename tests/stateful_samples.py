@@ -12,11 +12,12 @@ from srperf.stateful.base import StatefulSample, Variant
 
 def goodput_run(store: ResultStore, goodput_mbps: float, reps: int = 10,
                 noise_pct: float = 2.0, seed: int = 1,
-                behaviors: Sequence[str] = ("end", "end_dx6")) -> str:
+                behaviors: Sequence[str] = ("end", "end_dx6"),
+                experiment: str = "stateful-goodput", testbed: str = "virtual") -> str:
     """A finished goodput run: ``reps`` ok samples per behavior, goodput drawn around
     ``goodput_mbps`` with ``noise_pct`` % standard deviation, retransmits around 20."""
     rng = random.Random(seed)
-    run = store.begin_run("stateful-goodput", "virtual", "linux", {})
+    run = store.begin_run(experiment, testbed, "linux", {})
     for beh in behaviors:
         for rep in range(1, reps + 1):
             g = rng.gauss(goodput_mbps, goodput_mbps * noise_pct / 100)

@@ -28,7 +28,8 @@ def _http_run(store: ResultStore) -> str:
             StatefulSample({"requests_per_s": rps, "latency_p50_ms": lat},
                            detail={"wrk": "raw"}),
             duration_s=2.0, primary_metric="requests_per_s",
-            counters={"ingress_ok": 10 * rep, "egress_ok": 9 * rep, "not_cached": rep},
+            counters={"ingress_ok": 10 * rep, "egress_ok": 9 * rep, "not_cached": rep,
+                      "in_ad": 10 * rep},
             started="2026-11-26T12:00:00+00:00", finished="2026-11-26T12:00:02+00:00")
     store.add_stateful_sample(run, "http", "end_am", "ebpf", V1K, 4,
                               StatefulSample({}, status="failed", reason="wrk: timeout"),
@@ -145,7 +146,7 @@ def test_report_renders_the_stateful_section(tmp_path: Path) -> None:
     assert am["others"][0]["metric"] == "latency_p50_ms"
     as_ = next(r for r in kinds["http"].rows if r["behavior"] == "end_as")
     assert not as_["has"] and "unsupported" in as_["status"]
-    assert kinds["http"].counter_columns[:3] == ["ingress_ok", "egress_ok", "not_cached"]
+    assert kinds["http"].counter_columns == ["ingress_ok", "egress_ok", "not_cached"]
     assert kinds["goodput"].counters == []
     text = html.read_text()
     assert 'id="stateful"' in text and "mean requests_per_s" in text

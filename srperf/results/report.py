@@ -209,8 +209,10 @@ def _stateful(samples: pd.DataFrame, labels: dict[str, str],
             c = counters[counters["kind"] == kind]
             names = [x for x in c.columns if x not in ("run_id", "kind", "behavior",
                                                         "variant")]
-            table.counter_columns = [x for x in TABLE_I_COLUMNS if x in names] + \
-                sorted(x for x in names if x not in TABLE_I_COLUMNS)
+            # Table I's columns when the runner stored them (the raw eBPF counters they
+            # sum stay in the store and the export), else every counter stored.
+            table.counter_columns = [x for x in TABLE_I_COLUMNS if x in names] or \
+                sorted(names)
             table.counters = [{"run": labels.get(str(r["run_id"]), str(r["run_id"])),
                                "behavior": r["behavior"], "variant": r["variant"],
                                "values": [r[x] for x in table.counter_columns]}

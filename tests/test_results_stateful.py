@@ -54,6 +54,8 @@ def test_round_trip(tmp_path: Path) -> None:
         assert first["detail"] == {"wrk": "raw"} and first["counters"]["ingress_ok"] == 10
         assert first["started"] == "2026-11-26T12:00:00+00:00" and first["duration_s"] == 2.0
         assert rows[3]["metrics"] == {} and rows[3]["reason"] == "wrk: timeout"
+        overview = store.runs_overview().set_index("run_id")
+        assert overview.loc[run, "searches"] == 5 and overview.loc[run, "trials"] == 0
         with pytest.raises(ValueError, match="reason"):
             store.add_stateful_sample(run, "http", "end", "linux", V1K, 1,
                                       StatefulSample({}, status="failed"))

@@ -357,10 +357,14 @@ class ResultStore:
     def runs_overview(self, limit: int | None = None) -> pd.DataFrame:
         """One row per run, newest first: id, experiment, testbed, forwarder, status
         (``running`` shown as ``dead`` when its process is known to be gone), reason,
-        started, finished, searches ended, planned, trials, pid, host, purpose."""
+        started, finished, searches ended (for a stateful run: repetitions stored),
+        planned, trials, pid, host, purpose."""
         r, o, t = schema.runs, schema.outcomes, schema.trials
-        ended = (sa.select(o.c.run_id, sa.func.count().label("ended"))
-                 .group_by(o.c.run_id).subquery())
+        ss = schema.stateful_samples
+        # a stateful run's unit of work is a repetition: its samples count as searches
+        ended_rows = sa.union_all(sa.select(o.c.run_id), sa.select(ss.c.run_id)).subquery()
+        ended = (sa.select(ended_rows.c.run_id, sa.func.count().label("ended"))
+                 .group_by(ended_rows.c.run_id).subquery())
         trials = (sa.select(t.c.run_id, sa.func.count().label("trials"))
                   .group_by(t.c.run_id).subquery())
         query = (sa.select(r.c.run_id, r.c.experiment, r.c.testbed, r.c.forwarder,

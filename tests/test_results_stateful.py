@@ -129,6 +129,7 @@ def test_postgresql_round_trip(tmp_path: Path) -> None:
             assert rows[4]["status"] == "unsupported"
             summ = frames.stateful_summary(frames.stateful_samples(pg, run))
             assert summ.iloc[0]["mean"] == pytest.approx(1133.333333)
+            assert pg.runs_overview().set_index("run_id").loc[run, "searches"] == 5
     finally:
         server.stop()
 

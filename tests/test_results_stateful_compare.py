@@ -91,3 +91,25 @@ def test_metric_direction() -> None:
     assert compare.metric_direction("latency_p99_ms") == -1
     assert compare.metric_direction("retransmits") == -1
     assert compare.metric_direction("sut_cpu_busy_pct") == 0
+
+
+def test_zero_baseline_and_bootstrap(tmp_path: Path) -> None:
+    v = Variant("1 stream")
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        runs = []
+        for retrans in ((0.0,) * 4, (0.0, 3.0, 0.0, 1.0)):
+            run = store.begin_run("goodput", "virtual", "linux", {})
+            for rep, r in enumerate(retrans, 1):
+                store.add_stateful_sample(run, "goodput", "end", "linux", v, rep,
+                                          StatefulSample({"goodput_mbps": 900.0 + rep,
+                                                          "retransmits": r}),
+                                          primary_metric="goodput_mbps")
+            runs.append(run)
+        for method in ("welch", "bootstrap"):
+            result = compare.compare_runs(store, runs[0], runs[1], 5.0, method)
+            by = {c.metric: c for c in result.stateful}
+            assert by["retransmits"].verdict == "inconclusive"
+            assert "baseline mean 0" in by["retransmits"].reason
+            assert by["goodput_mbps"].verdict == "no_change"
+        same = compare.compare_runs(store, runs[0], runs[0], 5.0, "bootstrap")
+        assert {c.metric: c.verdict for c in same.stateful}["retransmits"] == "no_change"

@@ -297,14 +297,13 @@ def compare_stateful(base: pd.DataFrame, cur: pd.DataFrame,
         cv, cstat, creason = _stateful_side(cur, key)
         bd, cd = (describe(bv) if bv else None), (describe(cv) if cv else None)
         diff = None
-        if bv and cv:
+        if bv and cv and bd and bd.mean == 0:   # no relative change to speak of
+            same = cd is not None and cd.mean == 0 and (cd.n < 2 or cd.std == 0)
+            verdict, reason = ((NO_CHANGE, "zero on both sides") if same else
+                               (INCONCLUSIVE, "baseline mean 0: no relative change"))
+        elif bv and cv:
             diff = welch_diff(bv, cv) if method == "welch" else bootstrap_ratio(bv, cv)
-            if bd and bd.mean == 0:
-                same = cd is not None and cd.mean == 0 and (cd.n < 2 or cd.std == 0)
-                verdict, reason = ((NO_CHANGE, "zero on both sides") if same else
-                                   (INCONCLUSIVE, "baseline mean 0: no relative change"))
-            else:
-                verdict, reason = judge_directed(diff, threshold_pct, higher)
+            verdict, reason = judge_directed(diff, threshold_pct, higher)
         elif bv and cstat.split(" x")[0] == "failed" and "ok" not in cstat:
             verdict, reason = REGRESSION, f"measured before, now {cstat}: {creason}".strip()
         else:

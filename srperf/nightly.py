@@ -203,6 +203,9 @@ def run_nightly(suite: Suite, progress: Callable[[str], None] | None = None,
             result.report = html
             result.cases = [f"{r['behavior']} {t.packet_size}B {t.title.split(',')[0]}"
                             for t in data.tables for r in t.rows if r["run"].endswith(run_id)]
+            result.cases += [f"{t.kind} {r['behavior']} {r['variant']} {t.primary_metric}"
+                             for t in data.stateful for r in t.rows
+                             if r["run"].endswith(run_id)]
             md_parts.append(format_markdown(comparison) if comparison else
                             f"{exp.name}: run {run_id}, no baseline yet (first good run)")
             say(f"nightly {suite.name}: {exp.name} run {run_id}: {verdict}; report {html}")

@@ -210,7 +210,10 @@ def experiment_from_mapping(data: dict[str, Any], file: str) -> Experiment:
     elif "imix" in data:
         raise ConfigError(file, "imix", data["imix"],
                           "set, but packet_sizes has no 'imix' entry to use it")
+    kind = str(data.get("kind", "pdr"))
+    stateful = _stateful_blocks(file, data, kind)
     return Experiment(
+        **stateful, kind=kind,
         name=str(data["name"]), forwarder=forwarder, behaviors=behaviors,
         packet_sizes=tuple(sizes), imix=imix, search=search,
         repetitions=int(data.get("repetitions", 1)), testbed=data.get("testbed"),
@@ -218,6 +221,25 @@ def experiment_from_mapping(data: dict[str, Any], file: str) -> Experiment:
         conformance=str(data.get("conformance", "off")),
         latency=LatencyConfig.from_mapping(dict(data.get("latency", {}))),
         profile=ProfileConfig.from_mapping(dict(data.get("profile", {}))), source=file)
+
+
+def _stateful_blocks(file: str, data: dict[str, Any], kind: str) -> dict[str, Any]:
+    """The ``goodput:`` and ``http:`` blocks as settings (srperf.stateful.settings);
+    a block for another kind than the experiment's is refused (it would be ignored)."""
+    from srperf.stateful.settings import GoodputConfig, HttpConfig
+
+    out: dict[str, Any] = {}
+    for key, cls in (("goodput", GoodputConfig), ("http", HttpConfig)):
+        if key in data and kind != key:
+            raise ConfigError(file, key, data[key],
+                              f"a {key} block, but the experiment's kind is {kind!r} "
+                              f"(set kind: {key} to use it)")
+        try:
+            out[key] = cls.from_mapping(dict(data.get(key) or {}))
+        except SettingError as exc:
+            raise ConfigError(file, f"{key}.{exc.key}".rstrip("."), exc.value,
+                              exc.reason) from None
+    return out
 
 
 def _check_behaviors(file: str, forwarder: str, behaviors: tuple[str, ...]) -> None:

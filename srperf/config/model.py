@@ -14,6 +14,7 @@ from typing import Any
 
 from srperf.config.rates import RATE_SCHEMA, RateSpec, parse_rate
 from srperf.config.settings import Settings, setting
+from srperf.stateful.settings import GoodputConfig, HttpConfig
 
 
 @dataclass(frozen=True)
@@ -387,3 +388,11 @@ class Experiment:
     behavior with a failing case is not measured (``off``: not run)."""
     options: dict[str, Any] = field(default_factory=dict)
     source: str = "<built-in>"
+    kind: str = "pdr"
+    """What is measured: ``pdr`` (the packet-rate search), ``goodput`` (parallel iperf3
+    process pairs through the behavior) or ``http`` (wrk against a static HTTP server);
+    the stateful kinds are :mod:`srperf.stateful`."""
+    goodput: GoodputConfig = GoodputConfig()
+    """The ``goodput:`` block (read when ``kind`` is ``goodput``)."""
+    http: HttpConfig = HttpConfig()
+    """The ``http:`` block (read when ``kind`` is ``http``)."""

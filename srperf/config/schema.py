@@ -15,6 +15,8 @@ from srperf.config.model import Addressing, LatencyConfig, ProfileConfig, Search
 from srperf.config.provision import ProvisionSettings
 from srperf.config.rates import MAX_PPS
 from srperf.forwarders import names as forwarder_names
+from srperf.stateful import EXPERIMENT_KINDS
+from srperf.stateful.settings import GoodputConfig, HttpConfig
 
 
 def testbed_kinds() -> tuple[str, ...]:
@@ -112,6 +114,11 @@ EXPERIMENT_SCHEMA: dict[str, Any] = {
         "search": SearchConfig.json_schema(),
         "latency": LatencyConfig.json_schema(),
         "profile": ProfileConfig.json_schema(),
+        "kind": {"enum": list(EXPERIMENT_KINDS),
+                 "description": "what is measured: pdr (packet-rate search, the default), "
+                                "goodput (iperf3), http (wrk): srperf.stateful"},
+        "goodput": GoodputConfig.json_schema(),
+        "http": HttpConfig.json_schema(),
     },
 }
 

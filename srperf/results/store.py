@@ -20,7 +20,7 @@ import logging
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import pandas as pd
 import sqlalchemy as sa
@@ -31,6 +31,7 @@ from srperf.redact import redact
 from srperf.results import schema
 from srperf.results.liveness import ProcessId, is_alive, this_process
 from srperf.search.base import SearchResult
+from srperf.stateful.base import StatefulSample, Variant
 
 log = logging.getLogger(__name__)
 
@@ -266,6 +267,31 @@ class ResultStore:
         if rows:
             self._insert(schema.conformance, rows)
 
+    def add_stateful_sample(self, run_id: str, kind: str, behavior: str, forwarder: str,
+                            variant: Variant, repetition: int, sample: StatefulSample,
+                            duration_s: float | None = None, primary_metric: str = "",
+                            counters: Mapping[str, Any] | None = None,
+                            started: str | None = None, finished: str | None = None
+                            ) -> None:
+        """Store one repetition of a stateful experiment (see
+        :data:`srperf.results.schema.stateful_samples`).  A sample that is not ok keeps
+        its status and reason and no metrics; ``counters`` are the proxy's counter
+        deltas (and Table I columns) over the repetition; ``started``/``finished``
+        default to now."""
+        if not sample.ok and not (sample.reason or "").strip():
+            raise ValueError(f"a {sample.status} stateful sample needs a reason")
+        metrics = {str(k): float(v) for k, v in sample.metrics.items()} if sample.ok else {}
+        self._insert(schema.stateful_samples, dict(
+            run_id=run_id, time=_now(), started=started or _now(),
+            finished=finished or _now(), kind=kind, behavior=behavior, forwarder=forwarder,
+            variant=variant.label,
+            variant_params=json.dumps(dict(variant.params), sort_keys=True, default=str),
+            repetition=repetition, duration_s=duration_s, primary_metric=primary_metric,
+            status=sample.status, reason=sample.reason,
+            metrics=json.dumps(metrics, sort_keys=True),
+            detail=json.dumps(dict(sample.detail), sort_keys=True, default=str),
+            counters=json.dumps(dict(counters or {}), sort_keys=True, default=str)))
+
     def add_comparison(self, run_id: str, baseline_run_id: str | None, threshold_pct: float,
                        verdict: str, detail: dict[str, Any] | None = None) -> None:
         """Record a nightly verdict of ``run_id`` against its baseline."""
@@ -324,6 +350,21 @@ class ResultStore:
         out["environment"] = json.loads(out["environment"] or "{}")
         return out
 
+    def stateful_samples(self, run_id: str) -> list[dict[str, Any]]:
+        """The stateful samples of ``run_id`` in the order stored, one dict per row with
+        ``variant_params``, ``metrics``, ``detail`` and ``counters`` decoded from JSON."""
+        t = schema.stateful_samples
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(t).where(t.c.run_id == run_id)
+                                .order_by(t.c.id)).all()
+        out = []
+        for row in rows:
+            d = dict(row._mapping)
+            for col in ("variant_params", "metrics", "detail", "counters"):
+                d[col] = json.loads(d[col] or "{}")
+            out.append(d)
+        return out
+
     def ended_searches(self, run_id: str) -> dict[int, tuple[str, int, str, str]]:
         """The searches of ``run_id`` that ended: search_seq -> (behavior, packet size,
         outcome status, reason)."""
@@ -339,10 +380,14 @@ class ResultStore:
     def runs_overview(self, limit: int | None = None) -> pd.DataFrame:
         """One row per run, newest first: id, experiment, testbed, forwarder, status
         (``running`` shown as ``dead`` when its process is known to be gone), reason,
-        started, finished, searches ended, planned, trials, pid, host, purpose."""
+        started, finished, searches ended (for a stateful run: repetitions stored),
+        planned, trials, pid, host, purpose."""
         r, o, t = schema.runs, schema.outcomes, schema.trials
-        ended = (sa.select(o.c.run_id, sa.func.count().label("ended"))
-                 .group_by(o.c.run_id).subquery())
+        ss = schema.stateful_samples
+        # a stateful run's unit of work is a repetition: its samples count as searches
+        ended_rows = sa.union_all(sa.select(o.c.run_id), sa.select(ss.c.run_id)).subquery()
+        ended = (sa.select(ended_rows.c.run_id, sa.func.count().label("ended"))
+                 .group_by(ended_rows.c.run_id).subquery())
         trials = (sa.select(t.c.run_id, sa.func.count().label("trials"))
                   .group_by(t.c.run_id).subquery())
         query = (sa.select(r.c.run_id, r.c.experiment, r.c.testbed, r.c.forwarder,

@@ -21,16 +21,18 @@ _SIZE_UNITS = {None: 1, "B": 1, "KB": 1000, "MB": 1000 ** 2, "GB": 1000 ** 3,
 SIZE_SCHEMA: dict[str, Any] = {
     "description": "a size in bytes: a number, or text like '1KB', '100KB', '10MB', "
                    "'64KiB' (KB = 1000 bytes, KiB = 1024)",
-    "oneOf": [{"type": "integer", "minimum": 1},
-              {"type": "string", "pattern": r"^\s*[0-9]+(\.[0-9]+)?\s*(B|KB|MB|GB|KiB|MiB|GiB)?\s*$"}],
+    "oneOf": [{"type": "integer", "minimum": 1, "maximum": 1_000_000_000},
+              {"type": "string", "pattern": r"^[ ]*[0-9]+(\.[0-9]+)?[ ]*(B|KB|MB|GB|KiB|MiB|GiB)?[ ]*\Z"}],
 }
+MAX_SIZE_BYTES = 1_000_000_000
+"""The largest object a stateful experiment serves (1 GB): larger ones fill the disk."""
 
 
 def parse_size(value: Any) -> int:
     """Bytes from a number or a text such as ``100KB`` (ValueError otherwise)."""
     if isinstance(value, int) and not isinstance(value, bool):
-        if value < 1:
-            raise ValueError(f"{value!r}: a size must be at least 1 byte")
+        if not 1 <= value <= MAX_SIZE_BYTES:
+            raise ValueError(f"{value!r}: a size must be 1 to {MAX_SIZE_BYTES} bytes")
         return value
     match = _SIZE.match(str(value))
     if not match:
@@ -38,6 +40,8 @@ def parse_size(value: Any) -> int:
     size = round(float(match.group(1)) * _SIZE_UNITS[match.group(2)])
     if size < 1:
         raise ValueError(f"{value!r}: a size must be at least 1 byte")
+    if size > MAX_SIZE_BYTES:
+        raise ValueError(f"{value!r}: a size must be at most {MAX_SIZE_BYTES} bytes (1GB)")
     return size
 
 

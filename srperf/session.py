@@ -33,9 +33,10 @@ from typing import Any, Callable
 from srperf.config.model import LatencyConfig
 from srperf.config.settings import Settings
 from srperf import packets as P
-from srperf.drivers.base import (DistinctUnsupported, LatencyUnsupported, TrafficGenerator,
-                                 TrialResult)
+from srperf.drivers.base import (DistinctUnsupported, FlowsUnsupported, LatencyUnsupported,
+                                 TrafficGenerator, TrialResult)
 from srperf.errors import GeneratorError, SearchAborted, UnsupportedBehavior
+from srperf.flows import Flows
 from srperf.forwarders.base import Forwarder
 from srperf.imix import IMIX_SIZE
 from srperf.progress import ProgressEvents
@@ -65,9 +66,11 @@ class MeasurementSession:
     def __init__(self, testbed: Testbed, forwarder: Forwarder, options: Settings | None = None,
                  store: ResultStore | None = None, run_id: str | None = None,
                  keep_testbed: bool = False, verify: bool = True,
-                 imix: tuple[tuple[int, int], ...] = ()) -> None:
+                 imix: tuple[tuple[int, int], ...] = (), flows: Flows | None = None) -> None:
         testbed.check_forwarder(forwarder, "<session>")
         self.imix = imix
+        self.flows = flows if flows is not None and flows.count > 1 else None
+        """Many flows (``traffic.flows``), None: one flow."""
         """The mix sent for packet size :data:`IMIX_SIZE`: (size in bytes, weight)."""
         self.testbed = testbed
         self.forwarder = forwarder
@@ -151,7 +154,9 @@ class MeasurementSession:
         if not self.verify_enabled or (behavior.name, packet_size) in self._verified:
             return None
         size = min(s for s, _ in self.imix) if packet_size == IMIX_SIZE else packet_size
-        what = self.sut.verify(behavior, self.generator(behavior, seed), size)
+        gen = self.generator(behavior, seed)
+        what = (self.sut.verify(behavior, gen, size) if self.flows is None
+                else self.sut.verify(behavior, gen, size, flows=self.flows))
         self._verified.add((behavior.name, packet_size))
         return what
 
@@ -176,7 +181,15 @@ class MeasurementSession:
             gen.prepare_mix(frames)
             return frames[0][0]
         frame = bytes(behavior.build_frame(tb, packet_size))
-        if getattr(behavior, "distinct_frames", False):
+        if self.flows is not None:
+            offset = P.counter_offset(frame) if getattr(behavior, "distinct_frames",
+                                                        False) else None
+            try:
+                gen.prepare_flows(frame, self.flows, offset)
+            except (FlowsUnsupported, ValueError) as exc:
+                raise UnsupportedBehavior(behavior.name, f"{self.flows.count} flows "
+                                          f"(traffic.flows): {exc}") from None
+        elif getattr(behavior, "distinct_frames", False):
             try:
                 gen.prepare_distinct(frame, P.counter_offset(frame))
             except DistinctUnsupported as exc:

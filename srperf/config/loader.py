@@ -18,6 +18,7 @@ import jsonschema
 
 from srperf.imix import IMIX_SIZE, parse_imix
 from srperf.config.model import (Addressing, Experiment, LatencyConfig, PortConfig,
+                                 TrafficConfig,
                                  SearchConfig,
                                  SshConfig, SutConfig, TesterConfig, TestbedConfig,
                                  TransportConfig, expand_proxy_command, vnf_sid)
@@ -149,8 +150,16 @@ def experiment_from_mapping(data: dict[str, Any], file: str) -> Experiment:
     elif "imix" in data:
         raise ConfigError(file, "imix", data["imix"],
                           "set, but packet_sizes has no 'imix' entry to use it")
+    try:
+        traffic = TrafficConfig.from_mapping(dict(data.get("traffic") or {}))
+    except SettingError as exc:
+        raise ConfigError(file, f"traffic.{exc.key}".rstrip("."), exc.value,
+                          exc.reason) from None
+    if traffic.flows.count > 1 and IMIX_SIZE in sizes:
+        raise ConfigError(file, "traffic.flows.count", traffic.flows.count,
+                          "many flows are not sent with the 'imix' packet size")
     return Experiment(
-        name=data["name"], forwarder=forwarder, behaviors=behaviors,
+        name=data["name"], forwarder=forwarder, behaviors=behaviors, traffic=traffic,
         packet_sizes=tuple(sizes), imix=imix, search=search,
         repetitions=int(data.get("repetitions", 1)), testbed=data.get("testbed"),
         verify=bool(data.get("verify", True)), options=dict(data.get("options", {})),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from srperf.config.model import Addressing, LatencyConfig, SearchConfig
+from srperf.config.model import Addressing, LatencyConfig, SearchConfig, TrafficConfig
 from srperf.config.provision import ProvisionSettings
 from srperf.forwarders import names as forwarder_names
 
@@ -68,6 +68,7 @@ EXPERIMENT_SCHEMA: dict[str, Any] = {
                                    "in srperf.forwarders)"},
         "search": SearchConfig.json_schema(),
         "latency": LatencyConfig.json_schema(),
+        "traffic": TrafficConfig.json_schema(),
     },
 }
 

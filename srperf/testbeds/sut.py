@@ -139,12 +139,15 @@ class SutControl:
             self._vnfs = VnfSet(self.tb, count=count, mode=mode, host=self.transport).up()
         self.apply(behavior.cfg_function, behavior.name)
 
-    def verify(self, behavior: Any, generator: TrafficGenerator, packet_size: int) -> str:
-        """Send a few frames, check what the SUT forwarded (raises VerificationError)."""
+    def verify(self, behavior: Any, generator: TrafficGenerator, packet_size: int,
+               flows: Any = None) -> str:
+        """Send a few frames (of a sample of ``flows`` when given), check what the SUT
+        forwarded (raises VerificationError)."""
         from srperf.verify import verify_behavior
 
         return verify_behavior(behavior, self.tb, generator, packet_size,
-                               deviations=self.forwarder.deviations_of(behavior.name))
+                               deviations=self.forwarder.deviations_of(behavior.name),
+                               flows=flows)
 
     def unconfigure(self, behavior: Any) -> None:
         """Remove ``behavior``'s configuration and its VNFs."""

@@ -325,7 +325,8 @@ class LinuxGenerator(TrafficGenerator):
         last = attempts[-1]
         extra = dict(last.extra, attempts=len(attempts),
                      offered_rates_pps=[round(a.offered_rate_pps, 1) for a in attempts],
-                     slipped_ns_per_attempt=[a.extra["slipped_ns"] for a in attempts])
+                     slipped_ns_per_attempt=[a.extra["slipped_ns"] for a in attempts],
+                     elapsed_s_per_attempt=[round(a.elapsed_s, 6) for a in attempts])
         note = last.note
         if last.generator_limited:
             note = f"{note}; still limited after {len(attempts)} attempts"

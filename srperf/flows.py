@@ -11,7 +11,8 @@ field (the field's value in the frame is flow 0), so ``count`` flows are
   (the packet the behavior carries: inner for an encapsulated frame; behind an
   SRH, the destination is its final segment, the packet's last destination);
 - ``outer_src_addr``: the outermost IPv6 source (a SUT's NIC hashes the outer
-  header of an SRv6 frame for RSS: varying it spreads End-type behaviors);
+  header of an SRv6 frame for RSS: varying it spreads End-type behaviors; in a
+  frame with one IP header it is ``src_addr``);
 - ``flow_label``: the low 16 bits of the outermost IPv6 flow label.
 
 Every flow's checksums are right: each is updated for the varied words (RFC
@@ -157,6 +158,8 @@ def flow_fields(frame: bytes, flows: Flows) -> list[FlowField]:
                     checksums = udp_ck
             else:
                 off = l3 + 2
+        if any(f.offset == off for f in out):
+            continue                      # the same bits (a frame with one IPv6 header)
         base = int.from_bytes(frame[off:off + 2], "big")
         if base + flows.count - 1 > 0xFFFF:
             raise ValueError(f"flows.count = {flows.count}: {name} starts at {base} in its "

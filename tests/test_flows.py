@@ -249,3 +249,32 @@ def test_one_process_per_trial_still_works(pair: str) -> None:
         assert r.extra["drained_ns"] >= 50e6, "settle_s 0 must wait the whole drain"
     finally:
         g.close()
+
+
+def test_outer_and_inner_source_of_a_one_header_frame_are_one_field() -> None:
+    frame = bytes(behaviors.get("ipv6").build_frame(TB, 64))
+    frames = flow_frames(frame, Flows(8, ("src_addr", "outer_src_addr")))
+    assert len({Ether(f)[IPv6].src for f in frames}) == 8
+    assert all(checksums_ok(f) for f in frames)
+
+
+@pytest.mark.parametrize("traffic,key", [
+    ({"flows": {"count": 0}}, "traffic.flows.count"),
+    ({"flows": {"count": 4, "vary": ["ttl"]}}, "traffic.flows.vary"),
+    ({"flows": {"cont": 4}}, "traffic.flows")])
+def test_bad_traffic_key_names_file_and_key(traffic: dict, key: str) -> None:  # type: ignore[type-arg]
+    from srperf.config.loader import experiment_from_mapping
+    from srperf.errors import ConfigError
+
+    with pytest.raises(ConfigError) as e:
+        experiment_from_mapping({"name": "x", "behaviors": ["ipv6"], "traffic": traffic},
+                                "exp.yaml")
+    assert "exp.yaml" in str(e.value) and key in str(e.value)
+
+
+def test_example_experiment_loads() -> None:
+    from srperf.config.loader import load_experiment
+
+    root = Path(__file__).resolve().parents[1]
+    exp = load_experiment(root / "experiments" / "ssh_flows_cores.yaml")
+    assert exp.traffic.flows.count == 256 and "outer_src_addr" in exp.traffic.flows.vary

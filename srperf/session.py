@@ -10,7 +10,9 @@ Opening takes the testbed's lock (one run per testbed; refused with
 TestbedBusy, exit 2, when another run holds it), brings the testbed up (only
 what it made is removed at the end), installs the forwarder on the SUT and
 cleans it; every trial goes to the store as it ends, with the forwarder's own
-counters (packets, per trial) in ``extra['dataplane']`` when it has some.
+counters (packets, per trial) in ``extra['dataplane']`` when it has some (read
+once per trial, through a shell held on the SUT: the reading after one trial is
+the reading before the next of the same search).
 Closing, whatever happened, cleans the SUT, closes the generator and every
 transport, removes what was made and gives the lock back.
 
@@ -205,13 +207,17 @@ class MeasurementSession:
         stored when the session has a store and ``key``."""
         gen = self.generator(behavior, key.search_seq if key else 0)
         sut = self.sut
+        last: dict[str, dict[str, int] | None] = {}
 
         def measure(rate_pps: float, duration_s: float) -> TrialResult:
             self.testbed.keep_claim()  # re-taken if a dropped connection lost it
-            before = sut.counters()
+            # One read per trial: the previous trial's "after" is this one's "before"
+            # (nothing but test traffic reaches the SUT between two trials of a search).
+            before = last["after"] if "after" in last else sut.counters()
             trial = self._trial(gen, behavior.name, rate_pps, duration_s)
             if before is not None:
                 after = sut.counters() or {}
+                last["after"] = after
                 delta = {k: after[k] - before.get(k, 0) for k in after}
                 trial = dataclasses.replace(trial, extra={**trial.extra, "dataplane": delta})
             if self.store is not None and self.run_id is not None and key is not None:

@@ -50,8 +50,8 @@ files, and takes each trial as a line on its stdin; it is restarted only when
 the frame or an option changes (once per search).  A trial then costs no new
 process: srgen reads the ports' counters itself, through files it opened once.
 The drain after the last packet ends as soon as the rx port has counted every
-sent packet, or its counter has not moved for ``settle_s`` (``drain_s`` at
-most); frames the rx port counts after that, between two trials, are said in
+sent packet, or neither its counter nor the tx port's has moved for
+``settle_s`` (``drain_s`` at most); frames the rx port counts after that, between two trials, are said in
 the next trial's ``extra["rx_between_trials"]`` and logged (they were counted
 lost).  ``resident: false`` and ``settle_s: 0`` give the former behaviour (one
 srgen per trial, a fixed drain), kept for comparison (``bench/trial_gap.py``).
@@ -85,6 +85,8 @@ log = logging.getLogger(__name__)
 SRGEN_CFLAGS = ["-O2", "-Wall", "-Wextra"]
 MAX_FRAME_BYTES = 16384
 """Largest frame srgen accepts (bytes)."""
+MAX_FLOW_BYTES = 64 * 1024 * 1024
+"""Most bytes of flow frames srgen holds (MAX_FRAMES_BYTES in srgen.c)."""
 SEND_MODES = ("mmsg", "ring")
 """srgen's send paths: sendmmsg batches, or a PACKET_TX_RING."""
 QUEUE_MODES = ("hold", "qdisc")
@@ -253,6 +255,7 @@ class LinuxGenerator(TrafficGenerator):
         self._frame_file: Path | None = None
         self._counter_offset: int | None = None
         self._flows: Flows | None = None
+        self._flow_count = 1  # frames in the frame file
         self._max_rate_pps: float | None = None
         self.resident, self.settle_s = resident, settle_s
         self._proc: subprocess.Popen[str] | None = None
@@ -290,6 +293,10 @@ class LinuxGenerator(TrafficGenerator):
         (:func:`srperf.flows.flow_frames`, every checksum right); with
         ``counter_offset``, each packet also carries its own counter (as
         :meth:`prepare_distinct`)."""
+        if flows.count * len(frame) > MAX_FLOW_BYTES:
+            raise GeneratorError(f"{flows.count} flows of {len(frame)}-byte frames need "
+                                 f"{flows.count * len(frame)} bytes: srgen holds at most "
+                                 f"{MAX_FLOW_BYTES} (fewer flows or smaller frames)")
         variants = flow_frames(frame, flows)
         if counter_offset is not None:
             self.prepare_distinct(frame, counter_offset)

@@ -278,3 +278,13 @@ def test_example_experiment_loads() -> None:
     root = Path(__file__).resolve().parents[1]
     exp = load_experiment(root / "experiments" / "ssh_flows_cores.yaml")
     assert exp.traffic.flows.count == 256 and "outer_src_addr" in exp.traffic.flows.vary
+
+
+def test_too_many_flow_bytes_are_refused_before_srgen() -> None:
+    g = LinuxGenerator(None, "lo", "lo", cpu=None)
+    try:
+        frame = bytes(behaviors.get("ipv6").build_frame(TB, 1500))
+        with pytest.raises(GeneratorError, match="srgen holds at most"):
+            g.prepare_flows(frame, Flows(50000, ("src_addr",)))
+    finally:
+        g.close()

@@ -65,6 +65,9 @@ def command_line() -> str:
 class MeasurementSession:
     """Measure behaviors of one forwarder on one testbed (a context manager)."""
 
+    flows: Flows | None = None
+    """Many flows (``traffic.flows``), None: one flow."""
+
     def __init__(self, testbed: Testbed, forwarder: Forwarder, options: Settings | None = None,
                  store: ResultStore | None = None, run_id: str | None = None,
                  keep_testbed: bool = False, verify: bool = True,
@@ -72,7 +75,6 @@ class MeasurementSession:
         testbed.check_forwarder(forwarder, "<session>")
         self.imix = imix
         self.flows = flows if flows is not None and flows.count > 1 else None
-        """Many flows (``traffic.flows``), None: one flow."""
         """The mix sent for packet size :data:`IMIX_SIZE`: (size in bytes, weight)."""
         self.testbed = testbed
         self.forwarder = forwarder

@@ -113,6 +113,10 @@ class DistinctUnsupported(Exception):
     """This generator cannot make every packet distinct (the reason is the message)."""
 
 
+class FlowsUnsupported(Exception):
+    """This generator cannot send many flows (the reason is the message)."""
+
+
 class LatencyUnsupported(Exception):
     """This generator cannot measure latency (the reason is the message)."""
 
@@ -140,6 +144,15 @@ class TrafficGenerator(abc.ABC):
         :class:`DistinctUnsupported`: they must never send identical copies instead."""
         raise DistinctUnsupported(f"the {self.name} driver sends copies of one frame; "
                                   "per-packet distinct frames are not implemented for it")
+
+    def prepare_flows(self, frame: bytes, flows: Any,
+                      counter_offset: int | None = None) -> None:
+        """Like :meth:`prepare` (or :meth:`prepare_distinct` with ``counter_offset``), but
+        packet i is ``frame`` varied as flow i % ``flows.count``
+        (:class:`srperf.flows.Flows`).  Drivers that cannot raise
+        :class:`FlowsUnsupported`: they must never send one flow instead."""
+        raise FlowsUnsupported(f"the {self.name} driver sends one flow; many flows are "
+                               "not implemented for it")
 
     def prepare_mix(self, frames: list[tuple[bytes, int]]) -> None:
         """Load a mix of frames (frame, weight): later trials send each frame at

@@ -41,6 +41,20 @@ The queue is part of what is measured: say its size with every result.
 :meth:`LinuxGenerator.prepare_distinct` makes every packet distinct: srgen
 (``-V``) writes packet i's counter into the frame's counter slot, in the copy
 it hands the kernel, checksum-neutrally (see srgen.c).
+:meth:`LinuxGenerator.prepare_flows` sends many flows: packet i is the frame
+of flow i % count, each built with its own checksums (:mod:`srperf.flows`).
+
+*Resident* (``resident``, the default): one srgen process (``srgen -S``) stays
+up from one trial to the next, with its socket, TX ring, frames and counter
+files, and takes each trial as a line on its stdin; it is restarted only when
+the frame or an option changes (once per search).  A trial then costs no new
+process: srgen reads the ports' counters itself, through files it opened once.
+The drain after the last packet ends as soon as the rx port has counted every
+sent packet, or neither its counter nor the tx port's has moved for
+``settle_s`` (``drain_s`` at most); frames the rx port counts after that, between two trials, are said in
+the next trial's ``extra["rx_between_trials"]`` and logged (they were counted
+lost).  ``resident: false`` and ``settle_s: 0`` give the former behaviour (one
+srgen per trial, a fixed drain), kept for comparison (``bench/trial_gap.py``).
 """
 
 from __future__ import annotations
@@ -48,6 +62,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import selectors
 import shutil
 import statistics
 import subprocess
@@ -62,6 +77,7 @@ from srperf.build import ensure_built
 from srperf.config.settings import Settings, setting
 from srperf.drivers.base import TrafficGenerator, TrialResult, beyond_generator
 from srperf.errors import GeneratorError
+from srperf.flows import Flows, flow_frames
 from srperf.resources import generator_dir
 from srperf.wording import count
 
@@ -70,6 +86,8 @@ log = logging.getLogger(__name__)
 SRGEN_CFLAGS = ["-O2", "-Wall", "-Wextra"]
 MAX_FRAME_BYTES = 16384
 """Largest frame srgen accepts (bytes)."""
+MAX_FLOW_BYTES = 64 * 1024 * 1024
+"""Most bytes of flow frames srgen holds (MAX_FRAMES_BYTES in srgen.c)."""
 SEND_MODES = ("mmsg", "ring")
 """srgen's send paths: sendmmsg batches, or a PACKET_TX_RING."""
 QUEUE_MODES = ("hold", "qdisc")
@@ -166,6 +184,12 @@ class LinuxGeneratorOptions(Settings):
                                       "maximum": MAX_QUEUE_PKTS})
     queue_mode: str | None = setting(None, "where the queue is: srgen holds frames, or a "
                                      "pfifo on the tx port", schema={"enum": list(QUEUE_MODES)})
+    resident: bool = setting(True, "keep one srgen process up between trials (false: one "
+                             "process per trial)", schema={"type": "boolean"})
+    settle_s: float = setting(0.02, "end the drain once the rx port has counted every sent "
+                              "packet or not moved for this long (0: always wait drain_s)",
+                              unit="s", schema={"type": "number", "minimum": 0,
+                                                "maximum": 10})
 
 
 class LinuxGenerator(TrafficGenerator):
@@ -201,7 +225,8 @@ class LinuxGenerator(TrafficGenerator):
                  tolerance: float = 0.01, drain_s: float = 0.2, retries: int = 1,
                  batch: int = 16, max_lag_s: float = 0.001, quantum_s: float = 0.0,
                  fifo_priority: int = 0, mode: str = "mmsg",
-                 queue_pkts: int = DEFAULT_QUEUE_PKTS, queue_mode: str | None = None) -> None:
+                 queue_pkts: int = DEFAULT_QUEUE_PKTS, queue_mode: str | None = None,
+                 resident: bool = True, settle_s: float = 0.02) -> None:
         if mode not in SEND_MODES:
             raise ValueError(f"mode must be one of {SEND_MODES}, not {mode!r}")
         if tolerance <= 0 or drain_s < 0 or retries < 0 or not 1 <= batch <= 256:
@@ -214,6 +239,8 @@ class LinuxGenerator(TrafficGenerator):
             raise ValueError(f"queue_mode must be one of {QUEUE_MODES}, not {queue_mode!r}")
         if queue_pkts and queue_mode == "hold" and mode != "mmsg":
             raise ValueError("queue_mode 'hold' needs mode 'mmsg'")
+        if settle_s < 0:
+            raise ValueError(f"settle_s must be >= 0, not {settle_s}")
         self.ns, self.tx, self.rx, self.cpu = ns, tx, rx, cpu
         self._in_ns = ["ip", "netns", "exec", ns] if ns else []
         """Prefix that runs a command where the tester's ports are (None: this host)."""
@@ -229,17 +256,29 @@ class LinuxGenerator(TrafficGenerator):
         self._cleanup = weakref.finalize(self, shutil.rmtree, str(self._tmp), True)
         self._frame_file: Path | None = None
         self._counter_offset: int | None = None
+        self._flows: Flows | None = None
+        self._flow_count = 1  # frames in the frame file
         self._max_rate_pps: float | None = None
+        self.resident, self.settle_s = resident, settle_s
+        self._proc: subprocess.Popen[str] | None = None
+        self._proc_argv: list[str] = []
+        self._frame_version = 0   # bumped by prepare: a resident srgen with an older frame goes
 
     # -- TrafficGenerator ------------------------------------------------------
     def prepare(self, frame: bytes) -> None:
         """Write ``frame`` (an Ethernet frame without FCS) for later trials."""
         if not 14 <= len(frame) <= MAX_FRAME_BYTES:
             raise GeneratorError(f"frame of {len(frame)} bytes: must be 14..{MAX_FRAME_BYTES}")
-        path = self._tmp / "frame.bin"
-        path.write_bytes(frame)
-        self._frame_file = path
+        self._write_frames([frame])
         self._counter_offset = None
+        self._flows = None
+
+    def _write_frames(self, frames: list[bytes]) -> None:
+        path = self._tmp / "frame.bin"
+        path.write_bytes(b"".join(frames))
+        self._frame_file = path
+        self._flow_count = len(frames)
+        self._frame_version += 1
 
     def prepare_distinct(self, frame: bytes, counter_offset: int) -> None:
         """Like :meth:`prepare`; packet i carries counter i in the 8-byte counter slot at
@@ -249,6 +288,24 @@ class LinuxGenerator(TrafficGenerator):
                                  f"of {len(frame)} bytes")
         self.prepare(frame)
         self._counter_offset = counter_offset
+
+    def prepare_flows(self, frame: bytes, flows: Flows,
+                      counter_offset: int | None = None) -> None:
+        """Send ``flows.count`` flows: packet i is ``frame`` varied as flow i % count
+        (:func:`srperf.flows.flow_frames`, every checksum right); with
+        ``counter_offset``, each packet also carries its own counter (as
+        :meth:`prepare_distinct`)."""
+        if flows.count * len(frame) > MAX_FLOW_BYTES:
+            raise GeneratorError(f"{flows.count} flows of {len(frame)}-byte frames need "
+                                 f"{flows.count * len(frame)} bytes: srgen holds at most "
+                                 f"{MAX_FLOW_BYTES} (fewer flows or smaller frames)")
+        variants = flow_frames(frame, flows)
+        if counter_offset is not None:
+            self.prepare_distinct(frame, counter_offset)
+        else:
+            self.prepare(frame)
+        self._write_frames(variants)
+        self._flows = flows
 
     def trial(self, rate_pps: float, duration_s: float) -> TrialResult:
         """Offer round(rate_pps * duration_s) frames at ``rate_pps`` (pps) for ``duration_s`` (s)."""
@@ -277,7 +334,8 @@ class LinuxGenerator(TrafficGenerator):
         last = attempts[-1]
         extra = dict(last.extra, attempts=len(attempts),
                      offered_rates_pps=[round(a.offered_rate_pps, 1) for a in attempts],
-                     slipped_ns_per_attempt=[a.extra["slipped_ns"] for a in attempts])
+                     slipped_ns_per_attempt=[a.extra["slipped_ns"] for a in attempts],
+                     elapsed_s_per_attempt=[round(a.elapsed_s, 6) for a in attempts])
         note = last.note
         if last.generator_limited:
             note = f"{note}; still limited after {len(attempts)} attempts"
@@ -330,7 +388,8 @@ class LinuxGenerator(TrafficGenerator):
         return self._max_rate_pps
 
     def close(self) -> None:
-        """Remove the generator's temporary files (frame, pcaps)."""
+        """Stop the resident srgen; remove the generator's temporary files (frame, pcaps)."""
+        self._stop_resident()
         self._cleanup()
 
     # -- extras ----------------------------------------------------------------
@@ -353,16 +412,12 @@ class LinuxGenerator(TrafficGenerator):
                  self._max_rate_pps)
         return self._max_rate_pps
 
-    def run_srgen(self, rate_pps: float, count: int, drain_s: float | None = None) -> SrgenReport:
-        """Run srgen once in the namespace: ``count`` frames at ``rate_pps`` (0 = unpaced)."""
-        if self._frame_file is None:
-            raise GeneratorError("prepare(frame) must be called before a trial")
-        drain = self.drain_s if drain_s is None else drain_s
-        argv = [*self._in_ns, str(self._binary), "-f", str(self._frame_file),
-                "-r", f"{rate_pps:.6f}", "-n", str(count), "-t", self.tx, "-x", self.rx,
-                "-b", str(self.batch), "-d", str(round(drain * 1000)),
-                "-l", str(round(self.max_lag_s * 1e6)), "-q", str(round(self.quantum_s * 1e6)),
-                "-m", self.mode]
+    def _options_argv(self) -> list[str]:
+        """srgen's options that hold for every trial of the prepared frame(s)."""
+        assert self._frame_file is not None
+        argv = ["-f", str(self._frame_file), "-t", self.tx, "-x", self.rx,
+                "-b", str(self.batch), "-l", str(round(self.max_lag_s * 1e6)),
+                "-q", str(round(self.quantum_s * 1e6)), "-m", self.mode]
         if self.cpu is not None:
             argv += ["-c", str(self.cpu)]
         if self.fifo_priority:
@@ -371,23 +426,141 @@ class LinuxGenerator(TrafficGenerator):
             argv += ["-H" if self.queue_mode == "hold" else "-Q", str(self.queue_pkts)]
         if self._counter_offset is not None:
             argv += ["-V", str(self._counter_offset)]
-        # srgen is the only sender on tx: the queue's drops between these two
-        # reads are its frames'.
-        drops_before = self._prepare_port()
+        if self._flow_count > 1:
+            argv += ["-k", str(self._flow_count)]
+        return argv
+
+    def run_srgen(self, rate_pps: float, count: int, drain_s: float | None = None) -> SrgenReport:
+        """Run one srgen trial in the namespace: ``count`` frames at ``rate_pps`` (0 =
+        unpaced), by the resident srgen (started when needed) or a process of its own."""
+        if self._frame_file is None:
+            raise GeneratorError("prepare(frame) must be called before a trial")
+        drain = self.drain_s if drain_s is None else drain_s
+        settle = min(self.settle_s, drain)
         expected_s = count / rate_pps if rate_pps > 0 else count / 1e5
-        log.debug("run %s", " ".join(argv))
-        try:
-            proc = subprocess.run(argv, capture_output=True, text=True,
-                                  timeout=10 * expected_s + drain + 30)
-        except subprocess.TimeoutExpired as exc:
-            raise GeneratorError(f"srgen did not finish: {' '.join(argv)}") from exc
-        if proc.returncode != 0:
-            raise GeneratorError(f"srgen failed ({proc.returncode}): {proc.stderr.strip()}")
-        report = SrgenReport.parse(proc.stdout)
+        timeout = 10 * expected_s + drain + 30
+        if self.resident:
+            if not self._qdisc_queue:
+                drops_before = 0
+                self._ensure_resident()
+            else:  # srgen is the only sender on tx: the queue's drops between two reads are its
+                drops_before = self._prepare_port()
+                self._ensure_resident()
+            text = self._resident_trial(rate_pps, count, drain, settle, timeout)
+        else:
+            drops_before = self._prepare_port()
+            argv = [*self._in_ns, str(self._binary), *self._options_argv(),
+                    "-r", f"{rate_pps:.6f}", "-n", str(count), "-d", str(round(drain * 1000)),
+                    "-s", str(round(settle * 1e6))]
+            log.debug("run %s", " ".join(argv))
+            try:
+                proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+            except subprocess.TimeoutExpired as exc:
+                raise GeneratorError(f"srgen did not finish: {' '.join(argv)}") from exc
+            if proc.returncode != 0:
+                raise GeneratorError(f"srgen failed ({proc.returncode}): {proc.stderr.strip()}")
+            text = proc.stdout
+        report = SrgenReport.parse(text)
+        between = int(report.raw.get("rx_between_trials", 0))
+        if between:
+            log.warning("%d frame(s) reached %s after the previous trial's drain (%.0f ms "
+                        "of settling): that trial counted them lost", between, self.rx,
+                        1000 * settle)
         if self._qdisc_queue:
             report = dataclasses.replace(report,
                                          qdisc_dropped_delta=self._queue_drops() - drops_before)
         return report
+
+    # -- the resident srgen ------------------------------------------------------
+    def _ensure_resident(self) -> None:
+        """Start ``srgen -S`` unless one with the same frame and options runs."""
+        argv = [*self._in_ns, str(self._binary), "-S", *self._options_argv()]
+        key = [*argv, f"#frame{self._frame_version}"]
+        if self._proc is not None and self._proc.poll() is None and self._proc_argv == key:
+            return
+        self._stop_resident()
+        if not self._qdisc_queue:
+            self._prepare_port()
+        log.debug("start %s", " ".join(argv))
+        self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True, bufsize=1)
+        self._proc_argv = key
+        line = self._read_line(30.0, "start")
+        try:
+            ready = json.loads(line).get("ready")
+        except ValueError:
+            ready = False
+        if not ready:
+            self._fail(f"srgen -S said {line!r} instead of ready")
+
+    def _resident_trial(self, rate_pps: float, count: int, drain_s: float, settle_s: float,
+                        timeout_s: float) -> str:
+        assert self._proc is not None and self._proc.stdin is not None
+        command = (f"trial {rate_pps:.6f} {count} {round(drain_s * 1e6)} "
+                   f"{round(settle_s * 1e6)}\n")
+        try:
+            self._proc.stdin.write(command)
+            self._proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            self._fail("srgen -S went away before the trial")
+        return self._read_line(timeout_s, "trial")
+
+    def _read_line(self, timeout_s: float, what: str) -> str:
+        """One line from the resident srgen within ``timeout_s`` (GeneratorError otherwise,
+        with what srgen said on stderr; the process is then stopped)."""
+        assert self._proc is not None and self._proc.stdout is not None
+        with selectors.DefaultSelector() as sel:
+            sel.register(self._proc.stdout, selectors.EVENT_READ)
+            if not sel.select(timeout_s):
+                self._fail(f"srgen -S gave no answer to {what} within {timeout_s:.0f} s")
+        line = self._proc.stdout.readline()
+        if not line:
+            self._fail(f"srgen -S ended during {what}")
+        return line
+
+    def _fail(self, message: str) -> None:
+        proc = self._stop_resident(keep_stderr=True)
+        stderr = ""
+        if proc is not None and proc.stderr is not None:
+            try:
+                stderr = proc.stderr.read().strip()
+                proc.stderr.close()
+            except (OSError, ValueError):
+                pass
+        code = proc.returncode if proc is not None else None
+        raise GeneratorError(f"{message} (exit {code}): {stderr}" if stderr else
+                             f"{message} (exit {code})")
+
+    def _stop_resident(self, keep_stderr: bool = False) -> "subprocess.Popen[str] | None":
+        """Ask the resident srgen to quit (killed if it does not within 5 s); returns the
+        process (its stderr still open with ``keep_stderr``)."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return None
+        try:
+            if proc.poll() is None and proc.stdin is not None:
+                proc.stdin.write("quit\n")
+                proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            pass
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdin, proc.stdout, None if keep_stderr else proc.stderr):
+            if stream is not None:
+                try:
+                    stream.close()
+                except (OSError, ValueError):
+                    pass
+        return proc
+
+    @property
+    def resident_pid(self) -> int | None:
+        """PID of the process the resident srgen runs in (``ip netns exec`` execs it), or
+        None when none runs."""
+        return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
 
     def _tc(self, *args: str) -> str:
         proc = subprocess.run([*self._in_ns, "tc", *args],
@@ -496,6 +669,9 @@ class LinuxGenerator(TrafficGenerator):
                  "queue_mode": self.queue_mode, "held_max": rep.held_max,
                  "attempts_refused": rep.attempts_refused,
                  "distinct_frames": self._counter_offset is not None,
+                 "flows": self._flows.as_dict() if self._flows is not None else None,
+                 "resident": self.resident, "drained_ns": int(rep.raw.get("drained_ns", 0)),
+                 "rx_between_trials": int(rep.raw.get("rx_between_trials", 0)),
                  "qdisc_dropped_delta": rep.qdisc_dropped_delta,
                  "tx_packets_delta": rep.tx_packets_delta,
                  "tx_dropped_delta": rep.tx_dropped_delta,

@@ -4,7 +4,13 @@ The client runs in a child process (:mod:`srperf.drivers.trex_worker`, which
 says why); this module speaks to it and applies srperf's rules to TRex's
 counters.  A trial is one continuous stream (``STLTXCont``) of the prepared
 frame at ``rate_pps`` for ``duration_s`` out of ``tx_port``; ``sent`` is that
-port's ``opackets``, ``received`` the ``ipackets`` of ``rx_port``.
+port's ``opackets``, ``received`` the ``ipackets`` of ``rx_port``.  The
+connection stays up for the generator's life and the streams stay loaded from
+one trial to the next: they are loaded at the first trial's rate, and later
+trials change only TRex's rate multiplier (``start(mult=...)``) and duration.
+Many flows (:meth:`TrexGenerator.prepare_flows`) are TRex field-engine
+variables: one counts the flows, is written into every varied field, and the
+checksums are fixed by TRex.
 
 A trial is *generator limited* (it says nothing about the SUT, the search may
 not use it) when TRex could not offer the load, by the same rule as the local
@@ -31,7 +37,7 @@ import sys
 from typing import Any
 
 from srperf.config.settings import Settings, setting
-from srperf.drivers.base import TrafficGenerator, TrialResult
+from srperf.drivers.base import FlowsUnsupported, TrafficGenerator, TrialResult
 from srperf.drivers.latency import from_trex
 from srperf.errors import GeneratorError
 from srperf.wording import count
@@ -198,6 +204,10 @@ class TrexGenerator(TrafficGenerator):
         self.line_rate_pps = line_rate_pps
         self.frames: list[tuple[bytes, int]] = []
         self.reverse: bytes | None = None
+        self.flows: dict[str, Any] | None = None
+        """The field-engine description of many flows (prepare_flows), None: one flow."""
+        self._loaded: tuple[str, float] | None = None
+        """What the server holds: the streams (as JSON) and the rate they were loaded at."""
         self.bidirectional = options.bidirectional
         self.worker = TrexWorker(options.client_path, options.timeout_s, netns)
         try:
@@ -218,11 +228,41 @@ class TrexGenerator(TrafficGenerator):
 
     def prepare(self, frame: bytes) -> None:
         self.frames = [(frame, 1)]
+        self.flows = None
+
+    def prepare_flows(self, frame: bytes, flows: Any,
+                      counter_offset: int | None = None) -> None:
+        """Many flows by TRex's field engine (the worker's ``flow_vm``): one variable
+        0 .. count - 1 written into every varied field (:func:`srperf.flows.flow_fields`),
+        then the UDP checksum (and an IPv4 header's) fixed by TRex."""
+        from srperf.flows import flow_fields, udp_place
+
+        if counter_offset is not None:
+            raise FlowsUnsupported("the trex driver does not write per-packet counters "
+                                   "(distinct frames)")
+        try:
+            fields = flow_fields(frame, flows)
+        except ValueError as exc:
+            raise FlowsUnsupported(str(exc)) from None
+        place = udp_place(frame)
+        if place is not None and place.l4_offset - place.l3_offset != (20 if place.ipv4
+                                                                        else 40):
+            raise FlowsUnsupported(
+                "the frame's UDP follows an IPv6 extension header (SRH): TRex's checksum "
+                "fix takes the pseudo-header's destination from the IPv6 header, not from "
+                "the SRH's final segment")
+        self.frames = [(frame, 1)]
+        self.flows = {"count": flows.count,
+                      "fields": [{"name": f.name, "offset": f.offset, "base": f.base}
+                                 for f in fields],
+                      "udp": None if place is None else {"l3_offset": place.l3_offset,
+                                                         "l4_offset": place.l4_offset}}
 
     def prepare_mix(self, frames: list[tuple[bytes, int]]) -> None:
         if not frames or any(w < 1 for _, w in frames):
             raise GeneratorError("a mix needs frames with positive weights")
         self.frames = list(frames)
+        self.flows = None
 
     def prepare_reverse(self, frame: bytes) -> None:
         if not self.bidirectional:
@@ -244,7 +284,8 @@ class TrexGenerator(TrafficGenerator):
                 raise GeneratorError("bidirectional trial without a reverse frame")
             rate_pps /= 2
         total = sum(w for _, w in self.frames)
-        streams = [{"port": self.opt.tx_port, "frame": f.hex(), "pps": rate_pps * w / total}
+        streams = [{"port": self.opt.tx_port, "frame": f.hex(), "pps": rate_pps * w / total,
+                    **({"flows": self.flows} if self.flows else {})}
                    for f, w in self.frames]
         if self.bidirectional and self.reverse is not None:
             streams.append({"port": self.opt.rx_port, "frame": self.reverse.hex(),
@@ -258,11 +299,23 @@ class TrexGenerator(TrafficGenerator):
         if intended == 0:
             return TrialResult(rate_pps, duration_s, 0, 0, 0, 0, 0.0,
                                note="rate x duration rounds to zero packets: nothing sent")
-        self.worker.call("load", streams=self._streams(rate_pps))
         out = self.worker.call("run", ports=self._ports, duration_s=duration_s,
                                timeout_s=duration_s + self.opt.timeout_s,
-                               drain_s=self.opt.drain_s)
+                               drain_s=self.opt.drain_s, mult=self._load_for(rate_pps))
         return self.judge(rate_pps, duration_s, intended, out)
+
+    def _load_for(self, rate_pps: float) -> str:
+        """Make the server hold the prepared streams (loaded once, at the first rate they
+        are run at: later trials change only TRex's rate multiplier); returns the
+        multiplier for ``rate_pps``."""
+        streams = self._streams(rate_pps)
+        key = json.dumps([{k: v for k, v in s.items() if k != "pps"} for s in streams],
+                         sort_keys=True)
+        if self._loaded is None or self._loaded[0] != key:
+            self._loaded = None
+            self.worker.call("load", streams=streams)
+            self._loaded = (key, rate_pps)
+        return f"{rate_pps / self._loaded[1]:.12g}"
 
     def latency_trial(self, rate_pps: float, duration_s: float,
                       stream_pps: float) -> TrialResult:
@@ -275,6 +328,7 @@ class TrexGenerator(TrafficGenerator):
         streams = self._streams(rate_pps - stream_pps) if rate_pps > stream_pps else []
         streams.append({"port": tx, "frame": self.frames[0][0].hex(), "pps": stream_pps,
                         "pg_id": LATENCY_PG_ID})
+        self._loaded = None   # the next trial loads its own streams again
         self.worker.call("load", streams=streams)
         out = self.worker.call("run", ports=self._ports, duration_s=duration_s,
                                timeout_s=duration_s + self.opt.timeout_s,

@@ -89,31 +89,53 @@ class Worker:
         version = self.client.get_server_version()
         return {"server_version": _plain(version)}
 
+    def flow_vm(self, flows: dict[str, Any]) -> Any:
+        """The field-engine program of many flows: one variable counting 0 .. count - 1,
+        one packet after the other, written (plus each field's value in the frame) into
+        the last 16 bits of every varied field, then the checksums fixed (UDP, and the
+        IPv4 header when there is one, by TRex's checksum-offload instruction)."""
+        api = self.api
+        program: list[Any] = [api.STLVmFlowVar(name="flow", min_value=0,
+                                               max_value=int(flows["count"]) - 1, size=2,
+                                               op="inc")]
+        program += [api.STLVmWrFlowVar(fv_name="flow", pkt_offset=int(f["offset"]),
+                                       add_val=int(f["base"])) for f in flows["fields"]]
+        udp = flows.get("udp")
+        if udp is not None:
+            program.append(api.STLVmFixChecksumHw(
+                l3_offset=int(udp["l3_offset"]), l4_offset=int(udp["l4_offset"]),
+                l4_type=api.CTRexVmInsFixHwCs.L4_TYPE_UDP))
+        return api.STLScVmRaw(program)
+
     def load(self, streams: list[dict[str, Any]]) -> None:
         """Replace the streams of the ports named in ``streams``."""
         ports = sorted({s["port"] for s in streams})
         self.client.remove_all_streams(ports=ports)
         for s in streams:
             kwargs: dict[str, Any] = {}
+            builder: dict[str, Any] = {}
             if s.get("pg_id") is not None:
                 kwargs["flow_stats"] = self.api.STLFlowLatencyStats(pg_id=s["pg_id"])
+            if s.get("flows"):
+                builder["vm"] = self.flow_vm(s["flows"])
             # A frame given as bytes counts as having "default" MACs, which TRex replaces
             # with its port's (from trex_cfg.yaml, seen on TRex 3.08): the SUT would
             # drop every frame.  srperf's frames carry the SUT's MACs; TRex must keep them.
             stream = self.api.STLStream(
-                packet=self.api.STLPktBuilder(pkt_buffer=bytes.fromhex(s["frame"])),
+                packet=self.api.STLPktBuilder(pkt_buffer=bytes.fromhex(s["frame"]), **builder),
                 mode=self.api.STLTXCont(pps=s["pps"]), mac_src_override_by_pkt=True,
                 mac_dst_override_mode=self.api.STLStreamDstMAC_PKT, **kwargs)
             self.client.add_streams(stream, ports=[s["port"]])
 
     def run(self, ports: list[int], duration_s: float, timeout_s: float,
-            drain_s: float) -> dict[str, Any]:
-        """Start the loaded streams for ``duration_s``, wait, and read every counter."""
+            drain_s: float, mult: str = "1") -> dict[str, Any]:
+        """Start the loaded streams for ``duration_s`` at ``mult`` times their rates (a
+        number: TRex's raw multiplier), wait, and read every counter."""
         c = self.client
         c.clear_stats()
         c.clear_events()  # the client keeps every event of the session: this trial's only
         t0 = time.monotonic()
-        c.start(ports=ports, duration=duration_s, force=True)
+        c.start(ports=ports, mult=mult, duration=duration_s, force=True)
         started = time.monotonic()
         # The traffic's end is when the ports go idle.  wait_on_traffic returns later: with
         # a latency stream it then waits rx_delay_ms (100 ms on software ports) before it

@@ -2,8 +2,9 @@
 
 :func:`collect` describes the controlling host (srperf's version and commit,
 Python); :func:`node` describes one testbed node (kernel, CPU model and count,
-the driver and firmware of each test port, iproute2) through that node's own
-transport, so a remote SUT is described as the SUT sees itself.
+the driver and firmware of each test port, iproute2, and each port's receive
+queues with the CPUs that serve them: :func:`rx_queues`) through that node's
+own transport, so a remote SUT is described as the SUT sees itself.
 """
 
 from __future__ import annotations
@@ -46,6 +47,65 @@ echo "iproute2=$(ip -V 2>&1 | head -n1)"
 """
 
 
+_QUEUES_SCRIPT = r"""
+for dev in "$@"; do
+  [ -d "/sys/class/net/$dev" ] || { echo "missing $dev"; continue; }
+  for q in /sys/class/net/"$dev"/queues/rx-*; do
+    [ -e "$q" ] || continue
+    echo "queue $dev ${q##*/} $(cat "$q/rps_cpus" 2>/dev/null || echo -)"
+  done
+  for irq in /sys/class/net/"$dev"/device/msi_irqs/*; do
+    [ -e "$irq" ] || continue
+    n=${irq##*/}
+    name=$(awk -v n="$n:" '$1 == n {print $NF}' /proc/interrupts)
+    count=$(awk -v n="$n:" '$1 == n {s = 0; for (i = 2; i <= NF; i++)
+      if ($i ~ /^[0-9]+$/) s += $i; else break; print s}' /proc/interrupts)
+    echo "irq $dev $n $(cat "/proc/irq/$n/smp_affinity_list" 2>/dev/null || echo -)" \
+      "${name:--} ${count:-0}"
+  done
+done
+"""
+
+
+def _cpus_of_mask(mask: str) -> list[int]:
+    """CPUs of a hex CPU mask such as ``rps_cpus`` (``00000000,0000000f``)."""
+    try:
+        value = int(mask.replace(",", ""), 16)
+    except ValueError:
+        return []
+    return [cpu for cpu in range(value.bit_length()) if value >> cpu & 1]
+
+
+def rx_queues(transport: Transport, ports: Sequence[str]) -> dict[str, Any]:
+    """Each port's receive queues and the CPUs that serve them, read through
+    ``transport`` in one command: per queue the RPS CPUs (``rps_cpus``, [] when RPS
+    is off), per interrupt of the port's device (MSI-X: one per queue on a
+    multi-queue NIC) its number, name, the CPUs it may run on
+    (``smp_affinity_list``) and how often it fired.  A veth has no interrupts."""
+    if not ports:
+        return {}
+    res = transport.run(["sh", "-c", _QUEUES_SCRIPT, "srperf-queues", *ports], timeout=15.0)
+    out: dict[str, Any] = {p: {"queues": [], "irqs": []} for p in ports}
+    if not res.ok:
+        return {p: {"error": (res.stderr or res.stdout).strip() or f"exit {res.returncode}"}
+                for p in ports}
+    for line in res.stdout.splitlines():
+        words = line.split()
+        if len(words) >= 2 and words[0] == "missing" and words[1] in out:
+            out[words[1]] = {"error": f"no interface {words[1]}"}
+        elif len(words) == 4 and words[0] == "queue" and words[1] in out:
+            out[words[1]]["queues"].append({"queue": words[2],
+                                            "rps_cpus": _cpus_of_mask(words[3])})
+        elif len(words) == 6 and words[0] == "irq" and words[1] in out:
+            out[words[1]]["irqs"].append({"irq": int(words[2]), "cpus": words[3],
+                                          "name": words[4],
+                                          "count": int(words[5]) if words[5].isdigit()
+                                          else None})
+    for port in out.values():
+        port.get("irqs", []).sort(key=lambda i: i["irq"])
+    return out
+
+
 def node(transport: Transport, ports: Sequence[str] = ()) -> dict[str, Any]:
     """One node's kernel, CPU, tools and test ports (driver, version, firmware), read
     through ``transport``; raises TransportError when the node cannot be reached."""
@@ -74,5 +134,6 @@ def node(transport: Transport, ports: Sequence[str] = ()) -> dict[str, Any]:
                 nic["model"] = f"{fields.get('Vendor', '')} {fields.get('Device', '')}".strip()
     if nics:
         info["ports"] = nics
+        info["rx_queues"] = rx_queues(transport, ports)
     info["tuning"] = read_state(transport, ports)
     return info

@@ -34,6 +34,7 @@ from srperf.results.summary import summarize
 from srperf.generators import MIX_DRIVERS
 from srperf.imix import IMIX_SIZE, size_label
 from srperf.search.base import GoalResult, LatencyPoint, SearchResult, SearchSettings
+from srperf.flows import Flows
 from srperf.session import MeasurementSession
 from srperf.run_record import describe_error, remove_stale_workdir, run_tmpdir
 from srperf.terminate import run_end
@@ -143,7 +144,9 @@ class Orchestrator:
                       f"({self.exp.forwarder}), results in {store.where}")
         session = MeasurementSession(self.testbed, self.forwarder, self.options, store, run_id,
                                      keep_testbed=self.keep_testbed, verify=self.exp.verify,
-                                     imix=self.exp.imix)
+                                     imix=self.exp.imix, flows=Flows(
+                                         self.exp.traffic.flows.count,
+                                         self.exp.traffic.flows.vary))
         session.events = self.events
         self.events.run_started(run_id, self.exp.name, self.tb.name, self.exp.forwarder,
                                 self.planned)

@@ -223,6 +223,22 @@ def as_frame(frame: Packet | bytes) -> Packet:
     return Ether(frame) if isinstance(frame, (bytes, bytearray)) else frame
 
 
+FLOW_SPORTS = 0x10000 - UDP_SPORT
+"""Source ports a test packet may have: UDP_SPORT and the next ones, which flows
+(:mod:`srperf.flows`, ``src_port``) use."""
+_DPORT = struct.pack("!H", UDP_DPORT)
+
+
 def is_test_frame(frame: Packet | bytes) -> bool:
-    """True when the frame carries a test packet (its UDP ports spell :data:`SIGNATURE`)."""
-    return SIGNATURE in bytes(frame)
+    """True when the frame carries a test packet: its UDP ports spell :data:`SIGNATURE`,
+    or (a flow varying the source port) the destination port is :data:`UDP_DPORT`
+    after a source port of :data:`UDP_SPORT` or above."""
+    raw = bytes(frame)
+    if SIGNATURE in raw:
+        return True
+    at = raw.find(_DPORT, 2)
+    while at >= 2:
+        if int.from_bytes(raw[at - 2:at], "big") >= UDP_SPORT:
+            return True
+        at = raw.find(_DPORT, at + 1)
+    return False

@@ -10,7 +10,9 @@ Opening takes the testbed's lock (one run per testbed; refused with
 TestbedBusy, exit 2, when another run holds it), brings the testbed up (only
 what it made is removed at the end), installs the forwarder on the SUT and
 cleans it; every trial goes to the store as it ends, with the forwarder's own
-counters (packets, per trial) in ``extra['dataplane']`` when it has some.
+counters (packets, per trial) in ``extra['dataplane']`` when it has some (read
+once per trial, through a shell held on the SUT: the reading after one trial is
+the reading before the next of the same search).
 Closing, whatever happened, cleans the SUT, closes the generator and every
 transport, removes what was made and gives the lock back.
 
@@ -33,9 +35,10 @@ from typing import Any, Callable
 from srperf.config.model import LatencyConfig, ProfileConfig
 from srperf.config.settings import Settings
 from srperf import packets as P
-from srperf.drivers.base import (DistinctUnsupported, LatencyUnsupported, TrafficGenerator,
-                                 TrialResult)
+from srperf.drivers.base import (DistinctUnsupported, FlowsUnsupported, LatencyUnsupported,
+                                 TrafficGenerator, TrialResult)
 from srperf.errors import GeneratorError, SearchAborted, UnsupportedBehavior
+from srperf.flows import Flows
 from srperf.forwarders.base import Forwarder
 from srperf.imix import IMIX_SIZE
 from srperf.progress import ProgressEvents
@@ -62,12 +65,16 @@ def command_line() -> str:
 class MeasurementSession:
     """Measure behaviors of one forwarder on one testbed (a context manager)."""
 
+    flows: Flows | None = None
+    """Many flows (``traffic.flows``), None: one flow."""
+
     def __init__(self, testbed: Testbed, forwarder: Forwarder, options: Settings | None = None,
                  store: ResultStore | None = None, run_id: str | None = None,
                  keep_testbed: bool = False, verify: bool = True,
-                 imix: tuple[tuple[int, int], ...] = ()) -> None:
+                 imix: tuple[tuple[int, int], ...] = (), flows: Flows | None = None) -> None:
         testbed.check_forwarder(forwarder, "<session>")
         self.imix = imix
+        self.flows = flows if flows is not None and flows.count > 1 else None
         """The mix sent for packet size :data:`IMIX_SIZE`: (size in bytes, weight)."""
         self.testbed = testbed
         self.forwarder = forwarder
@@ -151,7 +158,9 @@ class MeasurementSession:
         if not self.verify_enabled or (behavior.name, packet_size) in self._verified:
             return None
         size = min(s for s, _ in self.imix) if packet_size == IMIX_SIZE else packet_size
-        what = self.sut.verify(behavior, self.generator(behavior, seed), size)
+        gen = self.generator(behavior, seed)
+        what = (self.sut.verify(behavior, gen, size) if self.flows is None
+                else self.sut.verify(behavior, gen, size, flows=self.flows))
         self._verified.add((behavior.name, packet_size))
         return what
 
@@ -176,7 +185,15 @@ class MeasurementSession:
             gen.prepare_mix(frames)
             return frames[0][0]
         frame = bytes(behavior.build_frame(tb, packet_size))
-        if getattr(behavior, "distinct_frames", False):
+        if self.flows is not None:
+            offset = P.counter_offset(frame) if getattr(behavior, "distinct_frames",
+                                                        False) else None
+            try:
+                gen.prepare_flows(frame, self.flows, offset)
+            except (FlowsUnsupported, ValueError) as exc:
+                raise UnsupportedBehavior(behavior.name, f"{self.flows.count} flows "
+                                          f"(traffic.flows): {exc}") from None
+        elif getattr(behavior, "distinct_frames", False):
             try:
                 gen.prepare_distinct(frame, P.counter_offset(frame))
             except DistinctUnsupported as exc:
@@ -192,13 +209,17 @@ class MeasurementSession:
         stored when the session has a store and ``key``."""
         gen = self.generator(behavior, key.search_seq if key else 0)
         sut = self.sut
+        last: dict[str, dict[str, int] | None] = {}
 
         def measure(rate_pps: float, duration_s: float) -> TrialResult:
             self.testbed.keep_claim()  # re-taken if a dropped connection lost it
-            before = sut.counters()
+            # One read per trial: the previous trial's "after" is this one's "before"
+            # (nothing but test traffic reaches the SUT between two trials of a search).
+            before = last["after"] if "after" in last else sut.counters()
             trial = self._trial(gen, behavior.name, rate_pps, duration_s)
             if before is not None:
                 after = sut.counters() or {}
+                last["after"] = after
                 delta = {k: after[k] - before.get(k, 0) for k in after}
                 trial = dataclasses.replace(trial, extra={**trial.extra, "dataplane": delta})
             if self.store is not None and self.run_id is not None and key is not None:

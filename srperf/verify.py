@@ -14,10 +14,25 @@ from srperf.forwarders.deviations import Deviation, undo_all
 log = logging.getLogger(__name__)
 
 
+FLOW_SAMPLE = 4
+"""Flows verified of many (traffic.flows): the first, the last and evenly spaced ones."""
+
+
+def flow_sample(count: int, size: int = FLOW_SAMPLE) -> list[int]:
+    """Indices of the flows verified: 0, ``count`` - 1 and evenly spaced ones between."""
+    if count <= size:
+        return list(range(count))
+    return sorted({round(i * (count - 1) / (size - 1)) for i in range(size)})
+
+
 def verify_behavior(behavior: Any, tb: TestbedConfig, generator: TrafficGenerator,
                     packet_size: int, count: int = 3, timeout_s: float = 2.0,
-                    deviations: Sequence[Deviation] = ()) -> str:
+                    deviations: Sequence[Deviation] = (), flows: Any = None) -> str:
     """Send ``count`` test frames, capture what the SUT forwards, check it.
+
+    With ``flows`` (:class:`srperf.flows.Flows` of more than one flow), the frames
+    of a sample of them (:func:`flow_sample`) are each sent and checked the same way:
+    every flow verified is not needed, a sample that spans the varied range is.
 
     Returns a one-line description of what was verified; raises
     :class:`VerificationError` saying what was expected and what arrived.
@@ -26,8 +41,24 @@ def verify_behavior(behavior: Any, tb: TestbedConfig, generator: TrafficGenerato
     arrived fail the check.
     """
     frame = behavior.build_frame(tb, packet_size)
-    captured = generator.capture([bytes(frame)] * count, timeout_s=timeout_s)
-    return check_frames(behavior, tb, frame, captured, deviations)
+    if flows is None or flows.count <= 1:
+        captured = generator.capture([bytes(frame)] * count, timeout_s=timeout_s)
+        return check_frames(behavior, tb, frame, captured, deviations)
+    from scapy.layers.l2 import Ether
+
+    from srperf.flows import flow_frames
+
+    variants = flow_frames(bytes(frame), flows)
+    sample = flow_sample(flows.count)
+    what = ""
+    for i in sample:
+        captured = generator.capture([variants[i]] * count, timeout_s=timeout_s)
+        try:
+            what = check_frames(behavior, tb, Ether(variants[i]), captured, deviations)
+        except VerificationError as exc:
+            raise VerificationError(f"flow {i} of {flows.count}: {exc}") from None
+    return (f"{what}; flows {', '.join(map(str, sample))} of {flows.count} "
+            f"(varying {', '.join(flows.vary)})")
 
 
 def check_frames(behavior: Any, tb: TestbedConfig, frame: Any,

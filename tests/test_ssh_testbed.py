@@ -242,3 +242,51 @@ def test_hanging_cfg_function_over_ssh_is_stopped_named_and_the_run_goes_on(
     assert subprocess.run(["pgrep", "-f", "^sleep 100000$"]).returncode == 1  # stopped there
     assert not list(Path(LOCK_DIR).glob("sut.*"))
     _assert_sut_clean()
+
+
+def test_one_round_trip_per_trial_over_ssh(node: SshdNode, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """During the searches of an eBPF run (whose proxy counters are read every trial),
+    the SSH round trips to the SUT (a command run, or a line sent to a held process:
+    the counter shell, the lock) are one per trial, plus one counter read at each
+    search's start and a lock ping at most every PING_EVERY_S seconds."""
+    from srperf.session import MeasurementSession
+    from srperf.testbeds.lock import PING_EVERY_S
+    from srperf.transports import ssh as ssh_mod
+
+    state = {"in_search": False, "trips": 0, "searches": 0, "search_s": 0.0}
+    run, send, search = (ssh_mod.SshTransport.run, ssh_mod._HeldChannel.send,
+                         MeasurementSession.search)
+
+    def counted_run(self, *a, **k):  # type: ignore[no-untyped-def]
+        state["trips"] += state["in_search"]
+        return run(self, *a, **k)
+
+    def counted_send(self, *a, **k):  # type: ignore[no-untyped-def]
+        state["trips"] += state["in_search"]
+        return send(self, *a, **k)
+
+    def counted_search(self, *a, **k):  # type: ignore[no-untyped-def]
+        import time
+
+        state["in_search"], started = True, time.monotonic()
+        try:
+            return search(self, *a, **k)
+        finally:
+            state["in_search"] = False
+            state["searches"] += 1
+            state["search_s"] += time.monotonic() - started
+
+    monkeypatch.setattr(ssh_mod.SshTransport, "run", counted_run)
+    monkeypatch.setattr(ssh_mod._HeldChannel, "send", counted_send)
+    monkeypatch.setattr(MeasurementSession, "search", counted_search)
+    rc = main(["run", str(_experiment(tmp_path, "ebpf", ["end_ad"])),
+               "--testbed", str(_testbed(tmp_path, node, "ebpf")),
+               "--results", str(tmp_path / "res")])
+    assert rc == 0
+    db = sqlite3.connect(tmp_path / "res" / "srperf.sqlite")
+    extras = [json.loads(e) for (e,) in db.execute("SELECT extra FROM trials")]
+    assert extras and all("dataplane" in e for e in extras)
+    pings = state["searches"] + int(state["search_s"] / PING_EVERY_S) + 1
+    assert state["trips"] <= len(extras) + state["searches"] + pings, state
+    _assert_sut_clean()

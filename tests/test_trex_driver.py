@@ -61,7 +61,7 @@ def test_exact_calls_of_one_trial(fake) -> None:
     # the frame keeps its own MACs (a real TRex puts its port's on a bytes frame)
     assert by["add_streams"] == {"ports": [0], "pps": 10_000, "frame": FRAME.hex(),
                                  "pg_id": None, "keeps_macs": True}
-    assert by["start"] == {"ports": [0], "duration": 0.2, "force": True}
+    assert by["start"] == {"ports": [0], "duration": 0.2, "force": True, "mult": "1"}
     assert (t.intended, t.sent, t.received, t.lost) == (2000, 2000, 2000, 0)
     assert t.usable and t.note == ""
     assert t.extra["line_rate_percent"] == pytest.approx(1.0)
@@ -374,3 +374,125 @@ def test_distinct_frames_are_refused_not_faked(fake) -> None:
     gen, _ = fake()
     with pytest.raises(DistinctUnsupported, match="trex driver"):
         gen.prepare_distinct(FRAME, 54)
+
+
+def test_streams_stay_loaded_between_trials(fake) -> None:
+    """The connection and the streams stay: a later trial changes only TRex's rate
+    multiplier (and the duration); a new frame loads new streams."""
+    gen, calls = fake({"loss": 0.1})
+    a = gen.trial(10_000, 0.1)
+    b = gen.trial(25_000, 0.2)
+    names = [c["call"] for c in calls()]
+    assert names.count("add_streams") == 1 and names.count("remove_all_streams") == 1
+    assert names.count("connect") == 1
+    starts = [c["args"] for c in calls() if c["call"] == "start"]
+    assert [(s["mult"], s["duration"]) for s in starts] == [("1", 0.1), ("2.5", 0.2)]
+    assert (a.intended, a.sent, a.received) == (1000, 1000, 900)
+    assert (b.intended, b.sent, b.received) == (5000, 5000, 4500)   # 25 kpps really sent
+    gen.prepare(FRAME[::-1])
+    gen.trial(10_000, 0.1)
+    adds = [c["args"] for c in calls() if c["call"] == "add_streams"]
+    assert len(adds) == 2 and bytes.fromhex(adds[1]["frame"]) == FRAME[::-1]
+
+
+def test_latency_trial_reloads_and_the_next_trial_too(fake) -> None:
+    gen, calls = fake({"latency": {"latency": LATENCY_BLOCK}})
+    gen.trial(20_000, 0.1)
+    gen.latency_trial(20_000, 0.1, 1000)
+    t = gen.trial(20_000, 0.1)
+    adds = [(c["args"]["pps"], c["args"]["pg_id"]) for c in calls()
+            if c["call"] == "add_streams"]
+    assert adds == [(20_000, None), (19_000, None), (1000, 7), (20_000, None)]
+    assert t.sent == 2000
+
+
+def _flow_frame(name: str = "end_dt4") -> bytes:
+    """A behavior's frame; end_dt4's is IPv4/UDP inside IPv6 + SRH."""
+    from srperf import behaviors
+    from srperf.bench_support import EBPF_TB
+
+    return bytes(behaviors.get(name).build_frame(EBPF_TB, 64))
+
+
+def test_flows_go_to_the_field_engine(fake) -> None:
+    from srperf.flows import Flows, flow_fields, udp_place
+
+    gen, calls = fake()
+    frame = _flow_frame()
+    gen.prepare_flows(frame, Flows(256))
+    gen.trial(10_000, 0.1)
+    add = next(c["args"] for c in calls() if c["call"] == "add_streams")
+    fields = flow_fields(frame, Flows(256))
+    assert bytes.fromhex(add["frame"]) == frame
+    assert add["vm"][0] == ["STLVmFlowVar", {"name": "flow", "min_value": 0,
+                                             "max_value": 255, "size": 2, "op": "inc"}]
+    assert [i[1] for i in add["vm"][1:-1]] == [
+        {"fv_name": "flow", "pkt_offset": f.offset, "add_val": f.base} for f in fields]
+    inner = udp_place(frame)
+    assert inner is not None and inner.ipv4 and inner.l3_offset > 14 + 40  # the inner IPv4
+    assert add["vm"][-1] == ["STLVmFixChecksumHw", {"l3_offset": inner.l3_offset,
+                                                    "l4_offset": inner.l3_offset + 20,
+                                                    "l4_type": 11}]
+
+
+def test_flows_the_field_engine_cannot_fix_are_refused(fake) -> None:
+    from srperf.drivers.base import FlowsUnsupported
+    from srperf.flows import Flows
+
+    gen, _ = fake()
+    with pytest.raises(FlowsUnsupported, match="SRH"):
+        gen.prepare_flows(_flow_frame("end_am"), Flows(16))
+    with pytest.raises(FlowsUnsupported, match="counters"):
+        gen.prepare_flows(_flow_frame("end_cache"), Flows(16), 70)
+
+
+def test_flow_program_built_with_the_real_client() -> None:
+    """The field-engine program of many flows, built by the real lbr-trex-client: one
+    variable 0..count-1 written into each varied field, then TRex's checksum fix;
+    applied here to the frame as TRex would, every flow's checksums are right."""
+    pytest.importorskip("lbr_trex_client")
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+
+    from srperf.flows import Flows, flow_frames, udp_place
+
+    frame = _flow_frame()
+    inner = udp_place(frame)
+    assert inner is not None
+
+    class G(TrexGenerator):
+        def __init__(self) -> None:  # no worker: only the streams are built here
+            self.opt, self.bidirectional, self.frames, self.flows = TrexOptions(), False, [], None
+
+    g = G()
+    g.prepare_flows(frame, Flows(300))
+    code = """
+import json, sys
+from srperf.drivers.trex_worker import load_client, Worker
+api, how = load_client()
+class Rec:
+    def __init__(self): self.streams = []
+    def remove_all_streams(self, ports): pass
+    def add_streams(self, s, ports): self.streams.append(s)
+w = Worker(api); w.client = Rec()
+w.load(json.loads(sys.argv[1]))
+print(json.dumps(w.client.streams[0].to_json()["vm"]))
+"""
+    out = subprocess.run([sys.executable, "-c", code, json.dumps(g._streams(1000.0))],
+                         capture_output=True, text=True, check=True).stdout
+    program = json.loads(out.splitlines()[-1])["instructions"]
+    var, *writes, fix = program
+    assert (var["type"], var["min_value"], var["max_value"], var["size"], var["op"]) == (
+        "flow_var", 0, 299, 2, "inc")
+    assert all(w["type"] == "write_flow_var" and w["name"] == "flow" for w in writes)
+    assert fix == {"type": "fix_checksum_hw", "l2_len": inner.l3_offset, "l3_len": 20,
+                   "l4_type": 11}
+    # What TRex makes of it, packet i: write i + add_value at each offset, fix checksums.
+    for i in (0, 1, 150, 299):
+        raw = bytearray(frame)
+        for w in writes:
+            raw[w["pkt_offset"]:w["pkt_offset"] + 2] = (i + w["add_value"]).to_bytes(2, "big")
+        pkt = Ether(bytes(raw))
+        pkt[IP].chksum = None
+        pkt[UDP].chksum = None
+        assert bytes(pkt) == flow_frames(frame, Flows(300))[i], f"flow {i}"

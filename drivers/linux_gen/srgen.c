@@ -69,13 +69,33 @@
  *     frame).  A full send buffer (EAGAIN) or a slot still in flight only
  *     delays the batch.
  *
+ *   - -k FLOWS (flows): the frame file holds FLOWS frames of one length back
+ *     to back (built by the caller, each with its own valid checksums: they
+ *     differ in the fields that make a flow, e.g. a port or an address);
+ *     packet i is frame i % FLOWS.  -V still works on every one of them.
+ *   - Drain: after the last offer srgen waits for the path before it reads
+ *     the counters: DRAIN_MS at most; with -s SETTLE_US, it stops earlier,
+ *     as soon as the RX port has counted every sent packet, or neither the
+ *     TX counter (frames leaving a queue) nor the RX counter has moved for
+ *     SETTLE_US (0: always the whole DRAIN_MS).
+ *   - -S (serve): srgen stays up between trials, with its socket, ring,
+ *     frames and counter files; each line on stdin is a command:
+ *       trial RATE COUNT DRAIN_US SETTLE_US  -> one JSON line (as above)
+ *       quit                                 -> exit 0 (so does end of input)
+ *     and it prints {"ready": true} once set up.  Packet numbers (-V) and
+ *     flows go on from trial to trial.  rx_between_trials is what the RX
+ *     port counted between the previous trial's last read and this one's
+ *     first: a packet that arrived after the drain (counted lost before).
+ *
  * Run it inside the tester's namespace (ip netns exec NS srgen ...): the
- * counters come from /sys/class/net/DEV/statistics of that namespace.
+ * counters come from /sys/class/net/DEV/statistics of that namespace, read
+ * through files opened once (pread at offset 0 reads the value anew).
  * Errors: message on stderr, exit status 1 (2 for bad usage).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <linux/if_packet.h>
@@ -96,6 +116,10 @@
 
 #define MAX_BATCH 256
 #define MAX_FRAME 16384
+#define MAX_FLOWS 65536u
+#define MAX_FRAMES_BYTES (64u * 1024 * 1024)
+#define POLL_NS 500000ull       /* drain: how often the RX counter is read */
+#define CMD_LEN 256
 #define SNDBUF_BYTES (8 * 1024 * 1024)
 #define SNDBUF_MAX (1024 * 1024 * 1024)
 #define RING_FRAMES 4096u             /* slots of the TX ring, at most */
@@ -112,6 +136,9 @@ struct opts {
 	int cpu;              /* -1 = do not pin */
 	int fifo;             /* SCHED_FIFO priority, 0 = normal scheduling */
 	uint64_t drain_ns;    /* wait after the last offer before reading counters */
+	uint64_t settle_ns;   /* drain ends once RX has not moved for this long (0: never) */
+	uint64_t flows;       /* frames in the frame file (1: one frame) */
+	int serve;            /* -S: take trials as commands on stdin */
 	uint64_t max_lag_ns;  /* bound on catch-up after a stall */
 	uint64_t quantum_ns;  /* wait until this much traffic is due (0: send each at once) */
 	unsigned int batch;   /* packets per send call, at most */
@@ -131,6 +158,8 @@ struct sender {
 	struct mmsghdr msgs[MAX_BATCH];
 	struct iovec iov[MAX_BATCH];
 	unsigned char *bufs;  /* -V, mmsg: one copy of the frame per message */
+	unsigned char *frames; /* the flows' frames, len bytes each, back to back */
+	uint64_t flows;       /* how many */
 	size_t len;           /* of the frame */
 	long counter_off;     /* -1: no counter; else its offset in the frame */
 	unsigned char *map;
@@ -147,6 +176,17 @@ struct sender {
 /* Kernel counters of the two ports, one snapshot. */
 struct counters {
 	uint64_t tx_packets, tx_dropped, rx_packets, rx_dropped;
+};
+
+/* The counter files of the two ports, opened once. */
+struct stat_fds {
+	int tx_packets, tx_dropped, rx_packets, rx_dropped;
+};
+
+/* One trial: COUNT packets at RATE (0: unpaced), then the drain. */
+struct trial_req {
+	double rate_pps;
+	uint64_t count, drain_ns, settle_ns;
 };
 
 static void die(const char *fmt, ...)
@@ -166,13 +206,18 @@ static void usage(void)
 	fputs("usage: srgen -f FRAME -r RATE_PPS -n COUNT -t TX_DEV -x RX_DEV\n"
 	      "             [-c CPU] [-P FIFO_PRIO] [-d DRAIN_MS] [-b BATCH] [-l MAX_LAG_US]\n"
 	      "             [-q QUANTUM_US] [-m mmsg|ring] [-Q QUEUE_PKTS | -H HOLD_PKTS]\n"
-	      "             [-V COUNTER_OFFSET]\n"
+	      "             [-V COUNTER_OFFSET] [-k FLOWS] [-s SETTLE_US]\n"
+	      "       srgen -S -f FRAME -t TX_DEV -x RX_DEV [the options above]\n"
 	      "  RATE_PPS 0 = unpaced; BATCH 1..256 (16); DRAIN_MS (200); MAX_LAG_US (1000);\n"
 	      "  QUANTUM_US (0): send once this much traffic is due (fewer, fuller batches)\n"
 	      "  -m send path (mmsg): sendmmsg batches, or a PACKET_TX_RING\n"
 	      "  -Q send through TX's qdisc, which queues up to QUEUE_PKTS (0: bypass it)\n"
 	      "  -H retry refused packets, up to HOLD_PKTS waiting at a time (0: never)\n"
-	      "  -V write packet i's counter into the counter slot at byte COUNTER_OFFSET\n",
+	      "  -V write packet i's counter into the counter slot at byte COUNTER_OFFSET\n"
+	      "  -k the frame file holds FLOWS frames of one length; packet i is frame i % FLOWS\n"
+	      "  -s end the drain once RX has counted every sent packet or not moved for\n"
+	      "     SETTLE_US (0: wait the whole DRAIN_MS)\n"
+	      "  -S serve: one trial per line on stdin, 'trial RATE COUNT DRAIN_US SETTLE_US'\n",
 	      stderr);
 	exit(2);
 }
@@ -197,28 +242,50 @@ static uint64_t parse_u64(const char *s, const char *what)
 	return v;
 }
 
-static uint64_t read_stat(const char *dev, const char *name)
+static int open_stat(const char *dev, const char *name)
 {
 	char path[256];
-	unsigned long long v;
-	FILE *f;
+	int fd;
 
 	snprintf(path, sizeof(path), "/sys/class/net/%s/statistics/%s", dev, name);
-	f = fopen(path, "r");
-	if (!f)
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		die("cannot open %s: %s", path, strerror(errno));
-	if (fscanf(f, "%llu", &v) != 1)
-		die("cannot read %s", path);
-	fclose(f);
+	return fd;
+}
+
+static void open_stats(const struct opts *o, struct stat_fds *f)
+{
+	f->tx_packets = open_stat(o->tx, "tx_packets");
+	f->tx_dropped = open_stat(o->tx, "tx_dropped");
+	f->rx_packets = open_stat(o->rx, "rx_packets");
+	f->rx_dropped = open_stat(o->rx, "rx_dropped");
+}
+
+/* The counter's value now: sysfs makes it anew for every read at offset 0. */
+static uint64_t read_stat(int fd)
+{
+	char buf[32];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	unsigned long long v;
+	char *end;
+
+	if (n <= 0)
+		die("cannot read a counter of /sys/class/net: %s", n < 0 ? strerror(errno) : "empty");
+	buf[n] = '\0';
+	errno = 0;
+	v = strtoull(buf, &end, 10);
+	if (errno || end == buf)
+		die("unexpected counter text in /sys/class/net: '%s'", buf);
 	return v;
 }
 
-static void read_counters(const struct opts *o, struct counters *c)
+static void read_counters(const struct stat_fds *f, struct counters *c)
 {
-	c->tx_packets = read_stat(o->tx, "tx_packets");
-	c->tx_dropped = read_stat(o->tx, "tx_dropped");
-	c->rx_packets = read_stat(o->rx, "rx_packets");
-	c->rx_dropped = read_stat(o->rx, "rx_dropped");
+	c->tx_packets = read_stat(f->tx_packets);
+	c->tx_dropped = read_stat(f->tx_dropped);
+	c->rx_packets = read_stat(f->rx_packets);
+	c->rx_dropped = read_stat(f->rx_dropped);
 }
 
 static void parse_args(int argc, char **argv, struct opts *o)
@@ -232,7 +299,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	o->batch = 16;
 	o->rate_pps = -1;
 	o->counter_off = -1;
-	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:m:Q:H:V:h")) != -1) {
+	o->flows = 1;
+	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:m:Q:H:V:k:s:Sh")) != -1) {
 		switch (c) {
 		case 'f': o->frame_path = optarg; break;
 		case 'r': {
@@ -254,6 +322,13 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case 'Q': o->queue_pkts = parse_u64(optarg, "queue"); break;
 		case 'H': o->hold_pkts = parse_u64(optarg, "hold"); break;
 		case 'q': o->quantum_ns = parse_u64(optarg, "quantum") * 1000ull; break;
+		case 's': o->settle_ns = parse_u64(optarg, "settle") * 1000ull; break;
+		case 'S': o->serve = 1; break;
+		case 'k':
+			o->flows = parse_u64(optarg, "flows");
+			if (o->flows < 1 || o->flows > MAX_FLOWS)
+				die("bad flows: '%s' (1..%u)", optarg, MAX_FLOWS);
+			break;
 		case 'V':
 			o->counter_off = (long)parse_u64(optarg, "counter offset");
 			if (o->counter_off > MAX_FRAME)
@@ -270,7 +345,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		default: usage();
 		}
 	}
-	if (optind != argc || !o->frame_path || !o->tx || !o->rx || o->rate_pps < 0)
+	if (optind != argc || !o->frame_path || !o->tx || !o->rx ||
+	    (!o->serve && o->rate_pps < 0))
 		usage();
 	if (o->batch < 1 || o->batch > MAX_BATCH)
 		die("batch must be 1..%d", MAX_BATCH);
@@ -280,20 +356,37 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		die("quantum must be at most half the max lag");
 }
 
-static size_t load_frame(const char *path, unsigned char *buf)
+/* Read the frame file: FLOWS frames of one length, back to back.  Returns
+ * the frames (malloc'd) and sets *len to the length of one. */
+static unsigned char *load_frames(const char *path, uint64_t flows, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
-	size_t len;
+	unsigned char *buf = malloc(MAX_FRAMES_BYTES);
+	size_t total;
 
+	if (!buf)
+		die("out of memory for the frames");
 	if (!f)
 		die("cannot open frame file %s: %s", path, strerror(errno));
-	len = fread(buf, 1, MAX_FRAME, f);
+	total = fread(buf, 1, MAX_FRAMES_BYTES, f);
 	if (ferror(f) || !feof(f))
-		die("cannot read %s (or frame longer than %d bytes)", path, MAX_FRAME);
+		die("cannot read %s (or more than %u bytes)", path, MAX_FRAMES_BYTES);
 	fclose(f);
-	if (len < ETH_HLEN)
-		die("frame in %s is %zu bytes, shorter than an Ethernet header", path, len);
-	return len;
+	if (total % flows)
+		die("frame file %s of %zu bytes does not hold %" PRIu64 " frames of one length",
+		    path, total, flows);
+	*len = total / flows;
+	if (*len < ETH_HLEN)
+		die("frame in %s is %zu bytes, shorter than an Ethernet header", path, *len);
+	if (*len > MAX_FRAME)
+		die("cannot read %s (or frame longer than %d bytes)", path, MAX_FRAME);
+	return realloc(buf, total);
+}
+
+/* The frame of packet number seq. */
+static inline const unsigned char *frame_of(const struct sender *s, uint64_t seq)
+{
+	return s->flows > 1 ? s->frames + (size_t)(seq % s->flows) * s->len : s->frames;
 }
 
 #define COUNTER_LEN 8
@@ -410,9 +503,10 @@ static int pending_error(int fd)
 #define SET_STATUS(h, v) __atomic_store_n(&(h)->tp_status, (v), __ATOMIC_RELEASE)
 
 /* Ring mode: a TPACKET_V2 TX ring whose every slot holds the frame. */
-static void setup_ring(struct sender *s, const char *dev, const unsigned char *frame,
-		       size_t len)
+static void setup_ring(struct sender *s, const char *dev)
 {
+	const unsigned char *frame = s->frames;
+	size_t len = s->len;
 	/* TX data sits right after the aligned tpacket2_hdr. */
 	size_t off = TPACKET2_HDRLEN - sizeof(struct sockaddr_ll), block = 4096;
 	struct virtio_net_hdr vh = { .gso_type = VIRTIO_NET_HDR_GSO_NONE };
@@ -458,7 +552,7 @@ static void setup_ring(struct sender *s, const char *dev, const unsigned char *f
 		struct tpacket2_hdr *h = SLOT(s, i);
 
 		memcpy((unsigned char *)h + off, &vh, sizeof(vh));
-		memcpy((unsigned char *)h + off + sizeof(vh), frame, len);
+		memcpy((unsigned char *)h + off + sizeof(vh), frame_of(s, i), len);
 		h->tp_len = (uint32_t)(sizeof(vh) + len);
 		h->tp_status = TP_STATUS_AVAILABLE;
 	}
@@ -475,8 +569,16 @@ static uint64_t offer_mmsg(struct sender *s, uint64_t n, uint64_t seq, uint64_t 
 		/* Message i is packet seq + i (a held packet keeps its number). */
 		uint64_t i;
 
-		for (i = 0; i < n; i++)
+		for (i = 0; i < n; i++) {
+			if (s->flows > 1)
+				memcpy(s->bufs + i * s->len, frame_of(s, seq + i), s->len);
 			put_counter(s->bufs + i * s->len + s->counter_off, (uint32_t)(seq + i));
+		}
+	} else if (s->flows > 1) {
+		uint64_t i;
+
+		for (i = 0; i < n; i++)
+			s->iov[i].iov_base = (void *)frame_of(s, seq + i);
 	}
 	ret = sendmmsg(s->fd, s->msgs, (unsigned int)n, s->send_flags);
 
@@ -523,8 +625,12 @@ static uint64_t offer_ring(struct sender *s, uint64_t n, uint64_t *sent, uint64_
 	int ret, err;
 
 	while (s->tail - s->head < n && STATUS(SLOT(s, s->tail)) == TP_STATUS_AVAILABLE) {
-		/* Slot number tail carries counter tail: a withdrawn request (see
-		 * ENOBUFS below) was not sent, its number is reused with it. */
+		/* Slot number tail carries counter tail (and flow tail % flows):
+		 * a withdrawn request (see ENOBUFS below) was not sent, its
+		 * number is reused with it. */
+		if (s->flows > 1 && s->nframes % s->flows)
+			memcpy((unsigned char *)SLOT(s, s->tail) + s->data_off,
+			       frame_of(s, s->tail), s->len);
 		if (s->counter_off >= 0)
 			put_counter((unsigned char *)SLOT(s, s->tail) + s->data_off +
 				    s->counter_off, (uint32_t)s->tail);
@@ -559,80 +665,84 @@ static uint64_t offer_ring(struct sender *s, uint64_t n, uint64_t *sent, uint64_
 	return done;
 }
 
-int main(int argc, char **argv)
+/* Wait for the path after the last offer (see -s), then read the counters:
+ * with a settle time, until RX has counted every sent packet, or neither TX
+ * (frames still leaving a queue) nor RX has moved for that long. */
+static uint64_t drain(const struct stat_fds *fds, const struct counters *before,
+		      uint64_t sent, const struct trial_req *t, struct counters *after)
 {
-	static unsigned char frame[MAX_FRAME];
-	static struct sender snd;
-	struct counters before, after;
+	uint64_t start = now_ns(), moved = start, now = start;
+	uint64_t rx = before->rx_packets, tx = before->tx_packets;
+
+	if (!t->settle_ns) {
+		struct timespec ts = { (time_t)(t->drain_ns / 1000000000ull),
+				       (long)(t->drain_ns % 1000000000ull) };
+
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+		read_counters(fds, after);
+		return now_ns() - start;
+	}
+	while (now - start < t->drain_ns) {
+		uint64_t r = read_stat(fds->rx_packets), x = read_stat(fds->tx_packets);
+		struct timespec ts = { 0, (long)POLL_NS };
+
+		now = now_ns();
+		if (r != rx || x != tx) {
+			rx = r;
+			tx = x;
+			moved = now;
+		}
+		if (rx - before->rx_packets >= sent || now - moved >= t->settle_ns)
+			break;
+		nanosleep(&ts, NULL);
+		now = now_ns();
+	}
+	read_counters(fds, after);
+	return now_ns() - start;
+}
+
+/* Per-process state of the sender and its counters. */
+struct gen {
 	struct opts o;
+	struct sender snd;
+	struct stat_fds fds;
+	struct counters last;   /* the previous trial's final read (serve mode) */
+	int have_last;
+	uint64_t seq;           /* packets offered so far (numbers and flows go on) */
+};
+
+/* Run one trial and print its JSON report on stdout. */
+static void run_trial(struct gen *g, const struct trial_req *t)
+{
+	const struct opts *o = &g->o;
+	struct sender *snd = &g->snd;
+	struct counters before, after;
 	uint64_t offered = 0, sent = 0, refused = 0;
-	uint64_t first, last, max_lag = 0, slipped = 0, t0;
+	uint64_t first, last, max_lag = 0, slipped = 0, t0, drained_ns, between = 0;
 	double ns_per_pkt;
 	uint64_t min_batch = 1, held_max = 0;
 	int holding = 0;      /* a backlog of refused packets is not caught up yet */
-	size_t len;
-	unsigned int i;
 
-	parse_args(argc, argv, &o);
-	if (o.cpu >= 0) {
-		cpu_set_t set;
-
-		CPU_ZERO(&set);
-		CPU_SET(o.cpu, &set);
-		if (sched_setaffinity(0, sizeof(set), &set) < 0)
-			die("cannot pin to CPU %d: %s", o.cpu, strerror(errno));
-	}
-	if (o.fifo > 0) {
-		/* Real-time priority against other tasks on a shared CPU; the
-		 * kernel's RT throttling still leaves them 5 % of each second. */
-		struct sched_param sp = { .sched_priority = o.fifo };
-
-		if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0)
-			die("SCHED_FIFO %d: %s", o.fifo, strerror(errno));
-	}
-	len = load_frame(o.frame_path, frame);
-	if (o.counter_off >= 0)
-		check_counter_slot(frame, len, o.counter_off);
-	snd.len = len;
-	snd.counter_off = o.counter_off;
-	snd.dev = o.tx;
-	snd.fd = open_socket(o.tx, o.queue_pkts, len);
-	snd.send_flags = o.queue_pkts ? MSG_DONTWAIT : 0;
-	snd.hold = o.hold_pkts > 0;
-	if (o.mode == MODE_RING) {
-		setup_ring(&snd, o.tx, frame, len);
-	} else {
-		/* Every message of a batch points at the same frame, or with
-		 * -V at its own copy (which gets its packet's counter). */
-		if (o.counter_off >= 0) {
-			snd.bufs = malloc((size_t)MAX_BATCH * len);
-			if (!snd.bufs)
-				die("out of memory for %d frame copies", MAX_BATCH);
-		}
-		for (i = 0; i < MAX_BATCH; i++) {
-			snd.iov[i].iov_base = snd.bufs ? snd.bufs + (size_t)i * len : frame;
-			snd.iov[i].iov_len = len;
-			if (snd.bufs)
-				memcpy(snd.bufs + (size_t)i * len, frame, len);
-			snd.msgs[i].msg_hdr.msg_iov = &snd.iov[i];
-			snd.msgs[i].msg_hdr.msg_iovlen = 1;
-		}
-	}
-
-	read_counters(&o, &before);
-	ns_per_pkt = o.rate_pps > 0 ? 1e9 / o.rate_pps : 0;
-	if (ns_per_pkt > 0 && o.quantum_ns > ns_per_pkt)
-		min_batch = (uint64_t)((double)o.quantum_ns / ns_per_pkt);
-	if (min_batch > o.batch)
-		min_batch = o.batch;
+	snd->calls = snd->refused_short = snd->attempts_refused = 0;
+	snd->refused_last = 0;
+	snd->last_refusal = 0;
+	read_counters(&g->fds, &before);
+	if (g->have_last)
+		between = before.rx_packets - g->last.rx_packets;
+	ns_per_pkt = t->rate_pps > 0 ? 1e9 / t->rate_pps : 0;
+	if (ns_per_pkt > 0 && o->quantum_ns > ns_per_pkt)
+		min_batch = (uint64_t)((double)o->quantum_ns / ns_per_pkt);
+	if (min_batch > o->batch)
+		min_batch = o->batch;
 	/* Packet 0 is due at once; elapsed runs from then to the last offer. */
 	t0 = first = last = now_ns();
-	while (offered < o.count) {
-		uint64_t now = now_ns(), due = o.count, n, k;
+	while (offered < t->count) {
+		uint64_t now = now_ns(), due = t->count, n, k;
 
 		if (ns_per_pkt > 0) {
 			/* Packets 0..due-1 are due at or before now. */
-			due = due_count(now, t0, ns_per_pkt, o.count);
+			due = due_count(now, t0, ns_per_pkt, t->count);
 			if (due <= offered)
 				continue;        /* busy-wait for the next due time */
 			/* Lag of the oldest packet not yet offered. */
@@ -640,15 +750,15 @@ int main(int argc, char **argv)
 
 			if (lag > max_lag)
 				max_lag = lag;
-			if (snd.hold && snd.refused_last && !holding) {
+			if (snd->hold && snd->refused_last && !holding) {
 				/* A hold starts: lateness the sender had already
 				 * beyond MAX_LAG is its own, not the peer's: slip. */
 				holding = 1;
-				if (lag > o.max_lag_ns) {
-					slip(&t0, &slipped, lag - o.max_lag_ns);
-					due = due_count(now, t0, ns_per_pkt, o.count);
+				if (lag > o->max_lag_ns) {
+					slip(&t0, &slipped, lag - o->max_lag_ns);
+					due = due_count(now, t0, ns_per_pkt, t->count);
 				}
-			} else if (!snd.refused_last && lag <= o.max_lag_ns) {
+			} else if (!snd->refused_last && lag <= o->max_lag_ns) {
 				holding = 0;
 			}
 			if (holding) {
@@ -658,41 +768,41 @@ int main(int argc, char **argv)
 				 * a backlog beyond the hold and MAX_LAG is the
 				 * sender's own: the schedule slips. */
 				uint64_t backlog = due - offered;
-				uint64_t lag_pkts = (uint64_t)((double)o.max_lag_ns / ns_per_pkt);
+				uint64_t lag_pkts = (uint64_t)((double)o->max_lag_ns / ns_per_pkt);
 
 				if (backlog > held_max)
 					held_max = backlog;
-				if (snd.refused_last && backlog > o.hold_pkts) {
-					refused += backlog - o.hold_pkts;
-					offered += backlog - o.hold_pkts;
+				if (snd->refused_last && backlog > o->hold_pkts) {
+					refused += backlog - o->hold_pkts;
+					offered += backlog - o->hold_pkts;
 					last = max_u64(last, due_time(t0, offered - 1, ns_per_pkt));
-				} else if (!snd.refused_last && backlog > o.hold_pkts + lag_pkts) {
-					uint64_t over_ns = (uint64_t)((double)(backlog - o.hold_pkts -
+				} else if (!snd->refused_last && backlog > o->hold_pkts + lag_pkts) {
+					uint64_t over_ns = (uint64_t)((double)(backlog - o->hold_pkts -
 									    lag_pkts) * ns_per_pkt);
 
 					slip(&t0, &slipped, over_ns);
-					due = due_count(now, t0, ns_per_pkt, o.count);
+					due = due_count(now, t0, ns_per_pkt, t->count);
 				}
-			} else if (lag > o.max_lag_ns) {
+			} else if (lag > o->max_lag_ns) {
 				/* A stall: catch up at most max_lag_ns worth of packets,
 				 * slip the schedule for the rest. */
-				slip(&t0, &slipped, lag - o.max_lag_ns);
-				due = due_count(now, t0, ns_per_pkt, o.count);
+				slip(&t0, &slipped, lag - o->max_lag_ns);
+				due = due_count(now, t0, ns_per_pkt, t->count);
 			}
 			/* With a quantum, wait until min_batch packets are due (the
 			 * oldest then waits at most one quantum), except at the end. */
-			if (due - offered < min_batch && due < o.count)
+			if (due - offered < min_batch && due < t->count)
 				continue;
 		}
-		if (snd.hold && snd.refused_last && now - snd.last_refusal < RETRY_NS)
+		if (snd->hold && snd->refused_last && now - snd->last_refusal < RETRY_NS)
 			continue;        /* the peer's ring was full: let it drain */
 		n = due - offered;
-		if (n > o.batch)
-			n = o.batch;
-		k = o.mode == MODE_RING ? offer_ring(&snd, n, &sent, &refused)
-					: offer_mmsg(&snd, n, offered, &sent, &refused);
-		if (snd.refused_last)
-			snd.last_refusal = now;
+		if (n > o->batch)
+			n = o->batch;
+		k = o->mode == MODE_RING ? offer_ring(snd, n, &sent, &refused)
+					 : offer_mmsg(snd, n, g->seq + offered, &sent, &refused);
+		if (snd->refused_last)
+			snd->last_refusal = now;
 		if (k) {
 			offered += k;
 			/* Time of the latest offer; a held packet counts as offered
@@ -703,37 +813,137 @@ int main(int argc, char **argv)
 			    STUCK_NS / 1000000000ull);
 		}
 	}
+	g->seq += offered;
 
 	/* Let the path drain (and the peer's NAPI count what it consumed). */
-	{
-		struct timespec ts = { (time_t)(o.drain_ns / 1000000000ull),
-				       (long)(o.drain_ns % 1000000000ull) };
-
-		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-			;
-	}
-	read_counters(&o, &after);
-	if (snd.map)
-		munmap(snd.map, snd.map_len);
-	close(snd.fd);
-	free(snd.bufs);
+	drained_ns = drain(&g->fds, &before, sent, t, &after);
+	g->last = after;
+	g->have_last = 1;
 
 	printf("{\"intended\": %" PRIu64 ", \"sent\": %" PRIu64 ", \"refused\": %" PRIu64
 	       ", \"refused_short\": %" PRIu64 ", \"elapsed_ns\": %" PRIu64
 	       ", \"rate_pps\": %.3f, \"frame_len\": %zu, \"batch\": %u, \"calls\": %" PRIu64
 	       ", \"mode\": \"%s\", \"ring_frames\": %u, \"queue_pkts\": %" PRIu64
 	       ", \"hold_pkts\": %" PRIu64 ", \"held_max\": %" PRIu64
-	       ", \"counter_offset\": %ld"
+	       ", \"counter_offset\": %ld, \"flows\": %" PRIu64
 	       ", \"attempts_refused\": %" PRIu64
 	       ", \"max_lag_ns\": %" PRIu64 ", \"max_lag_bound_ns\": %" PRIu64
-	       ", \"slipped_ns\": %" PRIu64 ", \"drain_ns\": %" PRIu64 ", \"cpu\": %d"
+	       ", \"slipped_ns\": %" PRIu64 ", \"drain_ns\": %" PRIu64
+	       ", \"settle_ns\": %" PRIu64 ", \"drained_ns\": %" PRIu64 ", \"cpu\": %d"
+	       ", \"rx_between_trials\": %" PRIu64
 	       ", \"tx_packets_delta\": %" PRIu64 ", \"tx_dropped_delta\": %" PRIu64
 	       ", \"rx_packets_delta\": %" PRIu64 ", \"rx_dropped_delta\": %" PRIu64 "}\n",
-	       o.count, sent, refused, snd.refused_short, o.count ? last - first : 0, o.rate_pps,
-	       len, o.batch, snd.calls, o.mode == MODE_RING ? "ring" : "mmsg", snd.nframes,
-	       o.queue_pkts, o.hold_pkts, held_max, o.counter_off, snd.attempts_refused,
-	       max_lag, o.max_lag_ns, slipped, o.drain_ns, o.cpu,
+	       t->count, sent, refused, snd->refused_short, t->count ? last - first : 0,
+	       t->rate_pps, snd->len, o->batch, snd->calls,
+	       o->mode == MODE_RING ? "ring" : "mmsg", snd->nframes,
+	       o->queue_pkts, o->hold_pkts, held_max, o->counter_off, snd->flows,
+	       snd->attempts_refused, max_lag, o->max_lag_ns, slipped, t->drain_ns,
+	       t->settle_ns, drained_ns, o->cpu, between,
 	       after.tx_packets - before.tx_packets, after.tx_dropped - before.tx_dropped,
 	       after.rx_packets - before.rx_packets, after.rx_dropped - before.rx_dropped);
+	fflush(stdout);
+}
+
+/* Pin, prioritise, load the frames, open the socket (and ring) and the counters. */
+static void setup(struct gen *g)
+{
+	const struct opts *o = &g->o;
+	struct sender *snd = &g->snd;
+	uint64_t f;
+	unsigned int i;
+
+	if (o->cpu >= 0) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(o->cpu, &set);
+		if (sched_setaffinity(0, sizeof(set), &set) < 0)
+			die("cannot pin to CPU %d: %s", o->cpu, strerror(errno));
+	}
+	if (o->fifo > 0) {
+		/* Real-time priority against other tasks on a shared CPU; the
+		 * kernel's RT throttling still leaves them 5 % of each second. */
+		struct sched_param sp = { .sched_priority = o->fifo };
+
+		if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0)
+			die("SCHED_FIFO %d: %s", o->fifo, strerror(errno));
+	}
+	snd->flows = o->flows;
+	snd->frames = load_frames(o->frame_path, o->flows, &snd->len);
+	if (o->counter_off >= 0)
+		for (f = 0; f < o->flows; f++)
+			check_counter_slot(frame_of(snd, f), snd->len, o->counter_off);
+	snd->counter_off = o->counter_off;
+	snd->dev = o->tx;
+	snd->fd = open_socket(o->tx, o->queue_pkts, snd->len);
+	snd->send_flags = o->queue_pkts ? MSG_DONTWAIT : 0;
+	snd->hold = o->hold_pkts > 0;
+	if (o->mode == MODE_RING) {
+		setup_ring(snd, o->tx);
+	} else {
+		/* Every message of a batch points at the frame (of its flow), or
+		 * with -V at its own copy (which gets its packet's counter). */
+		if (o->counter_off >= 0) {
+			snd->bufs = malloc((size_t)MAX_BATCH * snd->len);
+			if (!snd->bufs)
+				die("out of memory for %d frame copies", MAX_BATCH);
+		}
+		for (i = 0; i < MAX_BATCH; i++) {
+			snd->iov[i].iov_base = snd->bufs ? snd->bufs + (size_t)i * snd->len
+							 : snd->frames;
+			snd->iov[i].iov_len = snd->len;
+			if (snd->bufs)
+				memcpy(snd->bufs + (size_t)i * snd->len, snd->frames, snd->len);
+			snd->msgs[i].msg_hdr.msg_iov = &snd->iov[i];
+			snd->msgs[i].msg_hdr.msg_iovlen = 1;
+		}
+	}
+	open_stats(o, &g->fds);
+}
+
+/* -S: one trial per command line until "quit" or the end of input. */
+static void serve(struct gen *g)
+{
+	char line[CMD_LEN];
+
+	printf("{\"ready\": true, \"frame_len\": %zu, \"flows\": %" PRIu64 "}\n",
+	       g->snd.len, g->snd.flows);
+	fflush(stdout);
+	while (fgets(line, sizeof(line), stdin)) {
+		struct trial_req t;
+		unsigned long long count, drain_us, settle_us;
+		char extra;
+
+		if (!strcmp(line, "quit\n") || !strcmp(line, "quit"))
+			return;
+		if (sscanf(line, "trial %lf %llu %llu %llu %c", &t.rate_pps, &count, &drain_us,
+			   &settle_us, &extra) != 4 || !(t.rate_pps >= 0))
+			die("bad command: '%.*s' (trial RATE COUNT DRAIN_US SETTLE_US, or quit)",
+			    (int)strcspn(line, "\n"), line);
+		t.count = count;
+		t.drain_ns = drain_us * 1000ull;
+		t.settle_ns = settle_us * 1000ull;
+		run_trial(g, &t);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static struct gen g;
+
+	parse_args(argc, argv, &g.o);
+	setup(&g);
+	if (g.o.serve) {
+		serve(&g);
+	} else {
+		struct trial_req t = { g.o.rate_pps, g.o.count, g.o.drain_ns, g.o.settle_ns };
+
+		run_trial(&g, &t);
+	}
+	if (g.snd.map)
+		munmap(g.snd.map, g.snd.map_len);
+	close(g.snd.fd);
+	free(g.snd.bufs);
+	free(g.snd.frames);
 	return 0;
 }

@@ -20,7 +20,7 @@ import jsonschema
 
 from srperf.imix import IMIX_SIZE, parse_imix
 from srperf.config.model import (Addressing, Experiment, LatencyConfig, PortConfig,
-                                 ProfileConfig, SearchConfig,
+                                 ProfileConfig, SearchConfig, TrafficConfig,
                                  SshConfig, SutConfig, TesterConfig, TestbedConfig,
                                  TransportConfig, expand_proxy_command, vnf_sid)
 from srperf.config.settings import SettingError
@@ -210,10 +210,18 @@ def experiment_from_mapping(data: dict[str, Any], file: str) -> Experiment:
     elif "imix" in data:
         raise ConfigError(file, "imix", data["imix"],
                           "set, but packet_sizes has no 'imix' entry to use it")
+    try:
+        traffic = TrafficConfig.from_mapping(dict(data.get("traffic") or {}))
+    except SettingError as exc:
+        raise ConfigError(file, f"traffic.{exc.key}".rstrip("."), exc.value,
+                          exc.reason) from None
+    if traffic.flows.count > 1 and IMIX_SIZE in sizes:
+        raise ConfigError(file, "traffic.flows.count", traffic.flows.count,
+                          "many flows are not sent with the 'imix' packet size")
     kind = str(data.get("kind", "pdr"))
     stateful = _stateful_blocks(file, data, kind)
     return Experiment(
-        **stateful, kind=kind,
+        **stateful, kind=kind, traffic=traffic,
         name=str(data["name"]), forwarder=forwarder, behaviors=behaviors,
         packet_sizes=tuple(sizes), imix=imix, search=search,
         repetitions=int(data.get("repetitions", 1)), testbed=data.get("testbed"),

@@ -367,6 +367,29 @@ class ProfileConfig(Settings):
 
 
 @dataclass(frozen=True)
+class FlowsConfig(Settings):
+    """``traffic.flows``: many flows instead of one, so that a SUT's NIC spreads them over
+    its receive queues (RSS) and cores; packet i belongs to flow i % count
+    (:mod:`srperf.flows` says how each field varies)."""
+
+    count: int = setting(1, "flows (1: every packet the same flow)", unit="flows",
+                         schema={"type": "integer", "minimum": 1, "maximum": 65536})
+    vary: tuple[str, ...] = setting(
+        ("src_port", "src_addr", "dst_addr"), "fields that differ from flow to flow (inner "
+        "packet's src_port, src_addr, dst_addr; outermost IPv6 outer_src_addr, flow_label)",
+        schema={"type": "array", "minItems": 1, "uniqueItems": True, "items": {
+            "enum": ["src_port", "src_addr", "dst_addr", "outer_src_addr", "flow_label"]}},
+        parse=tuple)
+
+
+@dataclass(frozen=True)
+class TrafficConfig(Settings):
+    """``traffic``: what the generator sends beyond the behavior's frame."""
+
+    flows: FlowsConfig = setting(FlowsConfig, "many flows (count, vary)")
+
+
+@dataclass(frozen=True)
 class Experiment:
     """Behaviors to measure on one forwarder, how, and how often."""
 
@@ -380,6 +403,7 @@ class Experiment:
     search: SearchConfig = SearchConfig()
     latency: LatencyConfig = LatencyConfig()
     profile: ProfileConfig = ProfileConfig()
+    traffic: TrafficConfig = TrafficConfig()
     repetitions: int = 1
     testbed: str | None = None
     verify: bool = True

@@ -11,7 +11,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from srperf.config.model import Addressing, LatencyConfig, ProfileConfig, SearchConfig
+from srperf.config.model import (Addressing, LatencyConfig, ProfileConfig, SearchConfig,
+                                 TrafficConfig)
 from srperf.config.provision import ProvisionSettings
 from srperf.config.rates import MAX_PPS
 from srperf.forwarders import names as forwarder_names
@@ -119,6 +120,7 @@ EXPERIMENT_SCHEMA: dict[str, Any] = {
                                 "goodput (iperf3), http (wrk): srperf.stateful"},
         "goodput": GoodputConfig.json_schema(),
         "http": HttpConfig.json_schema(),
+        "traffic": TrafficConfig.json_schema(),
     },
 }
 

@@ -52,8 +52,10 @@ class SutHandle(Protocol):
     def configure(self, behavior: Any) -> None:
         """Configure ``behavior`` (and the VNFs it needs)."""
 
-    def verify(self, behavior: Any, generator: TrafficGenerator, packet_size: int) -> str:
-        """Check a few frames; return what was verified (raises VerificationError)."""
+    def verify(self, behavior: Any, generator: TrafficGenerator, packet_size: int,
+               flows: Any = None) -> str:
+        """Check a few frames (of a sample of ``flows``, :class:`srperf.flows.Flows`, when
+        given); return what was verified (raises VerificationError)."""
 
     def counters(self) -> dict[str, int] | None:
         """The forwarder's own counters now (None: it has none)."""

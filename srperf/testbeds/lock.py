@@ -46,6 +46,10 @@ EXIT_BUSY = 75
 _WORKDIR = re.compile(r"^/[A-Za-z0-9._/-]*/srperf\.[A-Za-z0-9]{10}\Z")
 """A transport's ``mktemp -d`` work directory (nothing else is ever removed)."""
 _ANSWER_S = 30.0
+PING_EVERY_S = 5.0
+"""Between two pings (a round trip) of the lock process, :meth:`TestbedLock.ensure`
+only checks that its channel is open (no round trip): once per trial would add a
+round trip to every trial of an SSH testbed."""
 """Longest wait for the lock process to answer (seconds)."""
 
 # $1 lock directory, $2 lock name.  Prints "busy" + the holder's JSON (exit 75),
@@ -214,6 +218,7 @@ class TestbedLock:
         self.name, self.source, self.testbed = name, source, testbed
         self._node: Transport | None = None
         self._held: Held | None = None
+        self._pinged = 0.0  # monotonic time of the lock process's last answer
         self.holder: Holder | None = None
 
     @property
@@ -315,7 +320,12 @@ class TestbedLock:
     def ensure(self) -> None:
         """Still held?  After a dropped connection, reconnect and take it again (raises
         TestbedBusy when another run took it meanwhile)."""
-        if self._held is None or self._answers(self._held):
+        if self._held is None:
+            return
+        if self._held.alive() and time.monotonic() - self._pinged < PING_EVERY_S:
+            return
+        if self._answers(self._held):
+            self._pinged = time.monotonic()
             return
         holder = self.holder
         assert holder is not None

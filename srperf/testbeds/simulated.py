@@ -31,7 +31,8 @@ class ModelSut:
     def configure(self, behavior: Any) -> None:
         pass
 
-    def verify(self, behavior: Any, generator: TrafficGenerator, packet_size: int) -> str:
+    def verify(self, behavior: Any, generator: TrafficGenerator, packet_size: int,
+               flows: Any = None) -> str:
         return "not verified: simulated model"
 
     def counters(self) -> dict[str, int] | None:

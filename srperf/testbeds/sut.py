@@ -50,6 +50,7 @@ class SutControl:
         self._prepared_for: Settings | None = None
         self.env: dict[str, str] = {}
         self._vnfs: Any = None
+        self._shell: Any = None  # the ResidentShell counters are read through
 
     @property
     def script(self) -> str:
@@ -79,6 +80,8 @@ class SutControl:
             return action()
         except TransportError as exc:
             log.warning("%s while %s; reconnecting once and doing it again", exc, what)
+            if self._shell is not None:
+                self._shell.close()
             self.transport.reconnect()
             if not self._workdir_there():
                 log.warning("%s: the work directory is gone; pushing the script again",
@@ -139,12 +142,15 @@ class SutControl:
             self._vnfs = VnfSet(self.tb, count=count, mode=mode, host=self.transport).up()
         self.apply(behavior.cfg_function, behavior.name)
 
-    def verify(self, behavior: Any, generator: TrafficGenerator, packet_size: int) -> str:
-        """Send a few frames, check what the SUT forwarded (raises VerificationError)."""
+    def verify(self, behavior: Any, generator: TrafficGenerator, packet_size: int,
+               flows: Any = None) -> str:
+        """Send a few frames (of a sample of ``flows`` when given), check what the SUT
+        forwarded (raises VerificationError)."""
         from srperf.verify import verify_behavior
 
         return verify_behavior(behavior, self.tb, generator, packet_size,
-                               deviations=self.forwarder.deviations_of(behavior.name))
+                               deviations=self.forwarder.deviations_of(behavior.name),
+                               flows=flows)
 
     def unconfigure(self, behavior: Any) -> None:
         """Remove ``behavior``'s configuration and its VNFs."""
@@ -161,6 +167,9 @@ class SutControl:
         After a lost connection the transport reconnects once, so a SUT that is
         still reachable is cleaned; otherwise the TransportError names the host.
         """
+        if self._shell is not None:
+            self._shell.close()
+            self._shell = None
         if self._script is None:
             return
         try:
@@ -171,11 +180,17 @@ class SutControl:
                 self._vnfs = None
 
     def counters(self) -> dict[str, int] | None:
-        """The forwarder's own counters on the SUT (None: it has none)."""
+        """The forwarder's own counters on the SUT (None: it has none), read through a
+        shell held on the SUT (:class:`ResidentShell`: one round trip, no new channel
+        or process to start, per read)."""
+        from srperf.transports.resident_shell import ResidentShell
+
         if not self.env:
             self.install()
+        if self._shell is None:
+            self._shell = ResidentShell(self.transport)
         return self._reconnecting("reading counters", lambda: self.forwarder.counters(
-            self.transport, self.script, self.env))
+            self._shell, self.script, self.env))
 
 
     def profiler(self, cpu: int | None, frequency_hz: int = 999, top: int = 10,

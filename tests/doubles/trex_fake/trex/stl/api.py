@@ -16,6 +16,11 @@ file ``$SRPERF_FAKE_TREX_SCENARIO``:
   that port's ``ierrors``, not in ``ipackets``, as a real TRex on AF_PACKET ports does);
 - ``latency``: the ``latency`` block ``get_stats`` returns for a pg_id.
 
+``start`` takes ``mult`` as a raw multiplier of the streams' rates (as the real
+client's ``mult="1.5"``); a stream's field-engine program (``STLScVmRaw``) is
+recorded with ``add_streams`` (the real client builds it in
+tests/test_trex_driver.py).
+
 As the real client (checked against a TRex 3.08 server): ports stay active (in
 ``get_active_ports``) while the stream runs; ``wait_on_traffic`` then waits another
 100 ms (``rx_delay_ms`` of software ports) when a latency stream ran; warnings are
@@ -63,8 +68,40 @@ class PacketBuffer:
 
 
 class STLPktBuilder:
-    def __init__(self, pkt_buffer: bytes) -> None:
-        self.pkt_buffer = pkt_buffer
+    def __init__(self, pkt_buffer: bytes, vm: Any = None) -> None:
+        self.pkt_buffer, self.vm = pkt_buffer, vm
+
+
+class _Instruction:
+    """A field-engine instruction: its class name and arguments, as recorded."""
+
+    def __init__(self, **args: Any) -> None:
+        self.args = args
+
+    def describe(self) -> list[Any]:
+        return [type(self).__name__, self.args]
+
+
+class STLVmFlowVar(_Instruction):
+    pass
+
+
+class STLVmWrFlowVar(_Instruction):
+    pass
+
+
+class STLVmFixChecksumHw(_Instruction):
+    pass
+
+
+class CTRexVmInsFixHwCs:
+    L4_TYPE_UDP = 11
+    L4_TYPE_TCP = 13
+
+
+class STLScVmRaw:
+    def __init__(self, list_of_commands: list[_Instruction]) -> None:
+        self.commands = list_of_commands
 
 
 class STLTXCont:
@@ -126,15 +163,18 @@ class STLClient:
         _record("add_streams", ports=ports, pps=stream.mode.pps,
                 frame=stream.packet.pkt_buffer.hex(),
                 pg_id=stream.flow_stats.pg_id if stream.flow_stats else None,
-                keeps_macs=stream.keeps_macs)
+                keeps_macs=stream.keeps_macs,
+                **({"vm": [c.describe() for c in stream.packet.vm.commands]}
+                   if stream.packet.vm is not None else {}))
         for p in ports:
             self.streams.setdefault(p, []).append(stream)
 
     def clear_stats(self) -> None:
         _record("clear_stats")
 
-    def start(self, ports: list[int], duration: float, force: bool = False) -> None:
-        _record("start", ports=ports, duration=duration, force=force)
+    def start(self, ports: list[int], duration: float, force: bool = False,
+              mult: str = "1") -> None:
+        _record("start", ports=ports, duration=duration, force=force, mult=mult)
         cap = self.sc.get("cap_pps")
         out: dict[Any, Any] = {}
         sent_total = 0
@@ -142,7 +182,7 @@ class STLClient:
         lat: dict[str, Any] = {}
         for p in ports:
             for s in self.streams.get(p, []):
-                pps = s.mode.pps
+                pps = s.mode.pps * float(mult)   # a raw multiplier, as TRex's "1.5"
                 n = round(pps * duration)
                 if cap and pps > cap:
                     if self.sc.get("stop_at_duration"):

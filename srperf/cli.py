@@ -18,7 +18,7 @@ from srperf.forwarders import names as forwarder_names
 from srperf.errors import ConfigError, SrperfError
 from srperf.terminate import Terminated, sigterm_as_interrupt
 
-EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_NOTHING_MEASURED = 0, 1, 2, 3
 
 
 def _rate(text: str) -> float | str:
@@ -249,6 +249,9 @@ def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = N
     print(f"\ntrials: {report.store_path}  summary: {report.summary_csv}")
     if orch.testbed.is_model:
         print("NOTE: the testbed is a simulated SUT model; these are not measurements.")
+    if report.nothing_measured:
+        print(f"srperf: run {report.run_id}: {report.nothing_measured}", file=sys.stderr)
+        return EXIT_NOTHING_MEASURED
     failed = [k for k, (st, _) in report.outcomes.items()
               if st in ("verify_failed", "error", "nonconformant")]
     return EXIT_FAILED if failed else EXIT_OK

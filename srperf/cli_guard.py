@@ -27,6 +27,9 @@ MAIN_EPILOG = """exit status:
   0    success
   1    the run failed, or srperf itself failed (the message names the log file)
   2    bad input: the message names the file (or option), the key and the value
+  3    nothing measured: the run (or nightly job) ended without one figure (every
+       search generator-limited, undecided or below the minimum rate, every behavior
+       unsupported or failed); the message names each behavior's status
   130  interrupted (SIGINT); 143: terminated (SIGTERM); the SUT is cleaned"""
 
 RUN_EPILOG = """A run is stored as running, then finished, interrupted (SIGINT or SIGTERM: the
@@ -35,10 +38,15 @@ shows a running run whose process is gone as dead.  'srperf run --resume RUN_ID'
 continues a run that did not finish: the searches that ended are kept.
 
 exit status:
-  0    every behavior was measured or reported unsupported
+  0    at least one figure was measured, and every behavior was measured or reported
+       unsupported
   1    a behavior failed verification or its CFG step; the run failed (e.g. the disk
        holding the results is full: the message names it); or an internal error
   2    bad input: the message names the file (or option), the key and the value
+  3    nothing measured: no search of the run gave a figure (every one ended
+       generator_limited, undecided or below_min, or every behavior was unsupported
+       or failed); the message names each behavior's status; such a run is never a
+       nightly baseline
   130  interrupted (SIGINT); 143: terminated (SIGTERM); the SUT is cleaned"""
 
 

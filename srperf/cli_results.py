@@ -13,7 +13,7 @@ from pathlib import Path
 
 from srperf.errors import ConfigError
 
-EXIT_OK, EXIT_FAILED = 0, 1
+EXIT_OK, EXIT_FAILED, EXIT_NOTHING_MEASURED = 0, 1, 3
 
 
 def _store_args(p: argparse.ArgumentParser) -> None:
@@ -138,11 +138,18 @@ def cmd_nightly(args: argparse.Namespace) -> int:
         progress.close()
     print(out.markdown)
     for r in out.results:
-        print(f"{r.name}: run {r.run_id}, baseline {r.baseline_run_id or 'none'}, "
-              f"{r.comparison.verdict if r.comparison else ('error' if r.error else 'no baseline')}"
+        verdict = (r.comparison.verdict if r.comparison else "error" if r.error
+                   else "nothing measured" if r.nothing_measured else "no baseline")
+        print(f"{r.name}: run {r.run_id}, baseline {r.baseline_run_id or 'none'}, {verdict}"
               f"{', report ' + str(r.report) if r.report else ''}")
     print(f"junit: {out.junit_path}")
-    return EXIT_FAILED if out.regression or out.errors else EXIT_OK
+    for r in out.results:
+        if r.nothing_measured:
+            print(f"srperf: nightly {r.name}: run {r.run_id}: {r.nothing_measured}",
+                  file=sys.stderr)
+    if out.regression or out.errors:
+        return EXIT_FAILED
+    return EXIT_NOTHING_MEASURED if out.nothing_measured else EXIT_OK
 
 
 COMMANDS = {"report": cmd_report, "compare": cmd_compare, "export": cmd_export,

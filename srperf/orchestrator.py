@@ -31,6 +31,8 @@ from srperf.errors import (CfgError, ConfigError, SearchAborted, SrperfError, St
                            UnsupportedBehavior, VerificationError)
 from srperf.progress import ProgressEvents
 from srperf.results.store import ResultStore, TrialKey
+from srperf.results.measured import nothing_measured
+from srperf.results.names import goal_name
 from srperf.results.summary import summarize
 from srperf.generators import MIX_DRIVERS
 from srperf.imix import IMIX_SIZE, size_label
@@ -58,6 +60,9 @@ class RunReport:
     summary: pd.DataFrame = field(default_factory=pd.DataFrame)
     summary_csv: Path | None = None
     status: str = "running"
+    nothing_measured: str | None = None
+    """None when the run has at least one figure; else why it has none, naming each
+    behavior's status (:func:`srperf.results.measured.nothing_measured`)."""
 
 
 def search_settings(exp: Experiment, tb: TestbedConfig, seed: int = 0) -> SearchSettings:
@@ -226,6 +231,7 @@ class Orchestrator:
         except StoreError as exc:   # the run's own error says so; 'srperf runs': dead
             log.info("run %s: its end (%s) not recorded: %s", report.run_id, report.status, exc)
         try:
+            report.nothing_measured = nothing_measured(store, report.run_id)
             report.summary = summarize(store.frame("searches", report.run_id),
                                        store.frame("outcomes", report.run_id))
             csv = self.results_dir / f"summary-{report.run_id}.csv"
@@ -325,7 +331,7 @@ class Orchestrator:
         for g in result.goals:
             if g.status in ("ok", "at_max") and g.lower_bound_pps is not None:
                 up = f"{g.upper_bound_pps / 1e3:.1f}" if g.upper_bound_pps else "?"
-                parts.append(f"{'NDR' if g.threshold_pct == 0 else f'PDR@{g.threshold_pct:g}%'}"
+                parts.append(f"{goal_name(g.threshold_pct)}"
                              f" [{g.lower_bound_pps / 1e3:.1f}, {up}] kpps"
                              + (" (at max rate)" if g.status == "at_max" else "")
                              + describe_estimate(g))

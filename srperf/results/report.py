@@ -23,6 +23,7 @@ import pandas as pd
 
 import srperf
 from srperf.imix import size_label
+from srperf.results.names import goal_name
 from srperf.results import frames, plots
 from srperf.results.compare import Comparison, format_markdown
 from srperf.results.store import ResultStore
@@ -175,7 +176,7 @@ def collect(store: ResultStore, run_ids: Iterable[str], title: str = "",
     if not summary.empty:
         numeric = summary[summary["threshold_pct"].notna()]
         for (size, thr), grp in numeric.groupby(["packet_size", "threshold_pct"], sort=True):
-            name = "NDR" if thr == 0 else f"PDR@{thr:g} %"
+            name = goal_name(float(thr))
             title_t = f"{name}, {int(size)}-byte packets"
             rows = []
             for _, r in grp.iterrows():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import signal
 import sys
 from pathlib import Path
@@ -103,9 +102,7 @@ def _common_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--testbed", "-t", help="testbed file or name (default: virtual)")
     p.add_argument("--algorithm", "-a", choices=ALGORITHMS,
                    help="search algorithm (default: the experiment's, else mlr)")
-    p.add_argument("--results", default=os.environ.get("SRPERF_RESULTS", "srperf-results"),
-                   help="results directory: srperf.sqlite, summary CSVs and each run's "
-                        "temporary files (runs/RUN_ID/tmp; env SRPERF_RESULTS)")
+    cli_results._store_args(p, writes=True)
     p.add_argument("--keep-testbed", action="store_true",
                    help="leave a virtual testbed this run brought up")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -229,7 +226,7 @@ def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = N
     if recipe is None:
         recipe = cli_runs.recipe(args, tb, mapping=getattr(args, "mapping", None),
                                  experiment_file=getattr(args, "experiment_file", None))
-    orch = Orchestrator(exp, tb, Path(args.results),
+    orch = Orchestrator(exp, tb, Path(args.results), store=cli_results.store_location(args),
                         progress=make_progress(sys.stdout),
                         keep_testbed=args.keep_testbed, recipe=recipe)
 
@@ -246,7 +243,7 @@ def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = N
         for key, p in latency:
             print(f"  {key.behavior} {key.packet_size} B rep {key.repetition} "
                   f"{p.fraction:.0%}: {describe_latency(p)}")
-    print(f"\ntrials: {report.store_path}  summary: {report.summary_csv}")
+    print(f"\ntrials: {report.store_where}  summary: {report.summary_csv}")
     if orch.testbed.is_model:
         print("NOTE: the testbed is a simulated SUT model; these are not measurements.")
     if report.nothing_measured:
@@ -279,7 +276,6 @@ def _resume(args: argparse.Namespace) -> int:
     from srperf.cli_results import _open, _resolve
 
     cli_runs.check_resume_args(args)
-    args.db = None
     with _open(args) as store:
         (run_id,) = _resolve(store, [args.resume])
         row = store.run_row(run_id)

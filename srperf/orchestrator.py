@@ -60,6 +60,8 @@ class RunReport:
     summary: pd.DataFrame = field(default_factory=pd.DataFrame)
     summary_csv: Path | None = None
     status: str = "running"
+    store_where: str = ""
+    """The store for messages: its file, or its URL without the password."""
     nothing_measured: str | None = None
     """None when the run has at least one figure; else why it has none, naming each
     behavior's status (:func:`srperf.results.measured.nothing_measured`)."""
@@ -90,7 +92,7 @@ class Orchestrator:
     def __init__(self, exp: Experiment, tb: TestbedConfig, results_dir: Path,
                  algorithm: str | None = None, progress: Progress | None = None,
                  keep_testbed: bool = False, testbed: Testbed | None = None,
-                 recipe: dict[str, Any] | None = None) -> None:
+                 recipe: dict[str, Any] | None = None, store: str | None = None) -> None:
         if algorithm:
             exp = dataclasses.replace(exp, search=dataclasses.replace(exp.search,
                                                                       algorithm=algorithm))
@@ -100,6 +102,9 @@ class Orchestrator:
         self.testbed.check_forwarder(self.forwarder, exp.source)
         self.options = self.forwarder.parse_options(exp.options)
         self.results_dir = Path(results_dir)
+        self.store_location = store or str(self.results_dir / "srperf.sqlite")
+        """The results database: an SQLite file (default RESULTS/srperf.sqlite) or a
+        postgresql:// URL; summary CSVs and temporary files stay in ``results_dir``."""
         self.progress = progress or (lambda msg: log.info("%s", msg))
         self.events = progress if isinstance(progress, ProgressEvents) else ProgressEvents()
         self.keep_testbed = keep_testbed
@@ -135,7 +140,7 @@ class Orchestrator:
                 self.testbed.unclaim()
 
     def _run(self, resume: str | None) -> RunReport:
-        store = ResultStore(self.results_dir / "srperf.sqlite")
+        store = ResultStore(self.store_location)
         try:
             run_id, env, ended = (self._reclaim(store, resume) if resume
                                   else self._begin(store))
@@ -143,7 +148,7 @@ class Orchestrator:
             store.close()
             raise
         self.testbed.name_run(run_id)
-        report = RunReport(run_id, store.path or self.results_dir)
+        report = RunReport(run_id, store.path or self.results_dir, store_where=store.where)
         self.progress(f"run {run_id}: {self.exp.name} on {self.tb.name} "
                       f"({self.exp.forwarder}), results in {store.where}")
         session = MeasurementSession(self.testbed, self.forwarder, self.options, store, run_id,

@@ -109,3 +109,25 @@ def test_junit_case_names_are_the_same_every_night(tmp_path: Path) -> None:
     second = _names(junit)
     expected = sorted(case_name(b, 64, t) for b in ("end", "h_encaps") for t in (0.0, 0.5))
     assert first == second == expected
+
+
+def test_run_writes_to_the_db_named_by_flag_or_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``--db`` / SRPERF_DB reach every command that reads or writes results, ``srperf
+    run``/``pdr`` too (SQLite here; a postgresql:// URL takes the same path)."""
+    team = tmp_path / "team.sqlite"
+    tb = str(_testbed(tmp_path, False))
+    results = str(tmp_path / "local")
+    assert main(["pdr", "-b", "end", "-t", tb, "--results", results, "--db", str(team)]) == 0
+    monkeypatch.setenv("SRPERF_DB", str(team))
+    assert main(["pdr", "-b", "h_encaps", "-t", tb, "--results", results]) == 0
+    assert not (tmp_path / "local" / "srperf.sqlite").exists()
+    with ResultStore(team) as store:
+        assert len(store.frame("runs")) == 2
+    capsys.readouterr()
+    for argv in (["runs"], ["report", "last", "-o", str(tmp_path / "r.html")],
+                 ["export", "last", "-o", str(tmp_path / "x")],
+                 ["compare", "last", "last"]):
+        assert main([*argv, "--results", str(tmp_path / "nowhere")]) == 0, argv
+    assert "h_encaps" in capsys.readouterr().out

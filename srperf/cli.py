@@ -42,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "frames vs link MTU, forwarder vs SUT). Touches no SUT.",
                        epilog=cli_guard.VALIDATE_EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    v.add_argument("files", nargs="+", metavar="FILE", help="experiment or testbed YAML file")
+    v.add_argument("files", nargs="+", metavar="FILE",
+                   help="experiment, testbed or nightly suite YAML file")
     v.add_argument("--testbed", "-t", help="testbed to check experiments against (default: "
                    "the experiment's 'testbed' key, else virtual)")
 
@@ -146,7 +147,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for name in args.files:
         try:
             kind = validate_file(Path(name))
-            if kind == "experiment":
+            if kind == "suite":
+                checked = _validate_suite(Path(name), args.testbed)
+                print(f"{name}: ok (nightly suite, {checked})")
+            elif kind == "experiment":
                 exp = load_experiment(Path(name))
                 tb = resolve_testbed(args.testbed, exp)
                 preflight.check_run(exp, tb)
@@ -158,6 +162,22 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print(f"srperf: config error: {exc}", file=sys.stderr)
             status = EXIT_CONFIG
     return status
+
+
+def _validate_suite(path: Path, testbed: str | None) -> str:
+    """A nightly suite as ``srperf nightly`` would read it: the file, its testbed and
+    every experiment checked against that testbed."""
+    from srperf import preflight
+    from srperf.nightly import load_suite
+
+    suite = load_suite(path)
+    tb = load_testbed(resources.find_config(testbed or suite.testbed, "testbed"))
+    preflight.check_testbed(tb)
+    for name in suite.experiments:
+        exp = load_experiment(resources.find_config(name, "experiment"))
+        exp = preflight.replace_algorithm(exp, suite.algorithm, suite.source)
+        preflight.check_run(exp, tb)
+    return f"{len(suite.experiments)} experiment(s) checked against testbed {tb.source}"
 
 
 def cmd_testbed(args: argparse.Namespace) -> int:
@@ -174,6 +194,9 @@ def cmd_testbed(args: argparse.Namespace) -> int:
         # refused (TestbedBusy, exit 2) while a run holds the testbed
         testbed.claim(f"srperf testbed {args.action}")
         if args.action == "up":
+            from srperf import preflight
+
+            preflight.check_testbed(tb)   # what this host can tell, before making anything
             made = testbed.up()
             print(f"testbed {tb.name} ({tb.kind}) "
                   f"{'up' if made else 'was already up (nothing made)'}")

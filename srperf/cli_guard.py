@@ -18,7 +18,14 @@ from pathlib import Path
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
 
-VALIDATE_EPILOG = """exit status:
+VALIDATE_EPILOG = """What is checked on this host: the files; for a testbed, that what runs here exists
+(tester.options.release holds an executable t-rex-64, sut.vpp_binary is an
+executable file, tester.cpu and a virtual SUT's sut.cpu are CPUs of this host) and
+an SSH SUT's host key is known; for a nightly suite, its testbed and every
+experiment against it.  What only a remote host can tell (an SSH SUT's CPU, a
+release on a TRex host over SSH) is checked by 'srperf testbed status'.
+
+exit status:
   0  every file is valid (and, for an experiment, fits its testbed)
   1  srperf itself failed (an internal error; the message names the log file)
   2  a file is invalid: the message names the file, the key and the value"""

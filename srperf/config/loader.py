@@ -462,10 +462,13 @@ def resolve_testbed(name: str | None, exp: Experiment | None = None) -> TestbedC
 def validate_file(path: str | Path) -> str:
     """Validate a file as an experiment or a testbed (guessed from its keys).
 
-    Returns ``"experiment"`` or ``"testbed"``; raises ConfigError.
+    Returns ``"experiment"``, ``"testbed"`` or ``"suite"`` (a nightly suite: ``name``
+    and ``experiments``, checked by the caller); raises ConfigError.
     """
     path = Path(path)
     data = read_yaml(path)
+    if "experiments" in data and "behaviors" not in data:
+        return "suite"
     if guess_kind(data) == "experiment":
         testbed_of(load_experiment(path))
         return "experiment"

@@ -49,12 +49,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     tb = sub.add_parser("testbed", help="bring a testbed up or down, or check it (virtual: "
                         "namespaces; ssh: the SUT answers and has its ports)")
-    tb.add_argument("action", choices=["up", "down", "status", "trust"],
-                    help="up: bring it up; down: remove it; status: up or down; trust: "
-                         "show the SSH nodes' host key fingerprints and add each to "
-                         "known_hosts when you confirm")
+    tb.add_argument("action", choices=["up", "down", "status", "trust", "prepare",
+                                       "unprepare"],
+                    help="up: bring it up; down: remove it; status: up or down (and, for "
+                         "an SSH SUT, what it lacks, by key); trust: show the SSH nodes' "
+                         "host key fingerprints and add each to known_hosts when you "
+                         "confirm; prepare: apply an SSH SUT's base setup from the file "
+                         "(addresses, neighbours, sysctls, ip sr tunsrc), recording what "
+                         "it changes on the SUT; unprepare: undo it from that record")
     tb.add_argument("testbed", nargs="?", default=DEFAULT_TESTBED,
                     help="testbed file or name (default: %(default)s)")
+    tb.add_argument("--dry-run", action="store_true",
+                    help="prepare: print the commands, change nothing")
 
     r = sub.add_parser("run", help="run every behavior x repetition of an experiment, "
                        "or resume a run whose process died", epilog=cli_guard.RUN_EPILOG)
@@ -186,6 +192,8 @@ def cmd_testbed(args: argparse.Namespace) -> int:
     tb = resolve_testbed(args.testbed)
     if args.action == "trust":
         return _trust(tb)
+    if args.action in ("prepare", "unprepare"):
+        return _prepare(tb, undo=args.action == "unprepare", dry_run=args.dry_run)
     testbed = testbeds.create(tb)
     try:
         if args.action == "status":
@@ -203,6 +211,41 @@ def cmd_testbed(args: argparse.Namespace) -> int:
         else:
             testbed.down()
             print(f"testbed {tb.name} ({tb.kind}) down")
+    finally:
+        testbed.close()
+        testbed.unclaim()
+    return EXIT_OK
+
+
+def _prepare(tb: TestbedConfig, undo: bool, dry_run: bool) -> int:
+    """``testbed prepare|unprepare``: an SSH SUT's base setup, applied or undone, under
+    the testbed's lock."""
+    import shlex
+
+    from srperf import testbeds
+    from srperf.testbeds import ssh_prepare
+
+    if tb.kind != "ssh":
+        raise ConfigError(tb.source, "kind", tb.kind,
+                          "prepare is for an ssh testbed's SUT ('srperf testbed up' makes "
+                          "a virtual testbed's base setup itself)")
+    setup = ssh_prepare.base_setup(tb)
+    if dry_run:
+        for argv in setup.commands():
+            print(shlex.join(argv))
+        return EXIT_OK
+    testbed = testbeds.create(tb)
+    testbed.claim(f"srperf testbed {'unprepare' if undo else 'prepare'}")
+    try:
+        sut = testbed.node("sut")
+        if undo:
+            done = ssh_prepare.unprepare(sut, setup)
+            print(f"testbed {tb.name}: base setup undone on {sut.where}" if done else
+                  f"testbed {tb.name}: nothing to undo on {sut.where} (no {setup.record})")
+        else:
+            ssh_prepare.prepare(sut, setup)
+            print(f"testbed {tb.name}: base setup applied on {sut.where} (what it changed: "
+                  f"{setup.record}; undo with 'srperf testbed unprepare {tb.source}')")
     finally:
         testbed.close()
         testbed.unclaim()

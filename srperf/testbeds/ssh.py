@@ -4,10 +4,12 @@ The tester's ports are on this host (``tester.netns``: a local network
 namespace holding them, or this host's own), driven by the local generator;
 the SUT is whatever host ``sut.transport.ssh`` reaches, running the forwarder
 named by ``sut.forwarder``.  srperf brings nothing up here: the links are
-cables (or, in the suite, veths) and the SUT's base setup (addresses, static
-neighbours for the tester's MACs, forwarding sysctls, ``ip sr tunsrc``) is the
-provisioning's.  :meth:`SshTestbed.up` only checks that the SUT answers and
-has its ports, and says what is missing.
+cables (or, in the suite, veths).  The SUT's base setup (addresses, static
+neighbours for the tester's MACs, forwarding sysctls, ``ip sr tunsrc``) is
+applied from the testbed file by ``srperf testbed prepare`` and undone by
+``srperf testbed unprepare`` (:mod:`srperf.testbeds.ssh_prepare`).
+:meth:`SshTestbed.up` only checks that the SUT answers and has its ports, and
+says what is missing.
 """
 
 from __future__ import annotations
@@ -59,12 +61,17 @@ class SshTestbed(Testbed):
         return SshTransport(self.config.sut.transport.ssh)
 
     def _lock_node(self) -> tuple[Transport, str]:
-        """The lock is on the SUT (one run per SUT, whichever controller runs it),
-        taken through a connection of its own."""
+        """The lock is on the SUT (one run per testbed, whichever controller runs it),
+        taken through a connection of its own; named by the testbed
+        (``/run/srperf/ssh-<name>.lock``), so that two testbeds sharing one host
+        (other ports, other namespaces) do not lock each other out."""
         from srperf.transports.ssh import SshTransport
 
+        from srperf.drivers.trex_server import file_key
+
         assert self.config.sut.transport.ssh is not None
-        return SshTransport(self.config.sut.transport.ssh), "sut"
+        return (SshTransport(self.config.sut.transport.ssh),
+                f"ssh-{file_key(self.config.name)}")
 
     def _trex_server(self) -> "TrexServer | None":
         """The TRex server srperf manages on the tester host (tester.options.release)."""

@@ -32,7 +32,7 @@ from srperf.errors import (CfgError, ConfigError, SearchAborted, SrperfError, St
 from srperf.progress import ProgressEvents
 from srperf.results.store import ResultStore, TrialKey
 from srperf.results.measured import nothing_measured
-from srperf.results.names import goal_name
+from srperf.results.names import goal_name, interval_text
 from srperf.results.summary import summarize
 from srperf.generators import MIX_DRIVERS
 from srperf.imix import IMIX_SIZE, size_label
@@ -365,9 +365,11 @@ def describe_estimate(g: GoalResult) -> str:
     """`` estimate X kpps (95 % a-b)`` for a goal with a crossing estimate, else ``""``."""
     if g.estimate_pps is None:
         return ""
-    low = "open" if g.estimate_low_pps is None else f"{g.estimate_low_pps / 1e3:.1f}"
-    high = "open" if g.estimate_high_pps is None else f"{g.estimate_high_pps / 1e3:.1f}"
-    return f", estimate {g.estimate_pps / 1e3:.1f} kpps (95 % {low}-{high})"
+    def k(v: float | None) -> float | None:
+        return None if v is None else v / 1e3
+
+    interval = interval_text(k(g.estimate_low_pps), k(g.estimate_high_pps))
+    return f", estimate {g.estimate_pps / 1e3:.1f} kpps (95 % {interval})"
 
 
 __all__ = ["Orchestrator", "describe_estimate", "describe_latency", "RunReport", "search_settings",

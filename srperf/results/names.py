@@ -28,4 +28,19 @@ def case_name(behavior: str, packet_size: int, threshold_pct: float | None = Non
     return f"{behavior} {int(packet_size)}B {goal_name(threshold_pct)}"
 
 
-__all__ = ["FIGURE_STATUSES", "case_name", "goal_name"]
+def interval_text(low: float | None, high: float | None, digits: int = 1) -> str:
+    """An interval, one way in the CLI and the HTML report: ``700.1–777.6``; open
+    above ``≥ 777.6``; open below ``≤ 777.6``; unknown ``-``.  NaN counts as open."""
+    def known(v: float | None) -> bool:
+        return v is not None and not (isinstance(v, float) and math.isnan(v))
+
+    if known(low) and known(high):
+        return f"{low:.{digits}f}–{high:.{digits}f}"
+    if known(low):
+        return f"≥ {low:.{digits}f}"
+    if known(high):
+        return f"≤ {high:.{digits}f}"
+    return "-"
+
+
+__all__ = ["FIGURE_STATUSES", "case_name", "goal_name", "interval_text"]

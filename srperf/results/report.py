@@ -23,7 +23,7 @@ import pandas as pd
 
 import srperf
 from srperf.imix import size_label
-from srperf.results.names import goal_name
+from srperf.results.names import goal_name, interval_text
 from srperf.results import frames, plots
 from srperf.results.compare import Comparison, format_markdown
 from srperf.results.store import ResultStore
@@ -47,6 +47,7 @@ def _env() -> jinja2.Environment:
                              trim_blocks=True, lstrip_blocks=True,
                              undefined=jinja2.StrictUndefined)
     env.filters["num"] = fmt_num
+    env.globals["interval"] = interval_text
     env.filters["size"] = size_label
     env.tests["mapping"] = lambda v: isinstance(v, dict)
     return env

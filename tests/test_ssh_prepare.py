@@ -143,3 +143,17 @@ def test_two_ssh_testbeds_on_one_host_have_their_own_lock(
         holder_b.unclaim()
         for t in (holder_a, holder_b, second_a):
             t.close()
+
+
+def test_status_names_what_only_the_sut_can_tell(node: SshdNode, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A sut.cpu the SUT lacks passes validate (this host cannot see the SUT) and is
+    named by key in 'testbed status'."""
+    data = yaml.safe_load(_testbed(tmp_path, node, "s26st").read_text())
+    data["sut"]["cpu"] = 999
+    path = tmp_path / "st.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert main(["validate", str(path)]) == 0
+    assert main(["testbed", "status", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "sut.cpu = 999: no such CPU on the SUT" in out, out

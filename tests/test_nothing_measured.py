@@ -131,3 +131,32 @@ def test_run_writes_to_the_db_named_by_flag_or_environment(
                  ["compare", "last", "last"]):
         assert main([*argv, "--results", str(tmp_path / "nowhere")]) == 0, argv
     assert "h_encaps" in capsys.readouterr().out
+
+
+def test_srperf_run_writes_to_a_real_postgresql(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``srperf pdr --db postgresql://...`` (the team's store): the run, its trials and
+    its exit code, read back by ``srperf runs --db``; a throw-away real PostgreSQL."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import pg_server
+
+    why = pg_server.unavailable()
+    if why:
+        pytest.skip(f"PostgreSQL: {why}")
+    server = pg_server.start()
+    try:
+        tb = str(_testbed(tmp_path, False))
+        assert main(["pdr", "-b", "end", "-t", tb, "--results", str(tmp_path / "l"),
+                     "--db", server.url]) == 0
+        assert main(["pdr", "-b", "end", "-t", str(_testbed(tmp_path, True)),
+                     "--results", str(tmp_path / "l"), "--db", server.url]) == 3
+        capsys.readouterr()
+        assert main(["runs", "--db", server.url]) == 0
+        assert capsys.readouterr().out.count("pdr-end") == 2
+        with ResultStore(server.url) as store:
+            assert len(store.frame("trials")) > 5
+        assert not (tmp_path / "l" / "srperf.sqlite").exists()
+    finally:
+        server.stop()

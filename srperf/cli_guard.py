@@ -18,8 +18,8 @@ from pathlib import Path
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
 
-VALIDATE_EPILOG = """What is checked on this host: the files; for a testbed, that what runs here exists
-(tester.options.release holds an executable t-rex-64, sut.vpp_binary is an
+VALIDATE_EPILOG = """What is checked on this host: the files; for a testbed, that what runs
+here exists (tester.options.release holds an executable t-rex-64, sut.vpp_binary is an
 executable file, tester.cpu and a virtual SUT's sut.cpu are CPUs of this host) and
 an SSH SUT's host key is known; for a nightly suite, its testbed and every
 experiment against it.  What only a remote host can tell (an SSH SUT's CPU, a

@@ -211,5 +211,6 @@ def replace_algorithm(exp: Experiment, algorithm: str | None, file: str) -> Expe
     return dataclasses.replace(exp, search=dataclasses.replace(exp.search, algorithm=algorithm))
 
 
-__all__ = ["check_host_known", "check_local", "host_cpus", "tester_is_local", "check_run", "check_search", "check_frames", "check_testbed",
+__all__ = ["check_host_known", "check_local", "host_cpus", "tester_is_local",
+           "check_run", "check_search", "check_frames", "check_testbed",
            "replace_algorithm"]

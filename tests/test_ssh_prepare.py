@@ -85,7 +85,8 @@ def test_prepare_applies_the_base_setup_and_unprepare_undoes_it(
         assert main(["testbed", "prepare", str(tb_file)]) == 0
         # the SUT now forwards: a verified IPv6 search over SSH
         rc = main(["pdr", "-b", "ipv6", "-t", str(tb_file), "-a", "bisect",
-                   "--trial-duration", "0.2", "--accuracy", "2%", "--min-rate", "1%", "--max-rate", "5%",
+                   "--trial-duration", "0.2", "--accuracy", "2%", "--min-rate", "1%",
+                   "--max-rate", "5%",
                    "--results", str(tmp_path / "res")])
         cap = capsys.readouterr()
         assert rc in (0, 3) and "ipv6: verified" in cap.out, cap.out + cap.err

@@ -12,7 +12,9 @@ share of goals whose error is within the relative width; "bracket": share whose
 [lower, upper] holds the true value.  Right of "|": the crossing estimate every
 search also reports (srperf/search/estimate.py, fitted to all its trials): its
 mean |error|, share within the width, share of goals whose 95 % interval is
-closed on both ends, and share of those intervals that hold the true value.
+closed on both ends, share of those intervals that hold the true value, and
+"cov all": share of ALL goals whose interval (an open end reaching to 0 or
+infinity) holds the true value, a goal without an estimate counting as missed.
 
 Algorithms (all at the same relative width, min 100 kpps, max 1.5 Mpps):
   bisect-srperf  SRPerf Algorithm 1, SRPerf settings: 10 s trials x --scale,
@@ -23,8 +25,12 @@ Algorithms (all at the same relative width, min 100 kpps, max 1.5 Mpps):
   mlr            srperf's default search (srperf/search/mlr.py), settings below
   mlr-noval      mlr with validation_trials = 0 (no validation margin)
   mlrsearch      CSIT MLRsearch 1.2.1 with the same goal settings as mlr
+  lossfit        srperf/search/lossfit.py: trials placed by a fit of every
+                 trial's loss ratio, same goal settings (its estimate columns
+                 are its own fit, srperf/search/lossmodel.py)
 
 Run: /work/main/.venv/bin/python bench/search_b1.py [--seeds 300] [--width 0.005] [--noise ...]
+         [--algorithms mlr,mlrsearch,lossfit] [--smoothing 0.01]
 """
 
 from __future__ import annotations
@@ -68,11 +74,12 @@ def settings_for(alg: str, thresholds: tuple[float, ...], width: float, true_pps
 
 
 def run_cell(alg: str, noise: float, seeds: int, thresholds: tuple[float, ...], width: float,
-             scale: float, base: SearchSettings) -> tuple[dict[str, float], list[float]]:
+             scale: float, base: SearchSettings, smoothing: float = 0.0
+             ) -> tuple[dict[str, float], list[float]]:
     """Figures of one (algorithm, noise) cell, and the trial-seconds of each seed."""
-    model = SimulatedModel(CAPACITY_PPS, capacity_jitter=noise)
+    model = SimulatedModel(CAPACITY_PPS, smoothing=smoothing, capacity_jitter=noise)
     ts, ns, errs, inside, bracket, statuses = [], [], [], 0, 0, 0
-    est_errs, covered, closed = [], 0, 0
+    est_errs, covered, closed, covered_all = [], 0, 0, 0
     for seed in range(seeds):
         gen = SimulatedGenerator(model, seed=seed)
         # accuracy for bisect: width x the (first) goal's true value
@@ -94,6 +101,8 @@ def run_cell(alg: str, noise: float, seeds: int, thresholds: tuple[float, ...], 
                 bracket += g.lower_bound_pps <= true <= g.upper_bound_pps
             if g.estimate_pps is not None:
                 est_errs.append(abs(g.estimate_pps - true) / true)
+                covered_all += ((g.estimate_low_pps or 0.0) <= true
+                                <= (g.estimate_high_pps or math.inf))
                 if g.estimate_low_pps is not None and g.estimate_high_pps is not None:
                     closed += 1
                     covered += g.estimate_low_pps <= true <= g.estimate_high_pps
@@ -109,6 +118,7 @@ def run_cell(alg: str, noise: float, seeds: int, thresholds: tuple[float, ...], 
         "est_in_width": sum(e <= width for e in est_errs) / n_goals,
         "est_closed": closed / n_goals,
         "est_covered": covered / closed if closed else float("nan"),
+        "est_covered_all": covered_all / n_goals,
     }
     return cell, ts
 
@@ -147,10 +157,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scale", type=float, default=1.0,
                     help="duration scale of the SRPerf settings (10 s x scale trials)")
     ap.add_argument("--noise", type=float, nargs="*", default=[0.0, 0.01, 0.02])
+    ap.add_argument("--smoothing", type=float, default=0.0,
+                    help="relative half-width of a rounded knee (0: hard knee)")
     ap.add_argument("--thresholds", nargs="*", default=["0.5", "0,0.5"],
                     help="goal sets, each comma-separated loss thresholds in %%")
     ap.add_argument("--algorithms", default="bisect-srperf,bisect-1s,bisect-rep3,multi,mlr,"
-                                            "mlr-noval,mlrsearch")
+                                            "mlr-noval,mlrsearch,lossfit")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="override a SearchSettings field for mlr/mlrsearch/multi (repeatable)")
     args = ap.parse_args(argv)
@@ -161,7 +173,9 @@ def main(argv: list[str] | None = None) -> int:
         overrides[key] = type(current)(value) if current is not None else float(value)
     base = SearchSettings(**overrides)
     algs = args.algorithms.split(",")
-    print(f"MODEL SUT (simulated, not a measurement): capacity {CAPACITY_PPS:.0f} pps, hard knee; "
+    knee = (f"knee rounded over +-{100 * args.smoothing:g} %" if args.smoothing
+            else "hard knee")
+    print(f"MODEL SUT (simulated, not a measurement): capacity {CAPACITY_PPS:.0f} pps, {knee}; "
           f"relative width {args.width:g}; {args.seeds} seeds per cell")
     print(f"mlr/mlrsearch settings: initial {base.initial_trial_duration_s:g} s, final "
           f"{base.trial_duration_s:g} s, duration sum {base.duration_sum_s:g} s, exceed ratio "
@@ -182,7 +196,8 @@ def table(thresholds: tuple[float, ...], algs: list[str], args: argparse.Namespa
           "(error: reported rate vs the model's exact value, per goal)")
     header = (f"{'noise':>5} {'algorithm':<14} {'trial-s':>8} {'max':>7} {'trials':>6} "
               f"{'|err| mean':>10} {'|err| max':>9} {'bias':>7} {'in width':>8} {'bracket':>7} "
-              f"{'no value':>8} | {'est |err|':>9} {'in width':>8} {'closed':>6} {'covers':>6}")
+              f"{'no value':>8} | {'est |err|':>9} {'in width':>8} {'closed':>6} {'covers':>6} "
+              f"{'cov all':>7}")
     print(header)
     print("-" * len(header))
     summary: dict[tuple[float, str], dict[str, float]] = {}
@@ -190,7 +205,7 @@ def table(thresholds: tuple[float, ...], algs: list[str], args: argparse.Namespa
     for noise in args.noise:
         for alg in algs:
             cell, costs[(noise, alg)] = run_cell(alg, noise, args.seeds, thresholds,
-                                                 args.width, args.scale, base)
+                                                 args.width, args.scale, base, args.smoothing)
             summary[(noise, alg)] = cell
             print(f"{100 * noise:>4.0f}% {alg:<14} {cell['trial_s']:>8.2f} "
                   f"{cell['trial_s_max']:>7.1f} "
@@ -199,15 +214,16 @@ def table(thresholds: tuple[float, ...], algs: list[str], args: argparse.Namespa
                   f"{100 * cell['in_width']:>7.0f}% {100 * cell['bracketed']:>6.0f}% "
                   f"{cell['no_value']:>8.0f} | {100 * cell['est_err_mean']:>8.3f}% "
                   f"{100 * cell['est_in_width']:>7.0f}% {100 * cell['est_closed']:>5.0f}% "
-                  f"{100 * cell['est_covered']:>5.0f}%")
-    print("mlr trial-seconds / other's (mean over the same seeds; in brackets the 95 % "
-          "interval of that ratio from the seeds' paired differences):")
-    for noise in args.noise:
-        if (noise, "mlr") not in summary:
+                  f"{100 * cell['est_covered']:>5.0f}% {100 * cell['est_covered_all']:>6.0f}%")
+    for mine in ("mlr", "lossfit"):
+        if mine not in algs or len(algs) < 2:
             continue
-        parts = [f"{other} {cost_ratio(costs[(noise, 'mlr')], costs[(noise, other)])}"
-                 for other in algs if other != "mlr" and (noise, other) in summary]
-        print(f"  noise {100 * noise:.0f} %: " + ", ".join(parts))
+        print(f"{mine} trial-seconds / other's (mean over the same seeds; in brackets the "
+              "95 % interval of that ratio from the seeds' paired differences):")
+        for noise in args.noise:
+            parts = [f"{other} {cost_ratio(costs[(noise, mine)], costs[(noise, other)])}"
+                     for other in algs if other != mine and (noise, other) in summary]
+            print(f"  noise {100 * noise:.0f} %: " + ", ".join(parts))
     print("pass/fail limit: least mean |error| of a search that decides from pass/fail, "
           "with as many trials as mlr made, all at the answer (sigma / sqrt(trials)):")
     for noise in args.noise:

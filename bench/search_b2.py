@@ -2,16 +2,21 @@
 """B2: repeatability of PDR searches on the virtual testbed (real kernel).
 
 Side by side in ONE interleaved run: for each repeat, for each behavior, the
-behavior is configured once and searched with our default search and with
-SRPerf's bisection (Algorithm 1, one trial per rate, SRPerf accuracy, trials
-scaled to --bisect-trial-s).  Prints per algorithm and behavior: mean, CV,
+behavior is configured once and searched with our default search (or --ours),
+with SRPerf's bisection (Algorithm 1, one trial per rate, SRPerf accuracy, trials
+scaled to --bisect-trial-s) and with every --also algorithm (same settings as
+ours).  Prints per algorithm and behavior: mean, CV,
 range of the PDR, the ranking of behaviors in each repeat, and the CV ratio.
 
     .venv/bin/python bench/search_b2.py [--repeats 5] [--behaviors ipv6,end,h_encaps]
+                                        [--ours lossfit] [--also mlr,...]
                                         [--trials-json FILE] [--queue-pkts N]
-                                        [--queue-mode hold|qdisc] [--summary-from FILE]
+                                        [--queue-mode hold|qdisc] [--prefix srpb2]
+                                        [--first-repeat N] [--summary-from FILE ...]
 
-Needs root; builds a virtual testbed with prefix `srpb2` and removes it.
+Needs root; builds a virtual testbed with prefix `srpb2` (--prefix) and removes
+it.  A long comparison can run in parts (--first-repeat numbers the repeats of a
+part, --trials-json keeps each) and be summarised together with --summary-from.
 """
 
 from __future__ import annotations
@@ -154,14 +159,24 @@ def summarize(dump: list[dict[str, Any]], names: list[str], algs: list[str], our
     mine, theirs = median_cv(cvs, ours, names), median_cv(cvs, "bisect", names)
     print(f"CV ratio {ours}/bisect (median over behaviors): {mine / theirs:.2f} "
           "(target <= 0.5)")
+    def med(alg: str, behavior: str) -> float:
+        return statistics.median(present(results[(alg, behavior)]) or [math.nan])
+
+    for other in algs:
+        if other != ours and costs[other] and costs[ours]:
+            ratios = ", ".join(f"{b} {med(ours, b) / med(other, b):.3f}" for b in names)
+            print(f"trial-s ratio {ours}/{other}: "
+                  f"{statistics.mean(costs[ours]) / statistics.mean(costs[other]):.2f}; "
+                  f"median PDR ratio {ours}/{other}: {ratios}")
 
 
 def run_repeats(s: BenchSession, tb: TestbedConfig, names: list[str],
                 algs: dict[str, SearchSettings], repeats: int,
-                dump: list[dict[str, Any]]) -> None:
-    """Search every behavior with every algorithm in each repeat, the algorithms'
-    order alternating; append one record per search (with its trials) to ``dump``."""
-    for rep in range(1, repeats + 1):
+                dump: list[dict[str, Any]], first: int = 1) -> None:
+    """Search every behavior with every algorithm in each repeat (numbered from
+    ``first``), the algorithms' order alternating; append one record per search
+    (with its trials) to ``dump``."""
+    for rep in range(first, first + repeats):
         for name in names:
             beh = catalogue.get(name)
             s.configure(beh)
@@ -199,29 +214,38 @@ def main() -> int:
                     "generator's, 4096)")
     ap.add_argument("--queue-mode", choices=QUEUE_MODES, default=None,
                     help="where the queue is (default: the generator's, hold)")
-    ap.add_argument("--summary-from", metavar="FILE",
-                    help="print the summary of a run saved with --trials-json, run nothing")
+    ap.add_argument("--also", default="",
+                    help="more algorithms searched side by side, with our settings "
+                    "(comma-separated, e.g. mlr)")
+    ap.add_argument("--prefix", default="srpb2", help="the virtual testbed's name prefix")
+    ap.add_argument("--first-repeat", type=int, default=1,
+                    help="number of the first repeat (to run a comparison in parts)")
+    ap.add_argument("--summary-from", metavar="FILE", nargs="+",
+                    help="print the summary of runs saved with --trials-json, run nothing")
     args = ap.parse_args()
     names = args.behaviors.split(",")
     if args.summary_from:
-        saved = json.loads(Path(args.summary_from).read_text())
+        saved = [rec for f in args.summary_from for rec in json.loads(Path(f).read_text())]
         algs_seen = list(dict.fromkeys(rec["algorithm"] for rec in saved))
         summarize(saved, names, algs_seen, args.ours, args.threshold,
                   max(rec["repeat"] for rec in saved), None)
         return 0
 
-    tb = TestbedConfig(name="b2", prefix="srpb2")
+    tb = TestbedConfig(name="b2", prefix=args.prefix)
     options = {k: v for k, v in (("queue_pkts", args.queue_pkts),
                                  ("queue_mode", args.queue_mode)) if v is not None}
     tb = dataclasses.replace(tb, tester=dataclasses.replace(
         tb.tester, options={**tb.tester.options, **options}))
+    ours = SearchSettings(thresholds_pct=(args.threshold,), min_rate_pps=50_000,
+                          max_rate_pps=args.max_rate, accuracy_pps=5_000)
     algs = {
-        args.ours: SearchSettings(thresholds_pct=(args.threshold,), min_rate_pps=50_000,
-                                  max_rate_pps=args.max_rate, accuracy_pps=5_000),
+        args.ours: ours,
         "bisect": BisectSearch.srperf_settings(args.bisect_trial_s / 10.0,
                                                thresholds_pct=(args.threshold,),
                                                max_rate_pps=args.max_rate),
     }
+    for extra in filter(None, args.also.split(",")):
+        algs[extra] = ours
     dump: list[dict[str, Any]] = []
     started = time.monotonic()
     try:
@@ -229,13 +253,13 @@ def main() -> int:
             gen = s.generator(catalogue.get(names[0]))
             print(f"generator queue: {getattr(gen, 'queue_pkts', None)} packets, "
                   f"{getattr(gen, 'queue_mode', None)}")
-            run_repeats(s, tb, names, algs, args.repeats, dump)
+            run_repeats(s, tb, names, algs, args.repeats, dump, args.first_repeat)
     finally:
         if args.trials_json:
             Path(args.trials_json).write_text(json.dumps(dump, indent=1, default=str))
 
-    summarize(dump, names, list(algs), args.ours, args.threshold, args.repeats,
-              time.monotonic() - started)
+    summarize(dump, names, list(algs), args.ours, args.threshold,
+              args.first_repeat + args.repeats - 1, time.monotonic() - started)
     return 0
 
 

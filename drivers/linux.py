@@ -63,6 +63,7 @@ from srperf.config.settings import Settings, setting
 from srperf.drivers.base import TrafficGenerator, TrialResult, beyond_generator
 from srperf.errors import GeneratorError
 from srperf.resources import generator_dir
+from srperf.wording import count
 
 log = logging.getLogger(__name__)
 
@@ -151,9 +152,10 @@ class LinuxGeneratorOptions(Settings):
     batch: int = setting(16, "packets per send call at most", unit="packets",
                          schema={"type": "integer", "minimum": 1, "maximum": 256})
     max_lag_s: float = setting(0.001, "how far srgen catches up after a stall", unit="s",
-                               schema={"type": "number", "exclusiveMinimum": 0})
+                               schema={"type": "number", "exclusiveMinimum": 0, "maximum": 1})
     quantum_s: float = setting(0.0, "send what is due every quantum (0: each packet at its "
-                               "time)", unit="s", schema={"type": "number", "minimum": 0})
+                               "time)", unit="s", schema={"type": "number", "minimum": 0,
+                                                                 "maximum": 1})
     fifo_priority: int = setting(0, "SCHED_FIFO priority of srgen (0: normal scheduling)",
                                  schema={"type": "integer", "minimum": 0, "maximum": 99})
     mode: str = setting("mmsg", "send path: sendmmsg batches or a PACKET_TX_RING",
@@ -480,7 +482,7 @@ class LinuxGenerator(TrafficGenerator):
             # a frame the SUT sent of its own (neighbour discovery, MLD) reached the
             # rx port: it would hide a lost test frame
             consistent = False
-            notes.append(f"received {rep.rx_packets_delta - rep.sent} more frame(s) than sent "
+            notes.append(f"received {count(rep.rx_packets_delta - rep.sent, 'more frame')} than sent "
                          "(stray frames at the rx port)")
         offered_rate = rep.offered / elapsed_s
         error = offered_rate / rate_pps - 1.0

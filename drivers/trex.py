@@ -34,6 +34,7 @@ from srperf.config.settings import Settings, setting
 from srperf.drivers.base import TrafficGenerator, TrialResult
 from srperf.drivers.latency import from_trex
 from srperf.errors import GeneratorError
+from srperf.wording import count
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +75,8 @@ class TrexOptions(Settings):
                                                "maximum": 10})
     timeout_s: float = setting(60.0, "longest wait for the server, beyond a trial's "
                                "duration", unit="s",
-                               schema={"type": "number", "exclusiveMinimum": 0})
+                               schema={"type": "number", "exclusiveMinimum": 0,
+                                       "maximum": 3600})
 
     release: str | None = setting(None, "path of a TRex release on the tester host: "
                                   "srperf testbed up writes its trex_cfg.yaml and starts "
@@ -309,7 +311,7 @@ class TrexGenerator(TrafficGenerator):
         consistent = True
         if received > sent:
             consistent = False
-            notes.append(f"received {received - sent} more frame(s) than sent "
+            notes.append(f"received {count(received - sent, 'more frame')} than sent "
                          "(stray frames at the rx port)")
         total = stats.get("total", {}).get("opackets")
         if total is not None and int(total) != sent:
@@ -327,14 +329,15 @@ class TrexGenerator(TrafficGenerator):
         if queue_full:
             limited = True
             limited_by.append("queue")
-            notes.append(f"generator limited: TRex TX queue full {queue_full} times")
+            notes.append(f"generator limited: TRex TX queue full {count(queue_full, 'time')}")
         if missed:
             limited = True
             limited_by.append("receiver")
-            notes.append(f"generator limited: TRex's receiving port missed {missed} "
-                         "frame(s) (ierrors): the tester, not the SUT, dropped them")
+            notes.append(f"generator limited: TRex's receiving port missed "
+                         f"{count(missed, 'frame')} (ierrors): the tester, not the SUT, "
+                         "dropped them")
         if sent > intended:
-            notes.append(f"TRex sent {sent - intended} packet(s) more than intended")
+            notes.append(f"TRex sent {count(sent - intended, 'packet')} more than intended")
         warnings = list(out.get("warnings") or [])
         notes.extend(f"TRex warning: {w}" for w in warnings)
         extra: dict[str, Any] = {"queue_full": queue_full, "rx_missed": missed,

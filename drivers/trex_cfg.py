@@ -18,12 +18,12 @@ import yaml
 if TYPE_CHECKING:
     from srperf.transports.base import Transport
 
-_PCI = re.compile(r"^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
-_VDEV = re.compile(r"^--vdev=net_[a-z_]+[0-9]*(,[A-Za-z0-9_=.:-]+)*$")
-_KERNEL_IF = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
+_PCI = re.compile(r"^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]\Z")
+_VDEV = re.compile(r"^--vdev=net_[a-z_]+[0-9]*(,[A-Za-z0-9_=.:-]+)*\Z")
+_KERNEL_IF = re.compile(r"^[A-Za-z0-9_.-]{1,15}\Z")
 """A kernel interface name: TRex opens it as an ``net_af_packet`` vdev itself, with a
 block and frame size that suit the host's page size."""
-_MAC = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
+_MAC = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}\Z")
 
 
 def check_interface(name: str) -> str:

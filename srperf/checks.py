@@ -16,6 +16,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import NoPayload, Packet
 
 from srperf.packets import is_test_frame
+from srperf.wording import count
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,7 @@ def compare(expectation: Expectation,
     if not tests:
         others = "; ".join(describe(f) for f in frames[:3])
         return CheckResult(False, expected_text,
-                           f"no test frame among {len(frames)} received frame(s)"
+                           f"no test frame among {count(len(frames), 'received frame')}"
                            + (f": {others}" if others else ""))
     for frame in tests:
         diffs = mismatch(expectation, frame)

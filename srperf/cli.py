@@ -16,6 +16,7 @@ from srperf.config.model import ALGORITHMS, Experiment, TestbedConfig
 from srperf.forwarders import names as forwarder_names
 from srperf.errors import ConfigError, SrperfError
 from srperf.terminate import Terminated, sigterm_as_interrupt
+from srperf.wording import count
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_NOTHING_MEASURED = 0, 1, 2, 3
 
@@ -26,6 +27,10 @@ def _rate(text: str) -> float | str:
         return float(text)
     except ValueError:
         return text
+
+
+PDR_EXPERIMENT = "quick"
+"""The experiment whose behaviors ``srperf pdr`` measures when given no ``--behavior``."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -75,8 +80,17 @@ def build_parser() -> argparse.ArgumentParser:
                         "search that ended is kept and skipped, the one that was running is "
                         "redone; the experiment and its settings are the run's own")
 
-    d = sub.add_parser("pdr", help="one PDR/NDR search for one behavior")
-    d.add_argument("--behavior", "-b", required=True, help="behavior name (srperf behaviors)")
+    d = sub.add_parser("pdr", help="a PDR/NDR search per behavior: those given with "
+                       f"--behavior, else those of experiment {PDR_EXPERIMENT}",
+                       description="One PDR/NDR search per behavior, one repetition, with "
+                       "the search settings below (not an experiment file's). Without "
+                       f"--behavior: every behavior of the default experiment "
+                       f"({PDR_EXPERIMENT}, what 'make run' runs) that the forwarder offers, "
+                       "named before the first search. Prints each PDR interval and a "
+                       "summary table; every trial is stored in --results.")
+    d.add_argument("--behavior", "-b", action="append",
+                   help="behavior name (srperf behaviors; repeatable); default: every "
+                        f"behavior of experiment {PDR_EXPERIMENT} the forwarder offers")
     d.add_argument("--threshold", type=float, action="append",
                    help="loss threshold in %% (repeatable; 0 = NDR); default 0.5")
     d.add_argument("--forwarder", default="linux", choices=forwarder_names(),
@@ -118,9 +132,19 @@ def _common_run_args(p: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from srperf import redact
+
+    with redact.redacting_std_streams():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
+    from srperf import redact
+
     args = build_parser().parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    redact.install_log_filter()
     try:
         with sigterm_as_interrupt():
             return COMMANDS[args.command](args)
@@ -285,6 +309,9 @@ def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = N
 
     from srperf import preflight
 
+    from srperf.safe_paths import check_dir
+
+    check_dir(Path(args.results), "--results")
     if tb is None:
         tb = resolve_testbed(args.testbed, exp)
     exp = preflight.replace_algorithm(exp, args.algorithm, "<command line>")
@@ -309,6 +336,15 @@ def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = N
         for key, p in latency:
             print(f"  {key.behavior} {key.packet_size} B rep {key.repetition} "
                   f"{p.fraction:.0%}: {describe_latency(p)}")
+    if any(result.profile is not None for _, result in report.searches):
+        from srperf.results.profiles import format_profiles, profile_rows
+        from srperf.results.store import ResultStore
+
+        with ResultStore(cli_results.store_location(args)) as store:
+            rows = profile_rows(store, report.run_id)
+        print("\nprofile trials (ns of the SUT's forwarding per forwarded packet: its "
+              "threads' CPU time, else its CPU's busy time; medians over repetitions):")
+        print(format_profiles(rows))
     print(f"\ntrials: {report.store_where}  summary: {report.summary_csv}")
     if orch.testbed.is_model:
         print("NOTE: the testbed is a simulated SUT model; these are not measurements.")
@@ -323,16 +359,18 @@ def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = N
 def cmd_run(args: argparse.Namespace) -> int:
     import dataclasses
 
+    from srperf.config.loader import check_value
+
     if args.resume is not None:
         return _resume(args)
     if args.experiment is None:
         raise ConfigError("<command line>", "EXPERIMENT", None,
                           "an experiment file or name is required (or --resume RUN_ID)")
+    if args.repetitions is not None:   # the file's bounds, before anything else
+        args.repetitions = check_value("--repetitions", args.repetitions, "repetitions")
     args.experiment_file = resources.find_config(args.experiment, "experiment")
     exp = load_experiment(args.experiment_file, args.set)
     if args.repetitions is not None:
-        if args.repetitions < 1:
-            raise ConfigError("--repetitions", "repetitions", args.repetitions, "must be >= 1")
         exp = dataclasses.replace(exp, repetitions=args.repetitions)
     return _run(exp, args)
 
@@ -364,14 +402,42 @@ def cmd_pdr(args: argparse.Namespace) -> int:
                        ("min_rate", args.min_rate), ("max_rate", args.max_rate)):
         if value is not None:
             search[key] = value
-    data = {"name": f"pdr-{args.behavior}", "forwarder": args.forwarder,
-            "behaviors": [args.behavior], "packet_sizes": [args.packet_size],
+    behaviors = args.behavior or _pdr_default_behaviors(args.forwarder)
+    data = {"name": f"pdr-{behaviors[0]}" if len(behaviors) == 1 else "pdr",
+            "forwarder": args.forwarder,
+            "behaviors": behaviors, "packet_sizes": [args.packet_size],
             "verify": not args.no_verify, "search": search}
     apply_overrides(data, args.set, "<command line>")
     exp = experiment_from_mapping(data, "<command line>")
     args.mapping = data
     args.algorithm = None
     return _run(exp, args)
+
+
+def _pdr_default_behaviors(forwarder: str) -> list[str]:
+    """The behaviors of :data:`PDR_EXPERIMENT` that ``forwarder`` offers, else (it offers
+    none of them) every behavior of the catalogue it offers; printed before the run."""
+    from srperf import behaviors as catalogue
+    from srperf import forwarders
+
+    path = resources.find_config(PDR_EXPERIMENT, "experiment")
+    listed = load_experiment(path).behaviors
+    fwd = forwarders.get(forwarder)
+    chosen = [b for b in listed if fwd.offers(b)]
+    if chosen:
+        left = [b for b in listed if b not in chosen]
+        source = (f"{count(len(chosen), 'behavior')} of experiment {PDR_EXPERIMENT}, {path}"
+                  + (f"; not offered by {forwarder}: {', '.join(left)}" if left else ""))
+    else:
+        chosen = [b.name for b in catalogue.all_behaviors() if fwd.offers(b.name)]
+        source = (f"every behavior {forwarder} offers: it offers none of experiment "
+                  f"{PDR_EXPERIMENT}'s")
+    if not chosen:
+        raise ConfigError("<command line>", "--forwarder", forwarder,
+                          "offers no behavior of the catalogue (srperf behaviors)")
+    print(f"pdr: no --behavior given: measuring {', '.join(chosen)} on {forwarder} "
+          f"({source}); --behavior NAME measures only NAME", flush=True)
+    return chosen
 
 
 def cmd_behaviors(args: argparse.Namespace) -> int:

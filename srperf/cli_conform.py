@@ -9,6 +9,7 @@ import argparse
 import sys
 
 from srperf.errors import ConfigError
+from srperf.wording import count
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -19,8 +20,8 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     c = sub.add_parser(
         "conform", help="run the conformance matrix of behaviors on the SUT; exit 1 on a "
         "failing case",
-        description="Send each behavior's packet variants (srperf.behaviors.conformance) "
-        "through the SUT and compare what comes out with the specifications: a table "
+        description="Send each behavior's packet variants (written from RFC 8986, RFC 8754, "
+        "RFC 9800 and the SR service-programming draft) through the SUT and compare what comes out with the specifications: a table "
         "per behavior (pass, fail with the first differing field, finding: a documented "
         "difference of the forwarder, n/a), stored with the run.")
     c.add_argument("experiment", nargs="?", help="experiment file or name: its forwarder, "
@@ -72,6 +73,9 @@ def cmd_conform(args: argparse.Namespace) -> int:
     from srperf.results.store import ResultStore
     from srperf.session import MeasurementSession
 
+    from srperf.safe_paths import check_dir
+
+    check_dir(Path(args.results), "--results")
     exp = _experiment(args)
     tb = resolve_testbed(args.testbed, exp)
     testbed = testbeds.create(tb)
@@ -82,7 +86,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
     store = ResultStore(store_location(args))
     run_id = store.begin_run(f"conform:{exp.name}", tb.name, forwarder.name,
                              environment.collect(), purpose="conform")
-    print(f"conformance run {run_id}: {len(behaviors)} behavior(s) of {forwarder.name} on "
+    print(f"conformance run {run_id}: {count(len(behaviors), 'behavior')} of {forwarder.name} on "
           f"{tb.name}")
     status, reports = "failed", []
 

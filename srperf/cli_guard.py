@@ -91,9 +91,13 @@ def subparsers(parser: argparse.ArgumentParser) -> list[tuple[str, argparse.Argu
 
 
 def use_help_formatter(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Give every (sub)command :class:`HelpFormatter`."""
+    """Give every (sub)command :class:`HelpFormatter`, a description and its exit status
+    (``cli_help``)."""
+    from srperf import cli_help
+
     for _, p in subparsers(parser):
         p.formatter_class = HelpFormatter
+        cli_help.complete(p)
     return parser
 
 
@@ -112,9 +116,11 @@ def write_error_log(exc: BaseException, argv: list[str]) -> Path | None:
                                     suffix=".log", dir=log_dir())
     except OSError:
         return None
+    from srperf.redact import redact
+
     with os.fdopen(fd, "w") as out:
-        out.write(f"srperf {' '.join(argv)}\n\n")
-        out.write("".join(traceback.format_exception(exc)))
+        out.write(redact(f"srperf {' '.join(argv)}\n\n"))
+        out.write(redact("".join(traceback.format_exception(exc))))
     return Path(name)
 
 

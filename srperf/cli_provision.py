@@ -15,6 +15,7 @@ from typing import Sequence
 from srperf import resources
 from srperf.provision.runner import StepReport
 from srperf.provision.steps import Outcome, Role, Step
+from srperf.wording import count
 
 ROLES = ("tester", "sut")
 
@@ -22,7 +23,7 @@ ROLES = ("tester", "sut")
 def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     p = sub.add_parser("provision", help="write the CloudLab profile (TARGET 'cloudlab'), "
                        "or install and tune a testbed's nodes over SSH (TARGET a testbed)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("target", metavar="TARGET",
                    help="'cloudlab', or a testbed file or name")
     p.add_argument("--role", choices=ROLES, action="append",
@@ -83,7 +84,7 @@ def _cloudlab(output: str | None) -> int:
 
 
 def _print_plan(role: str, steps: Sequence[Step]) -> None:
-    print(f"{role}: {len(steps)} step(s) (dry run: nothing is run)")
+    print(f"{role}: {count(len(steps), 'step')} (dry run: nothing is run)")
     for step in steps:
         print(f"- {step.name}" + (f": {step.why}" if step.why else "")
               + (" (needs a reboot to take effect)" if step.reboot else ""))

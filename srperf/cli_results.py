@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from srperf.errors import ConfigError
+from srperf.safe_paths import safe_component
 
 EXIT_OK, EXIT_FAILED, EXIT_NOTHING_MEASURED = 0, 1, 3
 
@@ -100,7 +101,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     with _open(args) as store:
         ids = _resolve(store, args.runs)
-        html = Path(args.output) if args.output else Path(args.results) / f"report-{ids[0]}.html"
+        html = Path(args.output) if args.output else \
+            Path(args.results) / f"report-{safe_component(ids[0])}.html"
         data = write_report(store, ids, html, Path(args.markdown) if args.markdown else None,
                             title=args.title)
     print(render_markdown(data))
@@ -112,9 +114,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from srperf.results.compare import DEFAULT_THRESHOLD_PCT, REGRESSION, compare_runs, \
         format_markdown
 
+    from srperf.config.loader import check_value
+    from srperf.nightly import SUITE_SCHEMA
+
     threshold = DEFAULT_THRESHOLD_PCT if args.threshold is None else args.threshold
-    if threshold < 0:
-        raise ConfigError("--threshold", "threshold", threshold, "must be >= 0 (percent)")
+    threshold = check_value("--threshold", threshold, "compare.threshold_pct", SUITE_SCHEMA)
     with _open(args) as store:
         base, cur = _resolve(store, [args.baseline, args.current])
         result = compare_runs(store, base, cur, threshold, args.method)
@@ -127,7 +131,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     with _open(args) as store:
         ids = _resolve(store, args.runs)
-        dest = Path(args.output) if args.output else Path(args.results) / f"export-{ids[0]}"
+        dest = Path(args.output) if args.output else \
+            Path(args.results) / f"export-{safe_component(ids[0])}"
         for path in export(store, ids, args.format, dest):
             print(path)
     return EXIT_OK
@@ -137,9 +142,13 @@ def cmd_nightly(args: argparse.Namespace) -> int:
     from srperf.progress import make_progress
     from srperf.nightly import load_suite, run_nightly
 
+    from srperf.config.loader import check_value
+    from srperf.nightly import SUITE_SCHEMA
+
     suite = load_suite(args.suite)
-    if args.repetitions is not None and args.repetitions < 1:
-        raise ConfigError("--repetitions", "repetitions", args.repetitions, "must be >= 1")
+    if args.repetitions is not None:
+        args.repetitions = check_value("--repetitions", args.repetitions, "repetitions",
+                                       SUITE_SCHEMA)
     progress = make_progress(sys.stdout)
     try:
         database = args.db or (None if suite.database else os.environ.get("SRPERF_DB"))

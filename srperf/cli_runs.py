@@ -83,11 +83,17 @@ def from_recipe(store_where: str, run_id: str,
     return exp, load_testbed(Path(made["testbed"])), made
 
 
+LIMIT_SCHEMA = {"properties": {"limit": {
+    "type": "integer", "minimum": 0, "maximum": 1_000_000,
+    "description": "newest runs shown (0: all)"}}}
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
     from srperf.cli_results import _open
 
-    if args.limit < 0:
-        raise ConfigError("--limit", "limit", args.limit, "must be >= 0 (0: all)")
+    from srperf.config.loader import check_value
+
+    args.limit = check_value("--limit", args.limit, "limit", LIMIT_SCHEMA)
     with _open(args) as store:
         df = store.runs_overview(args.limit or None)
     if df.empty:

@@ -27,6 +27,7 @@ from srperf.behaviors.conformance import wire as W
 from srperf.checks import describe, mismatch
 from srperf.config.model import TestbedConfig
 from srperf.errors import SrperfError, UnsupportedBehavior
+from srperf.wording import count
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +97,7 @@ def _check_forward(outcome: C.Forward, got: Sequence[bytes]) -> tuple[bool, str]
         if not got:
             return False, "dropped; expected forwarded: " + outcome.frames[0].description
         return False, f"{matched} of {outcome.required} expected frames arrived"
-    return True, f"{matched} frame(s) as specified"
+    return True, f"{count(matched, 'frame')} as specified"
 
 
 def _check_drop(case: C.Case, got: Sequence[bytes], counters: Mapping[str, int] | None,
@@ -116,7 +117,7 @@ def _check_drop(case: C.Case, got: Sequence[bytes], counters: Mapping[str, int] 
     total = sum(counters[n] for n in present)
     if total != len(case.frames):
         return False, (f"dropped, but {'/'.join(present)} counted {total} of "
-                       f"{len(case.frames)} drop(s); counters moved: {moved or 'none'}")
+                       f"{count(len(case.frames), 'drop')}; counters moved: {moved or 'none'}")
     return True, f"dropped ({reason}), counted by {'/'.join(present)}"
 
 
@@ -187,7 +188,7 @@ def sort_by_tag(received: Iterable[bytes]) -> tuple[dict[int, list[bytes]], dict
 def _noting(result: CaseResult, errors: int) -> CaseResult:
     if not errors:
         return result
-    return dataclasses.replace(result, detail=f"{result.detail} (and {errors} ICMP error(s) "
+    return dataclasses.replace(result, detail=f"{result.detail} (and {count(errors, 'ICMP error')} "
                                "quoting it)")
 
 
@@ -263,12 +264,17 @@ def run_matrix(session: Any, behaviors: Sequence[Any], store: Any = None,
 
 # --- the table ------------------------------------------------------------------------------
 
+def tally(report: BehaviorReport) -> str:
+    """``pass 24, fail 0, finding 2, n/a 1``: each status (the table's word) and its count."""
+    return ", ".join(f"{s} {report.count(s)}" for s in STATUSES)
+
+
 def format_table(report: BehaviorReport, width: int = 100) -> str:
     """One behavior's table: case, expected, status, detail (cut to ``width``)."""
     head = f"{report.behavior} on {report.forwarder}"
     if report.skipped:
         return f"{head}: not run ({report.skipped})"
-    lines = [f"{head}: " + ", ".join(f"{report.count(s)} {s}" for s in STATUSES)]
+    lines = [f"{head}: " + tally(report)]
     name_w = max(len(r.case) for r in report.results) if report.results else 4
     for r in report.results:
         line = f"  {r.case:<{name_w}}  {r.expected:<7} {r.status:<7} {r.detail}"
@@ -286,5 +292,5 @@ class ConformanceError(SrperfError):
     """A behavior failed its conformance matrix where conformance was required."""
 
 
-__all__ = ["CaseResult", "BehaviorReport", "STATUSES", "evaluate", "verdict", "sort_by_tag",
+__all__ = ["CaseResult", "BehaviorReport", "STATUSES", "tally", "evaluate", "verdict", "sort_by_tag",
            "run_behavior", "format_table", "summary_rows", "ConformanceError"]

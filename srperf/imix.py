@@ -23,7 +23,7 @@ PROFILES: dict[str, tuple[tuple[int, int], ...]] = {
 """Named mixes: ``simple`` is the classic 7:4:1 IMIX of 64/594/1518-byte frames;
 ``trex`` the one of TRex's ``stl/imix.py`` (28:16:4 of 60/590/1514 bytes)."""
 
-_ITEM = re.compile(r"^(\d+):(\d+)$")
+_ITEM = re.compile(r"^(\d+):(\d+)\Z")
 
 
 def parse_imix(value: Any, min_size: int = 48, max_size: int = 9000

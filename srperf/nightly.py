@@ -31,9 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from srperf import resources
-from srperf.config.loader import load_experiment, load_testbed, read_yaml
-from srperf.errors import ConfigError, SrperfError
+from srperf import resources, safe_paths
+from srperf.config.loader import load_experiment, load_testbed, read_yaml, validate
+from srperf.config.model import ALGORITHMS
+from srperf.errors import SrperfError
 from srperf.orchestrator import Orchestrator
 from srperf.results import junit, measured, report
 from srperf.results.compare import (DEFAULT_THRESHOLD_PCT, REGRESSION, Comparison,
@@ -46,8 +47,31 @@ log = logging.getLogger(__name__)
 NOTHING_MEASURED = "nothing_measured"
 """The verdict of a nightly run with no figure: a failure, never a baseline."""
 
-SUITE_KEYS = {"name", "testbed", "experiments", "repetitions", "algorithm", "compare",
-              "results", "database", "reports"}
+SUITE_SCHEMA: dict[str, Any] = {
+    "type": "object", "additionalProperties": False, "required": ["name", "experiments"],
+    "properties": {
+        "name": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}\Z",
+                 "pattern_doc": "a suite name is 1-64 letters, digits, '_', '.', '+' or '-', "
+                                "starting with a letter or digit (it is part of file names)"},
+        "testbed": {"type": "string", "minLength": 1, "maxLength": 4096},
+        "experiments": {"oneOf": [
+            {"type": "string", "minLength": 1, "maxLength": 4096},
+            {"type": "array", "minItems": 1, "maxItems": 256,
+             "items": {"type": "string", "minLength": 1, "maxLength": 4096}}],
+            "description": "a list of experiment files or names"},
+        "repetitions": {"type": "integer", "minimum": 1, "maximum": 1000},
+        "algorithm": {"enum": list(ALGORITHMS)},
+        "compare": {"type": "object", "additionalProperties": False, "properties": {
+            "threshold_pct": {"type": "number", "minimum": 0, "maximum": 1000,
+                              "description": "regression threshold (%)"},
+            "method": {"enum": ["welch", "bootstrap"]}}},
+        "results": {"type": "string", "minLength": 1, "maxLength": 4096},
+        "database": {"type": "string", "minLength": 1, "maxLength": 4096},
+        "reports": {"type": "string", "minLength": 1, "maxLength": 4096},
+    },
+}
+"""The suite file (shown in the module docstring); the same checks as experiments."""
+SUITE_KEYS = set(SUITE_SCHEMA["properties"])
 
 
 @dataclass(frozen=True)
@@ -71,30 +95,14 @@ def load_suite(path: str | Path) -> Suite:
     """Read and check a suite file; :class:`ConfigError` names file, key and value."""
     file = str(path)
     data = read_yaml(Path(path))
-    unknown = set(data) - SUITE_KEYS
-    if unknown:
-        key = sorted(unknown)[0]
-        raise ConfigError(file, key, data[key], f"unknown key (known: {sorted(SUITE_KEYS)})")
-    for key in ("name", "experiments"):
-        if key not in data:
-            raise ConfigError(file, key, None, "required")
+    validate(file, data, SUITE_SCHEMA)
     exps = data["experiments"]
     if isinstance(exps, str):
         exps = [exps]
-    if not isinstance(exps, list) or not exps or not all(isinstance(e, str) for e in exps):
-        raise ConfigError(file, "experiments", exps, "a list of experiment files or names")
     reps = data.get("repetitions")
-    if reps is not None and (not isinstance(reps, int) or reps < 1):
-        raise ConfigError(file, "repetitions", reps, "an integer >= 1")
     cmp: dict[str, Any] = data.get("compare") or {}
-    if not isinstance(cmp, dict) or set(cmp) - {"threshold_pct", "method"}:
-        raise ConfigError(file, "compare", cmp, "a mapping with threshold_pct and method")
     thr = cmp.get("threshold_pct", DEFAULT_THRESHOLD_PCT)
-    if not isinstance(thr, (int, float)) or thr < 0:
-        raise ConfigError(file, "compare.threshold_pct", thr, "a number >= 0 (percent)")
     method = cmp.get("method", "welch")
-    if method not in ("welch", "bootstrap"):
-        raise ConfigError(file, "compare.method", method, "welch or bootstrap")
     return Suite(name=str(data["name"]), testbed=str(data.get("testbed", "virtual")),
                  experiments=tuple(exps), source=file, repetitions=reps,
                  algorithm=data.get("algorithm"), threshold_pct=float(thr), method=method,
@@ -151,6 +159,9 @@ def run_nightly(suite: Suite, progress: Callable[[str], None] | None = None,
     tb = load_testbed(resources.find_config(suite.testbed, "testbed"))
     results_dir = Path(suite.results)
     reports_dir = Path(suite.reports)
+    safe_paths.check_dir(results_dir, "results", suite.source)
+    safe_paths.ensure_dir(reports_dir, "reports", suite.source)
+    suite_part = safe_paths.safe_component(suite.name)
     out = NightlyResult(suite)
     local = ResultStore(results_dir / "srperf.sqlite")
     shared = ResultStore(suite.database) if suite.database else local
@@ -187,7 +198,7 @@ def run_nightly(suite: Suite, progress: Callable[[str], None] | None = None,
             baseline = shared.last_good_run(exp.name, tb.name, suite.name, exclude=run_id)
             result.baseline_run_id = baseline
             comparison: Comparison | None = None
-            if not measured.has_figure(searches):
+            if not measured.run_has_figure(local, run_id):
                 result.nothing_measured = measured.nothing_measured(local, run_id) or ""
                 result.case_reasons = {p.split(": ", 1)[0]: p for p in
                                        measured.why_nothing(searches, outcomes)}
@@ -200,20 +211,27 @@ def run_nightly(suite: Suite, progress: Callable[[str], None] | None = None,
             result.comparison = comparison
             shared.add_comparison(run_id, baseline, suite.threshold_pct, verdict,
                                   {"suite": suite.name, "method": suite.method})
-            html = reports_dir / f"nightly-{suite.name}-{exp.name}-{run_id}.html"
-            report.write_report(
+            html = safe_paths.file_in(reports_dir, f"nightly-{suite_part}-"
+                                      f"{safe_paths.safe_component(exp.name)}-"
+                                      f"{safe_paths.safe_component(run_id)}.html",
+                                      "reports", suite.source)
+            data = report.write_report(
                 shared, [baseline, run_id] if baseline else [run_id], html,
                 html.with_suffix(".md"),
                 title=f"srperf nightly {suite.name}: {exp.name} on {tb.name}",
                 comparison=comparison)
             result.report = html
+            result.cases += [f"{t.kind} {r['behavior']} {r['variant']} {t.primary_metric}"
+                             for t in data.stateful for r in t.rows
+                             if r["run"].endswith(run_id)]
             md_parts.append(
                 f"{exp.name}: run {run_id}: **{result.nothing_measured}** (not a baseline)"
                 if result.nothing_measured else format_markdown(comparison) if comparison
                 else f"{exp.name}: run {run_id}, no baseline yet (first good run)")
             say(f"nightly {suite.name}: {exp.name} run {run_id}: {verdict}; report {html}")
-        out.junit_path = junit.write(reports_dir / f"junit-{suite.name}.xml", suite.name,
-                                     out.results)
+        out.junit_path = junit.write(
+            safe_paths.file_in(reports_dir, f"junit-{suite_part}.xml", "reports", suite.source),
+            suite.name, out.results)
     finally:
         local.close()
         if shared is not local:

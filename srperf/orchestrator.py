@@ -17,7 +17,6 @@ import dataclasses
 import errno
 import json
 import logging
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -41,6 +40,7 @@ from srperf.session import MeasurementSession
 from srperf.run_record import describe_error, remove_stale_workdir, run_tmpdir
 from srperf.terminate import run_end
 from srperf.testbeds.base import Testbed
+from srperf.wording import count, plural
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +140,8 @@ class Orchestrator:
                 self.testbed.unclaim()
 
     def _run(self, resume: str | None) -> RunReport:
+        # summary CSVs and temporary files go here even when the rows go to --db
+        self.results_dir.mkdir(parents=True, exist_ok=True)
         store = ResultStore(self.store_location)
         try:
             run_id, env, ended = (self._reclaim(store, resume) if resume
@@ -221,10 +223,12 @@ class Orchestrator:
                  run_id: str) -> tuple[str, dict[str, Any], dict[int, Any]]:
         """Check that ``run_id`` may be resumed with this plan; make it ours again."""
         found = run_record.reclaim(store, run_id, self.plan())
-        shutil.rmtree(self.results_dir / "runs" / run_id / "tmp", ignore_errors=True)
+        run_record.remove_tmpdir(self.results_dir / "runs" / run_id / "tmp")
         self.progress(f"resuming run {run_id} ({found.previous_status}): {len(found.ended)} "
-                      f"of {self.planned} searches ended and are kept; "
-                      f"{found.dropped_trials} trials of an unfinished search dropped")
+                      f"of {count(self.planned, 'search')} ended and "
+                      f"{plural('is', len(found.ended))} kept; "
+                      f"{count(found.dropped_trials, 'trial')} of an unfinished "
+                      f"search dropped")
         return run_id, found.environment, found.ended
 
     def _finish(self, store: ResultStore, report: RunReport, reason: str | None,
@@ -266,12 +270,12 @@ class Orchestrator:
             session.use_options(self.options)
         for rep in reports:
             failing = [r.case for r in rep.results if r.status == "fail"]
-            summary = ", ".join(f"{rep.count(s)} {s}" for s in conform.STATUSES)
+            summary = conform.tally(rep)
             if not failing:
                 self.progress(f"{rep.behavior}: conformance {summary}"
                               + (f" (not run: {rep.skipped})" if rep.skipped else ""))
                 continue
-            reason = (f"conformance required: {len(failing)} failing case(s): "
+            reason = (f"conformance required: {count(len(failing), 'failing case')}: "
                       f"{', '.join(failing[:8])}{' ...' if len(failing) > 8 else ''}")
             for size in self.exp.packet_sizes:
                 key = TrialKey(rep.behavior, self.exp.forwarder, size, 0, 0)
@@ -306,8 +310,8 @@ class Orchestrator:
         try:
             result = session.measure(
                 beh, key, self.settings, self.exp.search.algorithm,
-                on_verified=lambda what: self.progress(f"{beh.name}: verified ({what})"),
-                latency=self.exp.latency)
+                on_verified=lambda what: self.progress(self._verified(beh.name, what)),
+                latency=self.exp.latency, profile=self.exp.profile)
         except UnsupportedBehavior as exc:
             self._outcome(store, report, key, "unsupported", exc.reason)
         except VerificationError as exc:
@@ -323,6 +327,12 @@ class Orchestrator:
             for p in result.latency:
                 self.progress(f"{key.behavior}: latency at {p.fraction:.0%} of PDR: "
                               + describe_latency(p))
+            if result.profile is not None:
+                from srperf.profile.describe import describe_profile
+
+                self.progress(f"{key.behavior}: profile at {result.profile.fraction:.0%} of "
+                              f"{result.profile.load_basis}: "
+                              f"{describe_profile(result.profile)}")
 
     def _outcome(self, store: ResultStore, report: RunReport, key: TrialKey, status: str,
                  reason: str) -> None:
@@ -330,6 +340,11 @@ class Orchestrator:
         store.add_outcome(report.run_id, key.behavior, key.forwarder, key.packet_size,
                           status, reason, repetition=key.repetition, search_seq=key.search_seq)
         self.progress(f"{key.behavior}: {status}: {reason}")
+
+    def _verified(self, behavior: str, what: str) -> str:
+        """``end: verified (...)``; a model checks no frames and says so as it is."""
+        return f"{behavior}: {what}" if self.testbed.is_model else \
+            f"{behavior}: verified ({what})"
 
     def _describe(self, key: TrialKey, result: SearchResult) -> str:
         parts = []
@@ -343,7 +358,7 @@ class Orchestrator:
             else:
                 parts.append(f"{g.threshold_pct:g}%: {g.status} {g.note}".strip())
         return (f"{key.behavior} size {size_label(key.packet_size)} rep {key.repetition}: "
-                + "; ".join(parts) + f" ({result.n_trials} trials, "
+                + "; ".join(parts) + f" ({count(result.n_trials, 'trial')}, "
                 f"{result.trial_seconds:.1f} trial-s, {result.wall_s:.1f} s)")
 
 

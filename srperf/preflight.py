@@ -112,7 +112,8 @@ def check_host_known(file: str, host: str, port: int, known_hosts: str | None) -
     keys = paramiko.HostKeys()
     try:
         keys.load(str(path))
-    except (OSError, paramiko.SSHException, ValueError, UnicodeDecodeError) as exc:
+    except (OSError, paramiko.SSHException, paramiko.hostkeys.InvalidHostKey, ValueError,
+            UnicodeDecodeError) as exc:   # ~/.ssh/known_hosts is not checked at load time
         raise ConfigError(file, key, str(path),
                           f"not a known_hosts file ({type(exc).__name__})") from None
     name = host if port == 22 else f"[{host}]:{port}"

@@ -23,6 +23,9 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Sequence
 
+from srperf.imix import size_label
+from srperf.wording import count
+
 log = logging.getLogger(__name__)
 
 
@@ -122,16 +125,39 @@ def _duration(s: float | None) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 
 
+def _time_left(st: ProgressState) -> str:
+    left = st.time_left_s()
+    return "not known yet" if left is None else f"about {_duration(left)}"
+
+
+def _search_now(st: ProgressState) -> str:
+    """``1/7 ipv6 64B rep 1``, or, before the first search, how many are planned."""
+    if not st.behavior:
+        return f"none started yet ({count(st.total_searches, 'search')} planned)"
+    return (f"{min(st.searches_done + 1, max(st.total_searches, 1))}/{st.total_searches} "
+            f"{st.behavior} {_size(st.packet_size)} rep {st.repetition}")
+
+
+def _size(packet_size: int) -> str:
+    label = size_label(packet_size)
+    return f"{label}B" if label.isdigit() else label
+
+
+def run_ended(st: ProgressState, status: str) -> str:
+    """``run ID finished: 1 search in 0m02s``."""
+    return (f"run {st.run_id} {status}: {count(st.searches_done, 'search')} in "
+            f"{_duration(time.monotonic() - st.run_start)}")
+
+
 def describe_state(st: ProgressState) -> str:
     """One line: search i/n, behavior, rep, trial count, rate, loss, bounds, time left."""
-    where = (f"search {st.searches_done + 1}/{st.total_searches} {st.behavior} "
-             f"{st.packet_size}B rep {st.repetition}")
+    where = f"search {_search_now(st)}"
     rate = "" if st.rate_pps is None else (
         f": trial {st.trials} at {_kpps(st.rate_pps)} kpps, loss "
         f"{100 * (st.loss_ratio or 0):.3f} %")
     bounds = (f", bounds{' seen' if st.bounds_seen else ''} [{_kpps(st.lower_pps)}, "
               f"{_kpps(st.upper_pps)}] kpps")
-    return f"{where}{rate}{bounds}, about {_duration(st.time_left_s())} left"
+    return f"{where}{rate}{bounds}, time left {_time_left(st)}"
 
 
 class _Base(ProgressEvents):
@@ -177,7 +203,8 @@ class PlainProgress(_Base):
 
     def run_started(self, *args: object, **kw: object) -> None:
         super().run_started(*args, **kw)  # type: ignore[arg-type]
-        self._line(f"run {self.state.run_id}: {self.state.total_searches} searches planned")
+        self._line(f"run {self.state.run_id}: "
+                   f"{count(self.state.total_searches, 'search')} planned")
 
     def trial_done(self, rate_pps: float, duration_s: float, loss_ratio: float,
                    lower_pps: float | None = None, upper_pps: float | None = None,
@@ -193,9 +220,7 @@ class PlainProgress(_Base):
         self._line(text)
 
     def run_done(self, status: str) -> None:
-        st = self.state
-        self._line(f"run {st.run_id} {status}: {st.searches_done} searches in "
-                   f"{_duration(time.monotonic() - st.run_start)}")
+        self._line(run_ended(self.state, status))
 
 
 class RichProgress(_Base):
@@ -220,15 +245,14 @@ class RichProgress(_Base):
         t = Table.grid(padding=(0, 2))
         t.add_column(style="bold")
         t.add_column()
-        t.add_row("run", f"{st.run_id} {st.title}")
-        t.add_row("search", f"{min(st.searches_done + 1, max(st.total_searches, 1))}/"
-                  f"{st.total_searches}  {st.behavior} {st.packet_size}B rep {st.repetition}")
+        t.add_row("run", f"{st.run_id} {st.title}" if st.run_id else "starting")
+        t.add_row("search", _search_now(st))
         t.add_row("rate", "-" if st.rate_pps is None else
                   f"{_kpps(st.rate_pps)} kpps, loss {100 * (st.loss_ratio or 0):.3f} %")
         t.add_row("bounds" + (" seen" if st.bounds_seen else ""),
                   f"[{_kpps(st.lower_pps)}, {_kpps(st.upper_pps)}] kpps")
         t.add_row("trials", str(st.trials))
-        t.add_row("time left", _duration(st.time_left_s()))
+        t.add_row("time left", _time_left(st))
         bar = ProgressBar(total=max(st.total_searches, 1), completed=st.searches_done,
                           width=40)
         t.add_row("", bar)
@@ -252,8 +276,7 @@ class RichProgress(_Base):
         self.console.print(text, highlight=False, markup=False)  # type: ignore[attr-defined]
 
     def run_done(self, status: str) -> None:
-        self.message(f"run {self.state.run_id} {status}: {self.state.searches_done} searches "
-                     f"in {_duration(time.monotonic() - self.state.run_start)}")
+        self.message(run_ended(self.state, status))
         self.close()
 
     def close(self) -> None:

@@ -16,7 +16,6 @@ import logging
 import os
 import posixpath
 import re
-import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any, Iterator
 from srperf.errors import ConfigError
 from srperf.results.liveness import ProcessId, is_alive
 from srperf.results.store import ResultStore
+from srperf.safe_paths import open_subdirs, remove_empty, remove_subtree
 from srperf.terminate import run_end
 from srperf.transports.base import WORKDIR_TEMPLATE, Transport
 
@@ -93,27 +93,43 @@ def describe_error(exc: BaseException) -> str:
     return run_end(exc)[1] or type(exc).__name__
 
 
+def _split_tmp(path: Path) -> tuple[Path, list[str]]:
+    """``RESULTS/runs/RUN_ID/tmp`` as (RESULTS, ["runs", RUN_ID, "tmp"])."""
+    return path.parents[2], [path.parent.parent.name, path.parent.name, path.name]
+
+
 @contextlib.contextmanager
 def run_tmpdir(path: Path) -> Iterator[Path]:
-    """Temporary files of a run go under ``path`` (the run's own directory), which is
-    removed at the end: Python's :mod:`tempfile` (the generator's files, local
-    transports' work directories) and the commands srperf starts (``TMPDIR``)."""
-    path = path.resolve()
-    path.mkdir(parents=True, exist_ok=True)
+    """Temporary files of a run go under ``path`` (``RESULTS/runs/RUN_ID/tmp``, the run's
+    own directory), which is removed at the end: Python's :mod:`tempfile` (the
+    generator's files, local transports' work directories) and the commands srperf
+    starts (``TMPDIR``).  Each level below RESULTS is made 0700 and opened without
+    following a symlink (:mod:`srperf.safe_paths`): a symlink planted there is
+    refused, and the removal at the end never follows one."""
+    base, names = _split_tmp(Path(os.path.abspath(path)))
+    remove_subtree(base, names)   # a dead run's leftovers (resume)
+    with open_subdirs(base, names):
+        pass
     before, before_env = tempfile.tempdir, os.environ.get("TMPDIR")
-    tempfile.tempdir, os.environ["TMPDIR"] = str(path), str(path)
+    where = str(base.joinpath(*names))
+    tempfile.tempdir, os.environ["TMPDIR"] = where, where
     try:
-        yield path
+        yield Path(where)
     finally:
         tempfile.tempdir = before
         if before_env is None:
             os.environ.pop("TMPDIR", None)
         else:
             os.environ["TMPDIR"] = before_env
-        shutil.rmtree(path, ignore_errors=True)
-        for parent in (path.parent, path.parent.parent):   # runs/<run_id>, runs/
-            with contextlib.suppress(OSError):
-                parent.rmdir()   # only when nothing else is in it
+        remove_tmpdir(Path(where))
+
+
+def remove_tmpdir(path: Path) -> None:
+    """Remove a run's ``RESULTS/runs/RUN_ID/tmp`` (no symlink followed), then
+    ``runs/RUN_ID`` and ``runs`` when nothing else is in them."""
+    base, names = _split_tmp(Path(os.path.abspath(path)))
+    remove_subtree(base, names)
+    remove_empty(base, names[:-1])
 
 
 def remove_stale_workdir(node: Transport, path: str) -> bool:
@@ -133,4 +149,4 @@ def remove_stale_workdir(node: Transport, path: str) -> bool:
 
 
 __all__ = ["Reclaimed", "WORKDIR_RE", "describe_error", "reclaim", "remove_stale_workdir",
-           "run_tmpdir"]
+           "remove_tmpdir", "run_tmpdir"]

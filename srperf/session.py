@@ -30,7 +30,7 @@ import sys
 import time
 from typing import Any, Callable
 
-from srperf.config.model import LatencyConfig
+from srperf.config.model import LatencyConfig, ProfileConfig
 from srperf.config.settings import Settings
 from srperf import packets as P
 from srperf.drivers.base import (DistinctUnsupported, LatencyUnsupported, TrafficGenerator,
@@ -247,8 +247,10 @@ class MeasurementSession:
 
     def measure(self, behavior: Any, key: TrialKey, settings: SearchSettings,
                 algorithm: str, on_verified: Callable[[str], None] | None = None,
-                latency: LatencyConfig | None = None) -> SearchResult:
-        """Configure, verify (once), search, unconfigure: one search of ``behavior``."""
+                latency: LatencyConfig | None = None,
+                profile: ProfileConfig | None = None) -> SearchResult:
+        """Configure, verify (once), search, unconfigure: one search of ``behavior``
+        (with its latency and profile trials when asked for)."""
         try:
             self.configure(behavior)
             what = self.verify(behavior, key.packet_size, key.search_seq)
@@ -259,6 +261,8 @@ class MeasurementSession:
                                  algorithm, key)
             if latency is not None and latency.enabled:
                 result.latency = self.latency(behavior, key, result, latency)
+            if profile is not None and profile.enabled:
+                result.profile = self.profile(behavior, key, result, profile)
             return result
         finally:
             self.unconfigure(behavior)
@@ -289,6 +293,39 @@ class MeasurementSession:
             points.append(LatencyPoint(fraction, rate, trial.extra.get("latency"),
                                        trial.note))
         return points
+
+    def profile(self, behavior: Any, key: TrialKey, result: SearchResult,
+                cfg: ProfileConfig) -> Any:
+        """A profile trial at ``cfg.fraction`` of the PDR ``result`` found (its highest
+        loss threshold; of its highest passing rate when the generator, not the SUT,
+        ran out): the SUT's forwarding CPU measured through the SUT's transport
+        (:mod:`srperf.profile`), stored with the search and its trial."""
+        from srperf.profile.model import Profile
+
+        goal = max(result.goals, key=lambda g: g.threshold_pct)
+        pdr = goal.lower_bound_pps if goal.status in ("ok", "at_max", "generator_limited") \
+            else None
+        basis = "highest passing rate" if goal.status == "generator_limited" else "PDR"
+        cpu = self.testbed.forwarding_cpu()
+        profiler = self.sut.profiler(cpu, cfg.frequency_hz, cfg.top,
+                                     self.testbed.forwarding_threads())
+        if not pdr or profiler is None:
+            why = f"no PDR found ({goal.status})" if not pdr else \
+                "the SUT is a model: there is no CPU to profile"
+            prof = Profile(cfg.fraction, 0.0, cfg.duration_s, cpu, busy_note=why,
+                           sampler_note=why, pmu_note=why)
+        else:
+            self.testbed.keep_claim()
+            gen = self.generator(behavior, key.search_seq)
+            prof, trial = profiler.run(gen, cfg.fraction * pdr, cfg.duration_s, cfg.fraction)
+            prof.load_basis = basis
+            trial = dataclasses.replace(trial, extra={**trial.extra, "purpose": "profile",
+                                                      "pdr_fraction": cfg.fraction})
+            if self.store is not None and self.run_id is not None:
+                self.store.add_trial(self.run_id, key, trial)
+        if self.store is not None and self.run_id is not None:
+            self.store.add_profile(self.run_id, key, prof)
+        return prof
 
 
 __all__ = ["MeasurementSession", "Measure"]

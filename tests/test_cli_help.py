@@ -72,3 +72,44 @@ def test_an_option_without_help_is_caught() -> None:
     assert [a.dest for a in bare] == ["bare"]
     assert "(default: 3)" in cli_guard.HelpFormatter("x")._get_help_string(
         argparse.Action(["--n"], "n", default=3, help="n")) % {"default": 3}
+
+
+# Words of a developer's docstring that must never reach a user's --help.
+DEVELOPER_WORDS = (":mod:", ":class:", ":func:", ":data:", ":meth:", ":attr:", "``",
+                   "Registered", "srperf.cli")
+
+
+@pytest.mark.parametrize(("prog", "parser"), PARSERS, ids=[p for p, _ in PARSERS])
+def test_help_is_written_for_users(prog: str, parser: argparse.ArgumentParser) -> None:
+    """No reST/Sphinx markup or developer note in any --help; every command says what it
+    does (a description) and how it exits (an 'exit status' section with 0 and 2)."""
+    text = parser.format_help()
+    for word in DEVELOPER_WORDS:
+        assert word not in text, f"{prog} --help shows {word!r}:\n{text}"
+    if prog != "srperf":
+        assert parser.description and len(parser.description) > 20, f"{prog}: no description"
+    assert "exit status:" in text, f"{prog} --help does not give its exit status"
+    codes = {line.split()[0] for line in text.split("exit status:", 1)[1].splitlines()
+             if line.strip()}
+    assert {"0", "1"} <= codes, f"{prog}: exit codes shown: {sorted(codes)}"
+
+
+def test_help_as_printed_by_the_command(capsys: pytest.CaptureFixture[str]) -> None:
+    """The same through main() as a user types it (the parser walk above could miss a
+    description set only at parse time)."""
+    for args in (["provision", "--help"], ["pdr", "--help"], ["--help"]):
+        with pytest.raises(SystemExit) as done:
+            main(args)
+        assert done.value.code == 0
+        out = capsys.readouterr().out
+        assert "exit status:" in out and "Registered" not in out and "``" not in out, out
+
+
+def test_a_command_without_description_gets_its_help_line_and_exit_status() -> None:
+    """A subcommand added with only a help line (as a later command may be) is completed."""
+    p = argparse.ArgumentParser(prog="x")
+    sub = p.add_subparsers(dest="command")
+    sub.add_parser("fresh", help="do a new thing")
+    cli_guard.use_help_formatter(p)
+    text = cli_guard.subparsers(p)[1][1].format_help()
+    assert "Do a new thing." in text and "exit status:" in text

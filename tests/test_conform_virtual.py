@@ -46,9 +46,9 @@ def test_linux_conform_command(testbed_file: Path, tmp_path: Path,
                      "--results", str(results)])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "end on linux: 24 pass, 0 fail, 0 finding, 0 n/a" in out
-    assert "end_dx6 on linux: 23 pass, 0 fail, 0 finding, 0 n/a" in out
-    assert "h_encaps on linux: 1 pass, 0 fail, 9 finding, 0 n/a" in out
+    assert "end on linux: pass 24, fail 0, finding 0, n/a 0" in out
+    assert "end_dx6 on linux: pass 23, fail 0, finding 0, n/a 0" in out
+    assert "h_encaps on linux: pass 1, fail 0, finding 9, n/a 0" in out
     db = sqlite3.connect(results / "srperf.sqlite")
     rows = db.execute("SELECT behavior, status, COUNT(*) FROM conformance "
                       "GROUP BY behavior, status ORDER BY behavior, status").fetchall()

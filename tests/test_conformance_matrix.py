@@ -169,7 +169,7 @@ def test_caching_proxy_burst_cases() -> None:
 def test_forward_pass_and_first_differing_field() -> None:
     c = case("end", "segments_2")
     good = bytes(c.outcome.frames[0].frame)   # type: ignore[union-attr]
-    assert conform.evaluate(c, [good]) == (True, "1 frame(s) as specified")
+    assert conform.evaluate(c, [good]) == (True, "1 frame as specified")
     bad = bytearray(good)
     bad[W.ETH + 7] += 1                        # hop limit not decremented
     ok, detail = conform.evaluate(c, [bytes(bad)])
@@ -234,6 +234,6 @@ def test_table() -> None:
         conform.verdict(case("end", "hop_limit_1"), [c.frames[0]], "linux", TB),
         conform.verdict(case("h_insert", "inner_srh"), [], "linux", TB)])
     text = conform.format_table(rep)
-    assert text.splitlines()[0] == "end on linux: 1 pass, 1 fail, 0 finding, 1 n/a"
+    assert text.splitlines()[0] == "end on linux: pass 1, fail 1, finding 0, n/a 1"
     assert "hop_limit_1" in text and "forwarded" in text
     assert not rep.ok

@@ -248,7 +248,7 @@ def test_trial_counter_mismatch_is_flagged() -> None:
     with _FakeGen([_report(1000, 0, 1.0, received=1001)], retries=0) as g:
         r = g.trial(1000, 1.0)
         assert not r.counters_consistent and not r.usable
-        assert "received 1 more frame(s) than sent" in r.note
+        assert "received 1 more frame than sent" in r.note
 
 
 def test_srgen_report_rejects_garbage() -> None:

@@ -39,7 +39,7 @@ def test_plain_lines_when_not_a_terminal() -> None:
                                "loss 0.100 %, bounds seen [600.0, 800.0] kpps")
     assert "(generator-limited)" in lines[4] and "[600.0, 800.0]" in lines[4]
     assert lines[5] == "end size 64 rep 1: PDR@0.5% [600.0, 800.0] kpps"
-    assert lines[6].startswith("run r1 finished: 1 searches in ")
+    assert lines[6].startswith("run r1 finished: 1 search in ")
 
 
 def test_bounds_from_the_search_win_over_bounds_seen() -> None:
@@ -77,3 +77,46 @@ def test_rich_live_view_on_a_terminal() -> None:
     view.run_done("finished")
     assert "a message" in buf.getvalue() and "run r1 finished" in buf.getvalue()
     assert not view.live.is_started
+
+
+@pytest.mark.parametrize(("n", "planned", "ended"), [
+    (0, "run r1: 0 searches planned", "run r1 failed: 0 searches in "),
+    (1, "run r1: 1 search planned", "run r1 finished: 1 search in "),
+    (7, "run r1: 7 searches planned", "run r1 finished: 7 searches in ")])
+def test_plain_lines_read_as_english_at_0_1_and_many(n: int, planned: str, ended: str) -> None:
+    out = io.StringIO()
+    view = PlainProgress(out)
+    view.run_started("r1", "quick", "virtual", "linux", total_searches=n)
+    for i in range(n):
+        view.search_started("end", 64, 1, i + 1, thresholds_pct=(0.5,))
+        view.search_done()
+    view.run_done("failed" if n == 0 else "finished")
+    lines = out.getvalue().splitlines()
+    assert lines[0] == planned and lines[-1].startswith(ended), lines
+
+
+def test_the_live_views_first_frame_says_what_is_planned() -> None:
+    """Before its first search the panel said 'search 1/0  0B rep 0'."""
+    from rich.console import Console
+
+    for total, words in ((0, "0 searches planned"), (1, "1 search planned"),
+                         (4, "4 searches planned")):
+        buf = io.StringIO()
+        view = RichProgress(Console(file=buf, force_terminal=True, width=100,
+                                    color_system=None))
+        view.run_started("r1", "quick", "virtual", "linux", total_searches=total)
+        view.live.refresh()
+        panel = buf.getvalue()
+        view.close()
+        assert f"none started yet ({words})" in panel, panel
+        assert "0B" not in panel and "rep 0" not in panel and "/0" not in panel, panel
+        assert "time left" in panel and "not known yet" in panel, panel
+
+
+def test_count_words() -> None:
+    from srperf.wording import count, plural
+
+    assert [count(n, "search") for n in (0, 1, 2)] == ["0 searches", "1 search", "2 searches"]
+    assert count(0, "trial", zero="no") == "no trials" and count(1, "trial") == "1 trial"
+    assert [plural(w, 2) for w in ("VNF", "entry", "day", "box", "step")] == \
+        ["VNFs", "entries", "days", "boxes", "steps"]

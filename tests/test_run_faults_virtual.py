@@ -27,6 +27,7 @@ import yaml
 from srperf.config.loader import load_testbed
 from srperf.netns import netns_names, run
 from srperf.testbeds.virtual import VirtualTestbed
+from srperf.wording import count
 
 from sut_state import state_diff
 from test_run_states import SRPERF, _env, _leftovers, _query, _run_row, _wait_for_searches
@@ -125,7 +126,7 @@ def test_kill_9_mid_search_then_resume(tmp_path: Path, testbed_file: tuple[Path,
     done = subprocess.run([SRPERF, "run", "--resume", run_id, "--results", str(results)],
                           capture_output=True, text=True, timeout=300, env=_env(tmp_path))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert f"{lost} trials of an unfinished search dropped" in done.stdout
+    assert f"{count(lost, 'trial')} of an unfinished search dropped" in done.stdout
     rid, status, sig, reason, *_ = _run_row(db)
     assert (rid, status, sig, reason) == (run_id, "finished", None, None)
     planned = len(BEHAVIORS) * REPETITIONS
@@ -219,6 +220,6 @@ def test_disk_full_while_writing_results(tmp_path: Path, testbed_file: tuple[Pat
     assert _run_row(db)[1] == "finished"
     assert not _leftovers(results, tmp_path)
     assert sut_config() == baseline
-    assert f"{partial} trials of an unfinished search dropped" in done.stdout
+    assert f"{count(partial, 'trial')} of an unfinished search dropped" in done.stdout
     print(f"disk full: exit 1, {kept} trials of ended searches kept, {partial} trials of the "
           f"running search lost and redone on resume; stderr:\n{err}")

@@ -26,6 +26,7 @@ import yaml
 
 from srperf.results.liveness import ProcessId, is_alive, this_process
 from srperf.results.store import ResultStore
+from srperf.wording import count
 
 SRPERF = str(Path(sys.executable).parent / "srperf") \
     if (Path(sys.executable).parent / "srperf").exists() else (shutil.which("srperf") or "srperf")
@@ -218,7 +219,7 @@ def test_signal_stores_interrupted_with_its_name(tmp_path: Path, signum: int, co
                               capture_output=True, text=True, timeout=120, env=_env(tmp_path))
         assert done.returncode == 0, done.stdout + done.stderr
         assert _run_row(db)[1:4] == ("finished", None, None)
-        assert f"{partial} trials of an unfinished search dropped" in done.stdout
+        assert f"{count(partial, 'trial')} of an unfinished search dropped" in done.stdout
         print(f"{signal.Signals(signum).name}: {ended} searches kept, {partial} trials of "
               "the running search dropped on resume")
 
@@ -277,7 +278,7 @@ def test_kill_9_then_resume_keeps_every_ended_search(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=120, env=_env(tmp_path))
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"{len(ended_seqs)} of {len(BEHAVIORS) * REPETITIONS} searches ended" in done.stdout
-    assert f"{partial} trials of an unfinished search dropped" in done.stdout
+    assert f"{count(partial, 'trial')} of an unfinished search dropped" in done.stdout
     rid, status, sig, reason, *_ = _run_row(db)
     assert (rid, status, sig, reason) == (run_id, "finished", None, None)
     seqs = [s for (s,) in _query(db, "SELECT search_seq FROM outcomes ORDER BY search_seq")]

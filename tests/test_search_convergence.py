@@ -41,6 +41,7 @@ def width_ok(alg: str, lo: float, hi: float) -> bool:
     ("bisect", (0.5,)), ("bisect", (0.0, 0.5)),
     ("multi", (0.0, 0.5)), ("mlr", (0.0, 0.5)), ("mlrsearch", (0.0, 0.5)),
     ("mlr", (0.5,)), ("mlr", (0.1, 1.0, 5.0)),
+    ("lossfit", (0.5,)), ("lossfit", (0.0, 0.5)), ("lossfit", (0.1, 1.0, 5.0)),
 ])
 @pytest.mark.parametrize("seed", SEEDS)
 def test_noiseless_model_is_bracketed(alg: str, thresholds: tuple[float, ...], seed: int
@@ -62,7 +63,7 @@ def test_noiseless_model_is_bracketed(alg: str, thresholds: tuple[float, ...], s
     assert result.wall_s >= 0.0 and result.algorithm == alg
 
 
-@pytest.mark.parametrize("alg", ["bisect", "multi", "mlr", "mlrsearch"])
+@pytest.mark.parametrize("alg", ["bisect", "multi", "mlr", "mlrsearch", "lossfit"])
 @pytest.mark.parametrize("noise", [0.001, 0.003])
 def test_noisy_model_within_width_plus_noise(alg: str, noise: float) -> None:
     for seed in SEEDS:
@@ -74,8 +75,8 @@ def test_noisy_model_within_width_plus_noise(alg: str, noise: float) -> None:
 
 
 def test_ndr_and_pdr_share_trials_in_multi_goal_searches() -> None:
-    """multi/mlr/mlrsearch find NDR and PDR together for less than two separate searches."""
-    for alg in ("multi", "mlr", "mlrsearch"):
+    """multi/mlr/mlrsearch/lossfit find NDR and PDR together for less than two separate searches."""
+    for alg in ("multi", "mlr", "mlrsearch", "lossfit"):
         both, _ = run(alg, (0.0, 0.5), 0.0, 0)
         ndr, _ = run(alg, (0.0,), 0.0, 0)
         pdr, _ = run(alg, (0.5,), 0.0, 0)

@@ -9,8 +9,9 @@ import pytest
 from srperf.drivers.base import TrialResult
 from srperf.drivers.simulated import SimulatedGenerator, SimulatedModel
 from srperf.search import SearchSettings, create
+from srperf.wording import count
 
-SEARCHES = ["bisect", "multi", "mlr", "mlrsearch"]
+SEARCHES = ["bisect", "multi", "mlr", "mlrsearch", "lossfit"]
 SETTINGS = SearchSettings(thresholds_pct=(0.0, 0.5), min_rate_pps=100_000.0,
                           max_rate_pps=1_500_000.0, accuracy_pps=10_000.0, relative_width=0.01)
 
@@ -60,7 +61,7 @@ def test_random_generator_stalls_are_excluded_and_counted(alg: str) -> None:
     gen = model(generator_limited_probability=0.15)
     result = create(alg, SETTINGS).run(gen.trial)
     assert result.unusable_trials == result.generator_limited_trials > 0
-    assert f"{result.unusable_trials} trial(s) excluded" in result.note
+    assert f"{count(result.unusable_trials, 'trial')} excluded" in result.note
     for g in result.goals:
         true = gen.true_pdr(g.threshold_pct)
         assert g.status == "ok"

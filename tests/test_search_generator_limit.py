@@ -12,7 +12,7 @@ SETTINGS = SearchSettings(thresholds_pct=(0.5,), min_rate_pps=50_000, max_rate_p
 
 def test_rates_beyond_the_generator_cost_one_trial_each() -> None:
     """SUT of 1.2 Mpps behind a generator that paces at most 0.8 Mpps."""
-    for alg in ("bisect", "mlr", "multi"):
+    for alg in ("bisect", "mlr", "multi", "lossfit"):
         gen = SimulatedGenerator.from_config(
             {"capacity_pps": 1_200_000, "generator_max_rate_pps": 800_000}, seed=1)
         result = create(alg, SETTINGS).run(gen.trial)

@@ -18,7 +18,7 @@ def test_mrr_is_the_median_received_rate() -> None:
     for g in result.goals:
         assert g.status == "mrr" and g.upper_bound_pps is None
         assert g.lower_bound_pps == g.conditional_throughput_pps == g.value_pps == received[2]
-        assert "median of 5 trial(s) at 1500000 pps" in g.note
+        assert "median of 5 trials at 1500000 pps" in g.note
     assert result.goals[0].lower_bound_pps == pytest.approx(800_000, rel=0.05)
 
 

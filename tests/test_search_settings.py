@@ -52,7 +52,7 @@ def test_impossible_settings_are_refused_with_a_precise_message(changes: dict, m
 
 def test_defaults_are_valid_and_registry_is_complete() -> None:
     SearchSettings().validate()
-    assert set(ALGORITHMS) == {"bisect", "multi", "mlr", "mlrsearch", "mrr"}
+    assert set(ALGORITHMS) == {"bisect", "multi", "mlr", "mlrsearch", "mrr", "lossfit"}
     assert DEFAULT_ALGORITHM == "mlr"
     for name, cls in ALGORITHMS.items():
         algo = create(name, SearchSettings())

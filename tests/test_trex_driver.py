@@ -81,7 +81,7 @@ def test_surplus_packet_never_hides_a_lost_one(fake) -> None:
     t = gen.trial(20_000, 0.1)
     # the store holds what TRex really sent (2001), as the note says
     assert (t.sent, t.received, t.lost) == (2001, 1999, 1)
-    assert "1 packet(s) more than intended" in t.note
+    assert "1 packet more than intended" in t.note
 
 
 def test_duration_stretching_is_generator_limited(fake) -> None:
@@ -122,7 +122,7 @@ def test_frames_the_rx_port_missed_are_generator_limited(fake) -> None:
     t = gen.trial(10_000, 0.2)
     assert (t.sent, t.received) == (2000, 1970)
     assert t.generator_limited and not t.usable
-    assert "missed 30 frame(s)" in t.note and t.extra["rx_missed"] == 30
+    assert "missed 30 frames" in t.note and t.extra["rx_missed"] == 30
     assert t.extra["limited_by"] == ["receiver"]
 
 

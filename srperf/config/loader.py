@@ -2,7 +2,9 @@
 
 Every problem raises :class:`srperf.errors.ConfigError` naming the file, the
 key path (``search.trial_duration_s``, ``behaviors[2]``) and the bad value.
-Loading never touches a SUT.
+Loading never touches a SUT.  File values, ``--set`` values and command-line
+options take one path: :func:`srperf.config.coerce.coerce` then the schema
+(:func:`check_value` for a single option), then the cross-field checks here.
 """
 
 from __future__ import annotations
@@ -18,12 +20,13 @@ import jsonschema
 
 from srperf.imix import IMIX_SIZE, parse_imix
 from srperf.config.model import (Addressing, Experiment, LatencyConfig, PortConfig,
-                                 SearchConfig,
+                                 ProfileConfig, SearchConfig,
                                  SshConfig, SutConfig, TesterConfig, TestbedConfig,
                                  TransportConfig, expand_proxy_command, vnf_sid)
 from srperf.config.settings import SettingError
-from srperf.config.schema import (EXPERIMENT_SCHEMA, IFNAME_DOC, IFNAME_PATTERN, MAC_PATTERN,
-                                  TESTBED_SCHEMA)
+from srperf.config.coerce import coerce
+from srperf.config.schema import (ADDRESSING_RANGES, EXPERIMENT_SCHEMA, IFNAME_DOC, IFNAME_PATTERN, MAC_DOC,
+                                  MAC_PATTERN, TESTBED_SCHEMA)
 from srperf.config.yamlfile import parse_text, read_mapping, refuse_non_finite
 from srperf.errors import ConfigError
 
@@ -47,6 +50,9 @@ def suggest(word: str, known: Any) -> str:
 
 
 def _validate(file: str, data: dict[str, Any], schema: dict[str, Any]) -> None:
+    """Coerce ``data`` to ``schema`` in place (whole floats, off/on, one-line texts),
+    then check it against the schema; ConfigError names the first problem."""
+    coerce(file, data, schema)
     validator = jsonschema.Draft202012Validator(schema)
     errors = list(validator.iter_errors(data))
     if not errors:
@@ -75,7 +81,55 @@ def _validate(file: str, data: dict[str, Any], schema: dict[str, Any]) -> None:
     elif err.validator == "pattern":
         reason = err.schema.get("pattern_doc") or \
             f"does not match the pattern {err.validator_value}"
-    raise ConfigError(file, _key(err.path), err.instance, reason)
+    elif err.validator == "type" and err.validator_value in ("integer", ["integer", "null"]):
+        reason = "must be a whole number (an integer)"
+    elif err.validator in ("maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum"):
+        reason = {"maximum": "above the limit of", "exclusiveMaximum": "must be below",
+                  "minimum": "below the limit of", "exclusiveMinimum": "must be above"}[
+            err.validator] + f" {_number(err.validator_value)}" + _unit(err.schema)
+    elif err.validator in ("maxLength", "maxItems"):
+        reason = (f"longer than the limit of {err.validator_value} "
+                  f"{'characters' if err.validator == 'maxLength' else 'entries'}")
+    value = err.instance
+    if err.schema.get("secret") and isinstance(value, str):
+        from srperf.redact import redacted_command
+
+        value = redacted_command(value)
+    raise ConfigError(file, _key(err.path), value, reason)
+
+
+validate = _validate
+"""Coerce and check ``data`` against a schema (any srperf file: suites, provisioning)."""
+
+
+def _number(value: Any) -> str:
+    return str(value) if isinstance(value, int) else f"{value:g}"
+
+
+def _unit(schema: dict[str, Any]) -> str:
+    """`` (s)`` when the schema's description ends with a unit in parentheses."""
+    doc = str(schema.get("description", ""))
+    head = doc.split(":")[0]
+    return f" {head[head.rindex('(') + 1:head.rindex(')')]}" \
+        if head.endswith(")") and "(" in head else ""
+
+
+def _subschema(schema: dict[str, Any], dotted: str) -> dict[str, Any]:
+    node = schema
+    for part in dotted.split("."):
+        node = node["properties"][part]
+    return node
+
+
+def check_value(flag: str, value: Any, dotted: str, schema: dict[str, Any] | None = None,
+                file: str = "<command line>") -> Any:
+    """A command-line option checked like the file key it stands for: ``dotted`` is the
+    key path in ``schema`` (default: the experiment schema); returns the value coerced
+    (``--repetitions 1e3`` -> 1000), or ConfigError naming ``flag`` and the bound."""
+    sub = _subschema(schema or EXPERIMENT_SCHEMA, dotted)
+    box = {flag: value}
+    _validate(file, box, {"type": "object", "properties": {flag: sub}})
+    return box[flag]
 
 
 # -- experiment ------------------------------------------------------------------
@@ -87,8 +141,9 @@ def apply_overrides(data: dict[str, Any], overrides: Sequence[str], file: str) -
             raise ConfigError(file, "--set", item, "use KEY=VALUE, e.g. search.trial_duration_s=2")
         try:
             value = parse_text(text, file) if text.strip() else None
-        except ConfigError:
-            raise ConfigError(file, f"--set {key}", text, "not a YAML value") from None
+        except ConfigError as exc:
+            why = exc.reason if exc.reason.startswith("refused") else "not a YAML value"
+            raise ConfigError(file, f"--set {key}", text, why) from None
         refuse_non_finite(file, value, [f"--set {key}"])
         node = data
         parts = key.split(".")
@@ -135,11 +190,17 @@ def experiment_from_mapping(data: dict[str, Any], file: str) -> Experiment:
     forwarder = data.get("forwarder", "linux")
     behaviors = tuple(data["behaviors"])
     _check_behaviors(file, forwarder, behaviors)
-    check_options(file, forwarder, dict(data.get("options", {})))
+    options = dict(data.get("options", {}))
+    check_options(file, forwarder, options)
     if len(set(behaviors)) != len(behaviors):
         dup = next(b for b in behaviors if behaviors.count(b) > 1)
         raise ConfigError(file, f"behaviors[{behaviors.index(dup)}]", dup, "listed twice")
     sizes = [IMIX_SIZE if v == "imix" else v for v in data.get("packet_sizes", [64])]
+    for i, size in enumerate(sizes):
+        if sizes.index(size) != i:
+            raise ConfigError(file, f"packet_sizes[{i}]", data["packet_sizes"][i],
+                              f"listed twice (also packet_sizes[{sizes.index(size)}]): "
+                              "each size is one search per behavior and repetition")
     imix: tuple[tuple[int, int], ...] = ()
     if IMIX_SIZE in sizes:
         try:
@@ -149,13 +210,36 @@ def experiment_from_mapping(data: dict[str, Any], file: str) -> Experiment:
     elif "imix" in data:
         raise ConfigError(file, "imix", data["imix"],
                           "set, but packet_sizes has no 'imix' entry to use it")
+    kind = str(data.get("kind", "pdr"))
+    stateful = _stateful_blocks(file, data, kind)
     return Experiment(
-        name=data["name"], forwarder=forwarder, behaviors=behaviors,
+        **stateful, kind=kind,
+        name=str(data["name"]), forwarder=forwarder, behaviors=behaviors,
         packet_sizes=tuple(sizes), imix=imix, search=search,
         repetitions=int(data.get("repetitions", 1)), testbed=data.get("testbed"),
-        verify=bool(data.get("verify", True)), options=dict(data.get("options", {})),
+        verify=bool(data.get("verify", True)), options=options,
         conformance=str(data.get("conformance", "off")),
-        latency=LatencyConfig.from_mapping(dict(data.get("latency", {}))), source=file)
+        latency=LatencyConfig.from_mapping(dict(data.get("latency", {}))),
+        profile=ProfileConfig.from_mapping(dict(data.get("profile", {}))), source=file)
+
+
+def _stateful_blocks(file: str, data: dict[str, Any], kind: str) -> dict[str, Any]:
+    """The ``goodput:`` and ``http:`` blocks as settings (srperf.stateful.settings);
+    a block for another kind than the experiment's is refused (it would be ignored)."""
+    from srperf.stateful.settings import GoodputConfig, HttpConfig
+
+    out: dict[str, Any] = {}
+    for key, cls in (("goodput", GoodputConfig), ("http", HttpConfig)):
+        if key in data and kind != key:
+            raise ConfigError(file, key, data[key],
+                              f"a {key} block, but the experiment's kind is {kind!r} "
+                              f"(set kind: {key} to use it)")
+        try:
+            out[key] = cls.from_mapping(dict(data.get(key) or {}))
+        except SettingError as exc:
+            raise ConfigError(file, f"{key}.{exc.key}".rstrip("."), exc.value,
+                              exc.reason) from None
+    return out
 
 
 def _check_behaviors(file: str, forwarder: str, behaviors: tuple[str, ...]) -> None:
@@ -228,7 +312,11 @@ def load_testbed(path: str | Path) -> TestbedConfig:
                       ("sut.out.name", sut.in_port.name, sut.out_port.name)):
         if a == b:
             raise ConfigError(file, key, b, "the same interface as the other port")
+    _check_port_macs(file, data, {"tester.tx": tester.tx, "tester.rx": tester.rx,
+                                  "sut.in": sut.in_port, "sut.out": sut.out_port})
     _check_driver_options(file, tester.driver, tester.options)
+    kind = data.get("kind", "virtual")
+    _check_simulated(file, kind, data)
     from srperf import testbeds
 
     config = TestbedConfig(name=data["name"], kind=data.get("kind", "virtual"),
@@ -238,6 +326,46 @@ def load_testbed(path: str | Path) -> TestbedConfig:
                            provision=dict(data.get("provision", {})), source=file)
     testbeds.KINDS[config.kind].check_config(config)
     return config
+
+
+def _check_port_macs(file: str, data: dict[str, Any], ports: dict[str, PortConfig]) -> None:
+    """The four test ports have four different MACs (from the port or ``addressing``)."""
+    seen: dict[str, str] = {}
+    for role, port in ports.items():
+        section, side = role.split(".")
+        written = ((data.get(section) or {}).get(side) or {}).get("mac")
+        key = f"{role}.mac" if written else f"addressing.{role.replace('.', '_')}_mac"
+        if port.mac.lower() in seen:
+            raise ConfigError(file, key, port.mac,
+                              f"the same MAC as {seen[port.mac.lower()]}: every test port "
+                              "needs its own (the SUT's two ports above all)")
+        seen[port.mac.lower()] = role
+
+
+def _check_simulated(file: str, kind: str, data: dict[str, Any]) -> None:
+    """A ``simulated`` block only on a simulated testbed, with the model's own keys."""
+    if "simulated" not in data:
+        return
+    sim = data["simulated"]
+    if kind != "simulated":
+        raise ConfigError(file, "simulated", sim,
+                          f"only a testbed of kind 'simulated' has a model; this one is "
+                          f"{kind!r} (remove the block)")
+    from srperf.drivers.simulated import _KEYS, SimulatedGenerator
+
+    for key in sim:
+        if key not in _KEYS:
+            raise ConfigError(file, f"simulated.{key}", sim[key],
+                              f"unknown key{suggest(key, _KEYS)} (known keys here: "
+                              f"{', '.join(_KEYS)})")
+    capacity = sim.get("capacity_pps")
+    behaviors = list(capacity) if isinstance(capacity, dict) and "default" not in capacity \
+        else [None]
+    for behavior in behaviors:
+        try:
+            SimulatedGenerator.from_config(sim, behavior=behavior)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(file, "simulated", sim, str(exc)) from None
 
 
 def _check_driver_options(file: str, driver: str, options: dict[str, Any]) -> None:
@@ -283,24 +411,94 @@ def _transport(file: str, base: Path, role: str, data: dict[str, Any]) -> Transp
 def _ssh(file: str, base: Path, data: dict[str, Any], role: str = "sut") -> SshConfig:
     """The ``ROLE.transport.ssh`` block; key files resolved against the YAML's folder."""
     fields: dict[str, Any] = dict(data)
+    _check_host(file, f"{role}.transport.ssh.host", str(fields["host"]))
     for name in ("key_file", "known_hosts"):
         if fields.get(name) is None:
             continue
         value = fields[name]
-        found = (base / Path(value).expanduser()).resolve()
-        if not found.is_file():
-            why = "is not a regular file" if found.exists() else "does not exist"
-            raise ConfigError(file, f"{role}.transport.ssh.{name}", value,
-                              f"{found} {why}")
+        key = f"{role}.transport.ssh.{name}"
+        found = _existing_file(file, key, value, base / Path(value).expanduser())
+        if name == "known_hosts":
+            _check_known_hosts(file, key, value, found)
         fields[name] = str(found)
     ssh = SshConfig(**fields)
     if ssh.proxy_command is not None:
+        from srperf import redact
+
+        redact.register_proxy_command(ssh.proxy_command, ssh.host, ssh.port, ssh.user)
         try:
             expand_proxy_command(ssh.proxy_command, ssh.host, ssh.port, ssh.user)
         except ValueError as exc:
-            raise ConfigError(file, f"{role}.transport.ssh.proxy_command", ssh.proxy_command,
-                              str(exc)) from None
+            raise ConfigError(file, f"{role}.transport.ssh.proxy_command",
+                              redact.redacted_command(ssh.proxy_command), str(exc)) from None
     return ssh
+
+
+def _check_host(file: str, key: str, host: str) -> None:
+    """An IP address or a host name of dot-separated labels (never an option, a
+    pattern or a second line: the name goes into ssh and known_hosts lines)."""
+    try:
+        ipaddress.ip_address(host)
+        return
+    except ValueError:
+        pass
+    labels = host.rstrip(".").split(".")
+    if len(host) > 253 or not all(re.fullmatch(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}"
+                                                r"[A-Za-z0-9_])?", label) for label in labels):
+        raise ConfigError(file, key, host, "not a host name (letters, digits, '-' and '_' in "
+                          "dot-separated labels of at most 63, not starting or ending with "
+                          "'-') nor an IP address")
+
+
+def _existing_file(file: str, key: str, value: str, path: Path) -> Path:
+    """``path`` resolved, when it is a regular file; ConfigError otherwise (a missing
+    file, a directory, a device, a symlink loop)."""
+    import os
+    import stat as stat_mod
+
+    try:
+        found = path.resolve(strict=True)
+        mode = os.stat(found).st_mode
+    except FileNotFoundError:
+        raise ConfigError(file, key, value, f"{path} does not exist") from None
+    except (RuntimeError, OSError) as exc:   # ELOOP: "Symlink loop", a too long name...
+        why = "a symlink loop" if "loop" in str(exc).lower() or \
+            getattr(exc, "errno", None) == 40 else getattr(exc, "strerror", None) or str(exc)
+        raise ConfigError(file, key, value, f"{path}: cannot be opened: {why}") from None
+    if not stat_mod.S_ISREG(mode):
+        raise ConfigError(file, key, value, f"{found} is not a regular file")
+    if not os.access(found, os.R_OK):
+        raise ConfigError(file, key, value, f"{found}: permission denied")
+    return found
+
+
+def _check_known_hosts(file: str, key: str, value: str, path: Path) -> None:
+    """Every line of a known_hosts file is an entry paramiko can read (or a comment)."""
+    import paramiko
+    from paramiko.hostkeys import HostKeyEntry
+
+    try:
+        text = path.read_bytes()[: 16 * 1024 * 1024].decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(file, key, value, f"{path}: not a known_hosts file (not text)") \
+            from None
+    except OSError as exc:
+        raise ConfigError(file, key, value, f"{path}: cannot read: {exc.strerror}") from None
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith(("#", "@")):
+            continue
+        ok = len(line.split()) >= 3
+        try:   # None: a key type paramiko does not know, which it skips too
+            HostKeyEntry.from_line(line, number)
+        except (paramiko.SSHException, ValueError, TypeError, IndexError,
+                paramiko.hostkeys.InvalidHostKey):
+            ok = False
+        if not ok:
+            raise ConfigError(file, key, value,
+                              f"{path} line {number}: not a known_hosts entry (HOST KEYTYPE "
+                              "BASE64KEY); fix or remove the line, or use "
+                              "srperf testbed trust")
 
 
 def _port(data: dict[str, Any] | None, default: PortConfig, mac: str) -> PortConfig:
@@ -309,13 +507,10 @@ def _port(data: dict[str, Any] | None, default: PortConfig, mac: str) -> PortCon
     return PortConfig(data["name"], data.get("mac", mac))
 
 
-_INT_RANGES = {
-    "link_prefix_len6": (1, 127), "link_prefix_len4": (1, 31), "table": (1, 2**32 - 1),
-    "csid_lblen": (8, 112), "csid_nflen": (8, 64), "link_mtu": (1280, 65535),
-}
+_INT_RANGES = ADDRESSING_RANGES
 """Allowed values of integer addressing keys (inclusive); C-SIDs are checked below."""
 _RESERVED_TABLES = {253: "default", 254: "main", 255: "local"}
-_MAC_PREFIX4 = r"^([0-9a-fA-F]{2}:){3}[0-9a-fA-F]{2}$"
+_MAC_PREFIX4 = r"([0-9a-fA-F]{2}:){3}[0-9a-fA-F]{2}"
 
 
 def _addressing(file: str, data: dict[str, Any]) -> Addressing:
@@ -329,12 +524,13 @@ def _addressing(file: str, data: dict[str, Any]) -> Addressing:
             if not low <= value <= high:
                 raise ConfigError(file, key, value, f"must be {low}..{high}")
         elif name.endswith("_mac_prefix"):
-            if not re.match(_MAC_PREFIX4, str(value)):
+            if not re.fullmatch(_MAC_PREFIX4, str(value)) or int(str(value)[:2], 16) & 1:
                 raise ConfigError(file, key, value,
-                                  "not the first 4 bytes of a MAC (like 02:5e:00:10)")
+                                  "not the first 4 bytes of a unicast MAC (like 02:5e:00:10; "
+                                  "the first byte even)")
         elif name.endswith("_mac"):
-            if not re.match(MAC_PATTERN, str(value)):
-                raise ConfigError(file, key, value, "not a MAC address")
+            if not re.fullmatch(MAC_PATTERN, str(value)):
+                raise ConfigError(file, key, value, MAC_DOC)
         elif name.endswith("prefix6") or name == "sid_prefix":
             _check_ip(file, key, value, 6, network=True)
         elif name.endswith("prefix4"):
@@ -380,7 +576,73 @@ def _addressing(file: str, data: dict[str, Any]) -> Addressing:
             raise ConfigError(file, f"addressing.link_prefix_len{key}", length,
                               f"{peer} is not on the SUT's link {net}")
     _check_vnfs(file, a)
+    _check_plan(file, a)
     return addressing
+
+
+def _check_plan(file: str, a: Addressing) -> None:
+    """Addresses that contradict each other: a run would measure the wrong thing."""
+    ip, net = ipaddress.ip_address, ipaddress.ip_network
+    for v, ports in (("6", ("tester_tx_ip6", "sut_in_ip6", "sut_out_ip6", "tester_rx_ip6")),
+                     ("4", ("tester_tx_ip4", "sut_in_ip4", "sut_out_ip4", "tester_rx_ip4"))):
+        seen: dict[Any, str] = {}
+        for name in ports:
+            addr = ip(getattr(a, name))
+            if addr in seen:
+                raise ConfigError(file, f"addressing.{name}", getattr(a, name),
+                                  f"the same address as addressing.{seen[addr]}: each port "
+                                  "needs its own")
+            seen[addr] = name
+        length = getattr(a, f"link_prefix_len{v}")
+        link1 = net(f"{getattr(a, ports[1])}/{length}", strict=False)
+        link2 = net(f"{getattr(a, ports[2])}/{length}", strict=False)
+        if link1.overlaps(link2):
+            raise ConfigError(file, f"addressing.{ports[2]}", getattr(a, ports[2]),
+                              f"on the same link prefix {link1} as addressing.{ports[1]}: the "
+                              "SUT's two links need different prefixes")
+        src, dst = f"src{v}", f"dst{v}"
+        if ip(getattr(a, src)) == ip(getattr(a, dst)):
+            raise ConfigError(file, f"addressing.{dst}", getattr(a, dst),
+                              f"the same address as addressing.{src}")
+        prefix = net(getattr(a, f"dst_prefix{v}"), strict=False)
+        if ip(getattr(a, dst)) not in prefix:
+            raise ConfigError(file, f"addressing.{dst}", getattr(a, dst),
+                              f"outside its prefix addressing.dst_prefix{v} = {prefix}")
+        for link in (link1, link2):
+            if prefix.overlaps(link):
+                raise ConfigError(file, f"addressing.dst_prefix{v}", getattr(a, f"dst_prefix{v}"),
+                                  f"overlaps the link prefix {link}: test traffic would be "
+                                  "delivered on the link, not routed")
+            for name in (src, dst):
+                if ip(getattr(a, name)) in link:
+                    raise ConfigError(file, f"addressing.{name}", getattr(a, name),
+                                      f"inside the link prefix {link}: test traffic must be "
+                                      "routed, not on a link")
+    links = [net(f"{a.sut_in_ip6}/{a.link_prefix_len6}", strict=False),
+             net(f"{a.sut_out_ip6}/{a.link_prefix_len6}", strict=False)]
+    sid_net = net(a.sid_prefix, strict=False)
+    for link in links:
+        if sid_net.overlaps(link):
+            raise ConfigError(file, "addressing.sid_prefix", a.sid_prefix,
+                              f"covers the link prefix {link}: SIDs and link addresses must "
+                              "not overlap")
+    sids = {"sid_sut": a.sid_sut, "sid_next": a.sid_next, "sid_last": a.sid_last}
+    seen_sid: dict[Any, str] = {}
+    for name, sid in sids.items():
+        addr = ip(sid)
+        if addr in seen_sid:
+            raise ConfigError(file, f"addressing.{name}", sid,
+                              f"the same SID as addressing.{seen_sid[addr]}")
+        seen_sid[addr] = name
+        for link in links:
+            if addr in link:
+                raise ConfigError(file, f"addressing.{name}", sid,
+                                  f"inside the link prefix {link}: a SID is not a link "
+                                  "address (a run would measure the SUT's own delivery)")
+        for other in ("src6", "dst6"):
+            if addr == ip(getattr(a, other)):
+                raise ConfigError(file, f"addressing.{name}", sid,
+                                  f"the same address as addressing.{other}")
 
 
 def _check_vnfs(file: str, a: Addressing) -> None:
@@ -389,7 +651,7 @@ def _check_vnfs(file: str, a: Addressing) -> None:
 
     last = MAX_VNFS - 1
     name = f"{a.vnf_if_prefix}{last}"
-    if not re.match(IFNAME_PATTERN, name):
+    if not re.fullmatch(IFNAME_PATTERN, name):
         raise ConfigError(file, "addressing.vnf_if_prefix", a.vnf_if_prefix,
                           f"VNF interfaces are named <prefix><0..{last}>; {name!r} is not "
                           f"a valid interface name: {IFNAME_DOC}")

@@ -14,6 +14,7 @@ from typing import Any
 
 from srperf.config.rates import RATE_SCHEMA, RateSpec, parse_rate
 from srperf.config.settings import Settings, setting
+from srperf.stateful.settings import GoodputConfig, HttpConfig
 
 
 @dataclass(frozen=True)
@@ -266,9 +267,13 @@ class TestbedConfig:
         return f"{self.prefix}-vnf{index}"
 
 
-ALGORITHMS = ("bisect", "multi", "mlr", "mlrsearch", "mrr")
+ALGORITHMS = ("bisect", "multi", "mlr", "mlrsearch", "mrr", "lossfit")
 """Search algorithms (srperf.search)."""
-_POSITIVE = {"type": "number", "exclusiveMinimum": 0}
+MAX_TRIAL_S = 3600.0
+"""Longest trial, first-phase trial, warm-up and latency trial (s): an hour."""
+_DURATION = {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_TRIAL_S}
+MAX_LATENCY_PPS = 10_000_000.0
+"""Fastest latency stream (pps); TRex's are a few thousand pps."""
 
 
 @dataclass(frozen=True)
@@ -286,10 +291,10 @@ class SearchConfig(Settings):
                 "items": {"type": "number", "minimum": 0, "exclusiveMaximum": 100}},
         parse=lambda v: tuple(float(t) for t in v))
     trial_duration_s: float = setting(1.0, "duration of a final trial", unit="s",
-                                      schema=_POSITIVE, parse=float)
+                                      schema=_DURATION, parse=float)
     initial_trial_duration_s: float = setting(
         0.5, "duration of the first-phase trials (unless set: at most trial_duration_s)",
-        unit="s", schema=_POSITIVE, parse=float)
+        unit="s", schema=_DURATION, parse=float)
     accuracy: RateSpec = setting(RateSpec(0.5, percent=True), "bisection width",
                                  unit="pps or % of line rate", schema=RATE_SCHEMA,
                                  parse=parse_rate)
@@ -303,12 +308,14 @@ class SearchConfig(Settings):
         3, "bisect/multi: trials near the threshold repeated (majority decides)",
         unit="trials", schema={"type": "integer", "minimum": 1, "maximum": 100}, parse=int)
     warmup_s: float = setting(0.0, "traffic before each trial, not counted", unit="s",
-                              schema={"type": "number", "minimum": 0}, parse=float)
+                              schema={"type": "number", "minimum": 0,
+                                      "maximum": MAX_TRIAL_S}, parse=float)
     exceed_ratio: float = setting(
         0.5, "mlr: share of trial time allowed to exceed the loss threshold",
         schema={"type": "number", "minimum": 0, "exclusiveMaximum": 1}, parse=float)
     duration_sum_s: float = setting(10.0, "mlr: trial time that decides a load", unit="s",
-                                    schema=_POSITIVE, parse=float)
+                                    schema={"type": "number", "exclusiveMinimum": 0,
+                                            "maximum": 86400}, parse=float)
     relative_width: float = setting(
         0.01, "mlr/mlrsearch: goal width relative to the rate",
         schema={"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1}, parse=float)
@@ -329,11 +336,34 @@ class LatencyConfig(Settings):
         schema={"type": "array", "minItems": 1, "items": {
             "type": "number", "exclusiveMinimum": 0, "maximum": 1}}, parse=tuple)
     duration_s: float = setting(5.0, "duration of each latency trial", unit="s",
-                                schema={"type": "number", "exclusiveMinimum": 0,
-                                        "maximum": 3600})
+                                schema=_DURATION)
     stream_pps: float = setting(1000.0, "rate of the latency stream, within the load",
-                                unit="pps", schema={"type": "number",
-                                                    "exclusiveMinimum": 0})
+                                unit="pps", schema={"type": "number", "minimum": 1,
+                                                    "maximum": MAX_LATENCY_PPS})
+
+
+@dataclass(frozen=True)
+class ProfileConfig(Settings):
+    """A profile trial after each search (srperf.profile): at ``fraction`` of the PDR
+    found, the SUT's forwarding CPU (``sut.cpu``) is measured through the SUT's
+    transport: busy ns per packet, cycles and instructions per packet where a PMU
+    exists, sampled kernel functions, BPF programs' and VPP graph nodes' cost."""
+
+    enabled: bool = setting(False, "run a profile trial after each search",
+                            schema={"type": "boolean"})
+    fraction: float = setting(0.9, "load of the profile trial, as a fraction of the PDR "
+                              "found (its highest loss threshold)",
+                              schema={"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+                              parse=float)
+    duration_s: float = setting(2.0, "duration of the profile trial", unit="s",
+                                schema={"type": "number", "exclusiveMinimum": 0,
+                                        "maximum": 600}, parse=float)
+    top: int = setting(10, "functions kept (the largest shares of the sampled time)",
+                       unit="functions",
+                       schema={"type": "integer", "minimum": 1, "maximum": 200}, parse=int)
+    frequency_hz: int = setting(999, "perf sampling frequency on the forwarding CPU",
+                                unit="Hz", schema={"type": "integer", "minimum": 10,
+                                                   "maximum": 20000}, parse=int)
 
 
 @dataclass(frozen=True)
@@ -349,6 +379,7 @@ class Experiment:
     """The mix of the ``imix`` packet size: (size in bytes, weight) pairs."""
     search: SearchConfig = SearchConfig()
     latency: LatencyConfig = LatencyConfig()
+    profile: ProfileConfig = ProfileConfig()
     repetitions: int = 1
     testbed: str | None = None
     verify: bool = True
@@ -357,3 +388,11 @@ class Experiment:
     behavior with a failing case is not measured (``off``: not run)."""
     options: dict[str, Any] = field(default_factory=dict)
     source: str = "<built-in>"
+    kind: str = "pdr"
+    """What is measured: ``pdr`` (the packet-rate search), ``goodput`` (parallel iperf3
+    process pairs through the behavior) or ``http`` (wrk against a static HTTP server);
+    the stateful kinds are :mod:`srperf.stateful`."""
+    goodput: GoodputConfig = GoodputConfig()
+    """The ``goodput:`` block (read when ``kind`` is ``goodput``)."""
+    http: HttpConfig = HttpConfig()
+    """The ``http:`` block (read when ``kind`` is ``http``)."""

@@ -7,12 +7,12 @@ from typing import Any
 
 from srperf.config.settings import Settings, setting
 
-_SHA256 = {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$"}
+_SHA256 = {"type": ["string", "null"], "pattern": r"^[0-9a-f]{64}\Z"}
 _SOURCE = {"type": ["object", "null"], "additionalProperties": False,
            "required": ["repo_url", "commit", "sha256"],
            "properties": {"repo_url": {"type": "string", "pattern": "^https://"},
-                          "commit": {"type": "string", "pattern": "^[0-9a-f]{40}$"},
-                          "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"}}}
+                          "commit": {"type": "string", "pattern": r"^[0-9a-f]{40}\Z"},
+                          "sha256": {"type": "string", "pattern": r"^[0-9a-f]{64}\Z"}}}
 
 
 @dataclass(frozen=True)
@@ -25,17 +25,19 @@ class TuningSettings(Settings):
                                     schema={"type": ["integer", "null"], "minimum": 1,
                                             "maximum": 256})
     irq_cpu: int | None = setting(None, "core for the test ports' IRQs (null: sut.cpu)",
-                                  schema={"type": ["integer", "null"], "minimum": 0})
+                                  schema={"type": ["integer", "null"], "minimum": 0,
+                                          "maximum": 8191})
     stop_irqbalance: bool = setting(True, "stop irqbalance on the SUT",
                                     schema={"type": "boolean"})
     governor: str | None = setting("performance", "CPU frequency governor (null: leave)",
                                    schema={"type": ["string", "null"],
-                                           "pattern": "^[a-z]+$"})
+                                           "pattern": r"^[a-z]{1,32}\Z"})
     isolate_cpus: str | None = setting(
         None, "CPUs isolated from the scheduler, timer ticks and RCU callbacks on the "
         "kernel command line (isolcpus, nohz_full, rcu_nocbs), e.g. '2-3'; written to "
         "/etc/default/grub, takes effect after a reboot (null: leave)",
-        schema={"type": ["string", "null"], "pattern": r"^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$"})
+        schema={"type": ["string", "null"],
+                "pattern": r"^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*\Z"})
     cstates_off: bool = setting(True, "deep CPU idle states (C1 and deeper) disabled: no "
                                 "wake-up latency in a trial", schema={"type": "boolean"})
     turbo_off: bool = setting(True, "turbo boost off (intel_pstate no_turbo or cpufreq "
@@ -54,7 +56,7 @@ class TrexInstall(Settings):
 
     version: str | None = setting(None, "TRex release, e.g. v3.04 (null: no TRex step)",
                                   schema={"type": ["string", "null"],
-                                          "pattern": r"^v[0-9]+\.[0-9]+$"})
+                                          "pattern": r"^v[0-9]{1,4}\.[0-9]{1,4}\Z"})
     url: str | None = setting(None, "where the tester downloads the release archive",
                               schema={"type": ["string", "null"], "pattern": "^https://"})
     sha256: str | None = setting(None, "the archive's SHA-256 (checked before unpacking)",

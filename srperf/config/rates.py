@@ -11,13 +11,21 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-RATE_PATTERN = r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(%|pps|kpps|Mpps)\s*$"
+RATE_PATTERN = r"^ *([0-9]{1,12}(?:\.[0-9]{1,12})?) *(%|pps|kpps|Mpps) *\Z"
 """A rate written as text: a number and a unit (group 1, group 2)."""
+MIN_PPS = 1.0
+"""Slowest rate (pps) a rate setting accepts."""
+MAX_PPS = 2e9
+"""Fastest rate (pps) a rate setting or a line rate accepts: above any port today
+(800GbE at 64-byte frames is 1.19 Gpps)."""
+MAX_PERCENT = 100.0
+"""A rate as a share of the line rate is at most this (%)."""
 RATE_SCHEMA: dict[str, Any] = {
-    "description": "not a rate: use pps as a number, or a string like '500kpps', "
-                   "'1.2Mpps', '800000pps' or '50%'",
+    "description": f"not a rate: use pps as a number ({MIN_PPS:g}..{MAX_PPS:g}), or a "
+                   "string like '500kpps', '1.2Mpps', '800000pps' or '50%' "
+                   f"(at most {MAX_PERCENT:g}% of the line rate)",
     "oneOf": [
-        {"type": "number", "exclusiveMinimum": 0},
+        {"type": "number", "minimum": MIN_PPS, "maximum": MAX_PPS},
         {"type": "string", "pattern": RATE_PATTERN},
     ],
 }
@@ -47,7 +55,7 @@ def parse_rate(value: Any) -> RateSpec:
     if isinstance(value, RateSpec):
         return value
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return RateSpec(float(value))
+        return RateSpec(_bounded(value, float(value)))
     match = re.match(RATE_PATTERN, str(value))
     if not match:
         raise ValueError(f"{value!r} is not a rate (e.g. 500000, 500kpps, 1.2Mpps, 50%)")
@@ -55,5 +63,15 @@ def parse_rate(value: Any) -> RateSpec:
     if number <= 0:
         raise ValueError(f"{value!r}: a rate must be above zero")
     if unit == "%":
+        if number > MAX_PERCENT:
+            raise ValueError(f"{value!r}: above the limit of {MAX_PERCENT:g}% of the line rate")
         return RateSpec(number, percent=True)
-    return RateSpec(number * _UNITS[unit])
+    return RateSpec(_bounded(value, number * _UNITS[unit]))
+
+
+def _bounded(written: Any, pps: float) -> float:
+    """``pps`` when within :data:`MIN_PPS`..:data:`MAX_PPS`; ValueError naming the bound."""
+    if not MIN_PPS <= pps <= MAX_PPS:
+        raise ValueError(f"{written!r} = {pps:g} pps: outside the limits {MIN_PPS:g}.."
+                         f"{MAX_PPS:g} pps (MIN_PPS, MAX_PPS)")
+    return pps

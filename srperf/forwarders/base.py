@@ -12,6 +12,7 @@ class says everything else srperf must know about it:
 * ``options``: the dataclass of its experiment ``options`` (schema derived);
 * :meth:`prepare`: its build step on the SUT (objects pushed or built there);
 * :meth:`counters`: its own packet counters, read on the SUT (or None);
+* :meth:`profile_sources`: its own cost figures around a profile trial;
 * :meth:`why_not`: why it does not offer a behavior (``srperf behaviors``);
 * :meth:`versions`: the versions of its tools on the SUT, for the run's
   environment;
@@ -110,6 +111,12 @@ class Forwarder:
                  env: Mapping[str, str]) -> dict[str, int] | None:
         """This forwarder's packet counters on the SUT, or None if it has none."""
         return None
+
+    def profile_sources(self, sut: Transport, env: Mapping[str, str]) -> list[Any]:
+        """This forwarder's own cost figures around a profile trial
+        (:class:`srperf.profile.sources.ProfileSource`: BPF statistics, VPP runtime);
+        none here."""
+        return []
 
     def versions(self, sut: Transport) -> dict[str, str]:
         """Versions of the forwarder's tools on the SUT, read through ``sut``."""

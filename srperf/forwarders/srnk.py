@@ -34,7 +34,8 @@ class SrnkOptions(Settings):
     version: int = setting(2, "SRNK design: 1 (a policy rule and table per VNF) or 2 (one "
                            "SRv6 extended rule)", schema={"enum": [1, 2]})
     age_s: int = setting(1, "End.AD: SRNK's age, the time between two rewrites of a VNF's "
-                         "stored header", unit="s", schema={"type": "integer", "minimum": 0})
+                         "stored header", unit="s", schema={"type": "integer", "minimum": 0,
+                                                             "maximum": 3600})
     table_base: int = setting(1000, "SRNKv1: VNF i's fromVNF routing table is this + i",
                               schema={"type": "integer", "minimum": 1,
                                       "maximum": 4294967000})

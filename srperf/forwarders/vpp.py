@@ -43,12 +43,14 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 from srperf.config.model import TestbedConfig
 from srperf.config.settings import Settings, setting
 from srperf.forwarders.base import Forwarder, Prepared
 from srperf.forwarders.common_env import addressing_env
 from srperf.forwarders.deviations import Deviation
+from srperf.transports.base import Transport
 
 WHY_NOT = {
     "h_encaps_red": "VPP's SR policies have no reduced (first SID out of the SRH) mode",
@@ -177,6 +179,12 @@ class VppForwarder(Forwarder):
     def vnfs(self, options: Settings) -> tuple[int, str]:
         assert isinstance(options, VppOptions)
         return options.vnf_count, options.vnf_mode
+
+    def profile_sources(self, sut: Transport, env: Mapping[str, str]) -> list[Any]:
+        """``show runtime`` per graph node, cleared before the trial."""
+        from srperf.profile.vpp import VppRuntime
+
+        return [VppRuntime(sut, env["SRPERF_VPPCTL"], env["SRPERF_VPP_CLI_SOCK"])]
 
 
 FORWARDER = VppForwarder()

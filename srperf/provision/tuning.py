@@ -26,6 +26,7 @@ from typing import Any, Sequence
 
 from srperf.provision.steps import Role, Step
 from srperf.transports.base import Transport
+from srperf.wording import count
 
 OFFLOADS = {"tso": "tcp-segmentation-offload", "gso": "generic-segmentation-offload",
             "gro": "generic-receive-offload", "lro": "large-receive-offload"}
@@ -89,7 +90,7 @@ def tuning_steps(role: Role, ports: Sequence[str], tuning: Tuning) -> list[Step]
         if tuning.rx_queues:
             n = tuning.rx_queues
             steps.append(Step(
-                name=f"{who}: {dev} {n} RX queue(s)", role=role,
+                name=f"{who}: {dev} {count(n, 'RX queue')}", role=role,
                 applies=f"ethtool -l {q} >/dev/null 2>&1",
                 check=(f"ethtool -l {q} | awk '/^Current/ {{cur=1}} cur && /^(RX|Combined):/ "
                        f"&& $2 != \"n/a\" {{n += $2}} END {{print \"queues: \" n; "

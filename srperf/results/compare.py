@@ -53,6 +53,44 @@ class BehaviorChange:
     diff: Difference | None
     verdict: str
     reason: str = ""
+    suspects: tuple = ()
+    """For a regression of a behavior profiled in both runs: the functions whose cost
+    per packet grew most (:class:`srperf.results.suspects.Suspect`), first suspect first."""
+
+
+HIGHER_IS_BETTER = ("goodput_mbps", "requests_per_s", "transfer_mbps")
+"""Stateful metrics whose drop is a regression."""
+LOWER_IS_BETTER_PREFIXES = ("latency_", "retransmits")
+"""Stateful metrics (by name prefix) whose rise is a regression."""
+
+
+def metric_direction(metric: str) -> int:
+    """+1 when higher is better, -1 when lower is better, 0 when a change is neither
+    (``sut_cpu_busy_pct``: shown, not judged)."""
+    if metric in HIGHER_IS_BETTER or metric.endswith(("_mbps", "_per_s")):
+        return 1
+    if metric.startswith(LOWER_IS_BETTER_PREFIXES):
+        return -1
+    return 0
+
+
+@dataclass(frozen=True)
+class StatefulChange:
+    """One stateful metric's change from baseline to current (values in the metric's
+    unit, change in % of the baseline mean)."""
+
+    kind: str
+    behavior: str
+    variant: str
+    metric: str
+    higher_is_better: bool
+    baseline: Description | None
+    current: Description | None
+    baseline_status: str
+    current_status: str
+    diff: Difference | None
+    verdict: str
+    reason: str = ""
 
 
 @dataclass
@@ -67,10 +105,12 @@ class Comparison:
     changes: list[BehaviorChange] = field(default_factory=list)
     model: bool = False
     """True when either run came from the simulated SUT (a model, not a measurement)."""
+    stateful: list[StatefulChange] = field(default_factory=list)
+    """Stateful metrics (goodput, requests/s, latency...) compared like the PDRs."""
 
     @property
     def verdict(self) -> str:
-        verdicts = {c.verdict for c in self.changes}
+        verdicts = {c.verdict for c in [*self.changes, *self.stateful]}
         for v in (REGRESSION, INCONCLUSIVE, IMPROVEMENT, NO_CHANGE):
             if v in verdicts:
                 return v
@@ -79,6 +119,25 @@ class Comparison:
     @property
     def regressions(self) -> list[BehaviorChange]:
         return [c for c in self.changes if c.verdict == REGRESSION]
+
+    @property
+    def stateful_regressions(self) -> list[StatefulChange]:
+        return [c for c in self.stateful if c.verdict == REGRESSION]
+
+    def stateful_frame(self) -> pd.DataFrame:
+        """The stateful changes, one row per (kind, behavior, variant, metric)."""
+        return pd.DataFrame([{
+            "kind": c.kind, "behavior": c.behavior, "variant": c.variant,
+            "metric": c.metric, "higher_is_better": c.higher_is_better,
+            "baseline_mean": c.baseline.mean if c.baseline else math.nan,
+            "baseline_n": c.baseline.n if c.baseline else 0,
+            "current_mean": c.current.mean if c.current else math.nan,
+            "current_n": c.current.n if c.current else 0,
+            "change_pct": c.diff.delta_pct if c.diff else math.nan,
+            "ci_low_pct": c.diff.low_pct if c.diff else math.nan,
+            "ci_high_pct": c.diff.high_pct if c.diff else math.nan,
+            "baseline_status": c.baseline_status, "current_status": c.current_status,
+            "verdict": c.verdict, "reason": c.reason} for c in self.stateful])
 
     def to_frame(self) -> pd.DataFrame:
         rows = []
@@ -177,6 +236,89 @@ def compare_frames(base_s: pd.DataFrame, cur_s: pd.DataFrame, base_o: pd.DataFra
     return result
 
 
+def judge_directed(diff: Difference, threshold_pct: float,
+                   higher_is_better: bool) -> tuple[str, str]:
+    """:func:`judge` for a metric where lower may be better: then a rise whose whole
+    interval lies above +T is the regression and a fall below -T the improvement."""
+    if higher_is_better:
+        return judge(diff, threshold_pct)
+    verdict, reason = judge(Difference(-diff.delta, -diff.high, -diff.low, -diff.delta_pct,
+                                       -diff.high_pct, -diff.low_pct, diff.method),
+                            threshold_pct)
+    if verdict == REGRESSION:
+        reason = f"whole interval above +{threshold_pct:g} % (lower is better)"
+    elif verdict == IMPROVEMENT:
+        reason = f"whole interval below -{threshold_pct:g} % (lower is better)"
+    return verdict, reason
+
+
+def _stateful_side(samples: pd.DataFrame, key: tuple[str, str, str, str]
+                   ) -> tuple[list[float], str, str]:
+    """Values, status text and first reason of one side for (kind, behavior, variant,
+    metric)."""
+    kind, beh, variant, metric = key
+    if samples.empty:
+        return [], "missing", ""
+    grp = samples[(samples["kind"] == kind) & (samples["behavior"] == beh)
+                  & (samples["variant"] == variant)]
+    if grp.empty:
+        return [], "missing", ""
+    values = [float(m[metric]) for st, m in zip(grp["status"], grp["metrics"])
+              if st == "ok" and metric in m]
+    status = ", ".join(f"{k} x{v}" for k, v in grp["status"].value_counts().items())
+    reasons = [x for x in grp["reason"].fillna("") if x]
+    return values, status, reasons[0] if reasons else ""
+
+
+def _stateful_keys(*sides: pd.DataFrame) -> list[tuple[str, str, str, str]]:
+    """(kind, behavior, variant, metric) of both sides, judged metrics only; a
+    configuration without any metric on either side appears once with its primary
+    metric (so that its status shows)."""
+    keys: dict[tuple[str, str, str, str], None] = {}
+    for side in sides:
+        for r in side.itertuples(index=False):
+            names = [m for m in r.metrics if metric_direction(m)] or \
+                ([r.primary_metric] if r.primary_metric else [])
+            for m in names:
+                keys[(str(r.kind), str(r.behavior), str(r.variant), str(m))] = None
+    return list(keys)
+
+
+def compare_stateful(base: pd.DataFrame, cur: pd.DataFrame,
+                     threshold_pct: float = DEFAULT_THRESHOLD_PCT, method: str = "welch"
+                     ) -> list[StatefulChange]:
+    """Compare two runs' stateful samples (:func:`srperf.results.frames.stateful_samples`)
+    per (kind, behavior, variant, metric), like :func:`compare_frames` the PDRs: the
+    relative change of the mean with its 95 % interval against ``threshold_pct``, in the
+    metric's direction (:func:`metric_direction`).  A configuration measured in the
+    baseline whose repetitions now all failed is a regression; one without numbers on
+    a side for another reason (unsupported, missing) is not comparable."""
+    out = []
+    for key in _stateful_keys(base, cur):
+        higher = metric_direction(key[3]) >= 0
+        bv, bstat, breason = _stateful_side(base, key)
+        cv, cstat, creason = _stateful_side(cur, key)
+        bd, cd = (describe(bv) if bv else None), (describe(cv) if cv else None)
+        diff = None
+        if bv and cv and bd and bd.mean == 0:   # no relative change to speak of
+            same = cd is not None and cd.mean == 0 and (cd.n < 2 or cd.std == 0)
+            verdict, reason = ((NO_CHANGE, "zero on both sides") if same else
+                               (INCONCLUSIVE, "baseline mean 0: no relative change"))
+        elif bv and cv:
+            diff = welch_diff(bv, cv) if method == "welch" else bootstrap_ratio(bv, cv)
+            verdict, reason = judge_directed(diff, threshold_pct, higher)
+        elif bv and cstat.split(" x")[0] == "failed" and "ok" not in cstat:
+            verdict, reason = REGRESSION, f"measured before, now {cstat}: {creason}".strip()
+        else:
+            verdict = NOT_COMPARABLE
+            reason = "; ".join((
+                f"baseline {bstat}" + (f": {breason}" if breason and not bv else ""),
+                f"current {cstat}" + (f": {creason}" if creason and not cv else "")))
+        out.append(StatefulChange(*key, higher, bd, cd, bstat, cstat, diff, verdict,
+                                  reason))
+    return out
+
+
 def compare_runs(store: ResultStore, baseline: str, current: str,
                  threshold_pct: float = DEFAULT_THRESHOLD_PCT, method: str = "welch",
                  baseline_store: ResultStore | None = None) -> Comparison:
@@ -186,7 +328,56 @@ def compare_runs(store: ResultStore, baseline: str, current: str,
                             frames.outcomes(bstore, baseline), frames.outcomes(store, current),
                             threshold_pct, method, baseline, current)
     result.model = bool(bstore.simulated_runs([baseline]) or store.simulated_runs([current]))
+    _use_profiles(result, bstore, baseline, store, current)
+    result.stateful = compare_stateful(frames.stateful_samples(bstore, baseline),
+                                       frames.stateful_samples(store, current),
+                                       threshold_pct, method)
     return result
+
+
+def _use_profiles(result: Comparison, bstore: ResultStore, baseline: str,
+                  store: ResultStore, current: str) -> None:
+    """Where both runs have profile trials of a behavior: judge a behavior whose rates
+    cannot be compared (generator-limited) on its time per packet instead, and attach
+    the first suspects (functions whose cost grew) to each regression."""
+    import dataclasses
+
+    from srperf.results.profiles import profile_rows
+    from srperf.results.suspects import suspects
+
+    base = {(r.behavior, r.packet_size): r for r in profile_rows(bstore, baseline)}
+    cur = {(r.behavior, r.packet_size): r for r in profile_rows(store, current)}
+    for i, c in enumerate(result.changes):
+        key = (c.behavior, c.packet_size)
+        if key not in base or key not in cur:
+            continue
+        if c.verdict == NOT_COMPARABLE:
+            c = _judge_time(c, base[key].ns_values, cur[key].ns_values,
+                            result.threshold_pct, result.method)
+        if c.verdict == REGRESSION:
+            c = dataclasses.replace(c, suspects=tuple(suspects(base[key], cur[key])))
+        result.changes[i] = c
+
+
+def _judge_time(c: BehaviorChange, base_ns: list[float], cur_ns: list[float],
+                threshold_pct: float, method: str) -> BehaviorChange:
+    """``c`` judged on the forwarding's time per packet (profile trials): as a capacity
+    (packets per second of forwarding time, 1e9 / ns, higher is better) so that the
+    verdicts mean what they mean for rates."""
+    import dataclasses
+
+    if len(base_ns) < 2 or len(cur_ns) < 2:
+        return c
+    bcap = [1e9 / v for v in base_ns if v > 0]
+    ccap = [1e9 / v for v in cur_ns if v > 0]
+    diff = welch_diff(bcap, ccap) if method == "welch" else bootstrap_ratio(bcap, ccap)
+    verdict, why = judge(diff, threshold_pct)
+    med = lambda v: sorted(v)[len(v) // 2]  # noqa: E731
+    reason = (f"rates not comparable ({c.reason}); judged on the forwarding's time per "
+              f"packet (profile trials): {med(base_ns):.0f} -> {med(cur_ns):.0f} ns, capacity "
+              f"{diff.delta_pct:+.1f} % (95 % {diff.low_pct:+.1f} to {diff.high_pct:+.1f}): "
+              f"{why}")
+    return dataclasses.replace(c, verdict=verdict, reason=reason)
 
 
 def _num(x: float, fmt: str = "{:.1f}") -> str:
@@ -213,4 +404,34 @@ def format_markdown(c: Comparison) -> str:
         thr = "" if math.isnan(x.threshold_pct) else f"{x.threshold_pct:g}"
         lines.append(f"| {x.behavior} | {x.packet_size} | {thr} | {base} | {cur} | {change} "
                      f"| {ci} | {x.verdict} | {x.reason} |")
+    named = [x for x in c.changes if x.suspects]
+    if named:
+        lines += ["", "First suspects (sampled functions whose cost per packet grew, "
+                      "from the profile trials):"]
+        lines += [f"- {x.behavior} {x.packet_size} B: "
+                  + "; ".join(s.describe() for s in x.suspects) for x in named]
+    if c.stateful:
+        if not c.changes:  # a stateful-only run: no empty PDR table
+            del lines[-2:]
+        lines += ["", *format_stateful_markdown(c.stateful)]
     return "\n".join(lines)
+
+
+def format_stateful_markdown(changes: list[StatefulChange]) -> list[str]:
+    """Stateful changes as Markdown table lines (means in the metric's unit)."""
+    lines = ["| kind | behavior | variant | metric | baseline (n) | current (n) | change % "
+             "| 95 % CI % | verdict | note |",
+             "|---|---|---|---|---:|---:|---:|---|---|---|"]
+    for x in changes:
+        base = f"{_num(x.baseline.mean, '{:.4g}')} ({x.baseline.n})" if x.baseline \
+            else x.baseline_status
+        cur = f"{_num(x.current.mean, '{:.4g}')} ({x.current.n})" if x.current \
+            else x.current_status
+        change = _num(x.diff.delta_pct, "{:+.2f}") if x.diff else "-"
+        ci = (f"[{_num(x.diff.low_pct, '{:+.2f}')}, {_num(x.diff.high_pct, '{:+.2f}')}]"
+              if x.diff else "-")
+        better = "higher" if x.higher_is_better else "lower"
+        lines.append(f"| {x.kind} | {x.behavior} | {x.variant} | {x.metric} ({better} is "
+                     f"better) | {base} | {cur} | {change} | {ci} | {x.verdict} "
+                     f"| {x.reason} |")
+    return lines

@@ -1,4 +1,5 @@
-"""Export runs as CSV, Parquet or JSON (tables runs, searches, trials, outcomes, summary).
+"""Export runs as CSV, Parquet or JSON (tables runs, searches, trials, outcomes, summary;
+stateful_samples and stateful_summary when the runs have stateful samples).
 
 CSV and Parquet write one file per table into a directory; JSON writes one file
 with a list of records per table.  Rates are pps, except the summary's kpps.
@@ -26,8 +27,13 @@ def tables(store: ResultStore, run_ids: Iterable[str]) -> dict[str, pd.DataFrame
     ids = list(run_ids)
     s, o = frames.searches(store, ids), frames.outcomes(store, ids)
     runs = frames.runs(store, ids).drop(columns=["env"])
-    return {"runs": runs, "searches": s, "trials": frames.trials(store, ids),
-            "outcomes": o, "summary": frames.summaries(store, ids, s, o)}
+    out = {"runs": runs, "searches": s, "trials": frames.trials(store, ids),
+           "outcomes": o, "summary": frames.summaries(store, ids, s, o)}
+    stateful = store.frame("stateful_samples", ids)
+    if not stateful.empty:  # JSON columns kept as JSON text (CSV and Parquet cells)
+        out["stateful_samples"] = stateful
+        out["stateful_summary"] = frames.stateful_summary(frames.stateful_samples(store, ids))
+    return out
 
 
 def export(store: ResultStore, run_ids: Iterable[str], fmt: str, dest: Path) -> list[Path]:

@@ -99,3 +99,89 @@ def summaries(store: ResultStore, run_ids: str | Iterable[str] | None = None,
     if "mean_kpps" in df:
         df["ci95_pct"] = 100.0 * df["ci95_kpps"] / df["mean_kpps"]
     return df
+
+
+# -- stateful experiments (kinds goodput, http) ----------------------------------------
+STATEFUL_KEYS = ("kind", "behavior", "variant", "metric")
+"""What a stateful summary row is per: experiment kind, behavior, variant label, metric."""
+
+
+def stateful_samples(store: ResultStore,
+                     run_ids: str | Iterable[str] | None = None) -> pd.DataFrame:
+    """One row per stored stateful repetition, with ``variant_params``, ``metrics``,
+    ``detail`` and ``counters`` parsed from JSON (dicts)."""
+    df = store.frame("stateful_samples", _ids(run_ids))
+    for col in ("variant_params", "metrics", "detail", "counters"):
+        df[col] = [parse_json(x) for x in df[col]]
+    return df
+
+
+def stateful_metrics(samples: pd.DataFrame) -> pd.DataFrame:
+    """The ok samples of :func:`stateful_samples` in long form: one row per (sample,
+    metric) with run_id, kind, behavior, forwarder, variant, repetition, primary_metric,
+    metric (its unit in the name) and value."""
+    cols = ["run_id", "kind", "behavior", "forwarder", "variant", "repetition",
+            "primary_metric", "metric", "value"]
+    rows = []
+    for r in samples.itertuples(index=False):
+        if r.status != "ok":
+            continue
+        for metric, value in (r.metrics or {}).items():
+            rows.append((r.run_id, r.kind, r.behavior, r.forwarder, r.variant, r.repetition,
+                         r.primary_metric, metric, float(value)))
+    return pd.DataFrame(rows, columns=cols)
+
+
+def stateful_summary(samples: pd.DataFrame) -> pd.DataFrame:
+    """Per run, kind, behavior, variant and metric: ``n`` (ok repetitions), ``mean``,
+    ``std`` (sample), ``cv_pct``, ``ci95`` (half-width, Student t with n - 1 degrees of
+    freedom) and ``ci95_pct`` of the mean (in the metric's unit; NaN for n = 1),
+    ``primary`` (True for the kind's primary metric), and ``failed``: repetitions that
+    were not ok with their statuses and first reason (``statuses``, ``reason``).  A
+    configuration whose repetitions all failed has one row with metric ``""`` and n 0."""
+    from srperf.results.stats import describe
+
+    cols = ["run_id", *STATEFUL_KEYS, "primary", "n", "mean", "std", "cv_pct", "ci95",
+            "ci95_pct", "failed", "statuses", "reason"]
+    if samples.empty:
+        return pd.DataFrame(columns=cols)
+    long = stateful_metrics(samples)
+    rows = []
+    group_keys = ["run_id", "kind", "behavior", "variant"]
+    for key, grp in samples.groupby(group_keys, sort=False):
+        bad = grp[grp["status"] != "ok"]
+        statuses = ", ".join(f"{k} x{v}" for k, v in grp["status"].value_counts().items())
+        reasons = [x for x in bad["reason"].fillna("") if x]
+        extra = (len(bad), statuses, reasons[0] if reasons else "")
+        primary = str(grp["primary_metric"].dropna().iloc[0]) \
+            if grp["primary_metric"].notna().any() else ""
+        sel = long
+        for k, v in zip(group_keys, key):
+            sel = sel[sel[k] == v]
+        metrics = list(dict.fromkeys(sel["metric"]))
+        metrics.sort(key=lambda m: (m != primary, m))
+        if not metrics:
+            rows.append((*key, "", False, 0, *(float("nan"),) * 5, *extra))
+        for metric in metrics:
+            d = describe(list(sel[sel["metric"] == metric]["value"]))
+            rows.append((*key, metric, metric == primary, d.n, d.mean, d.std, d.cv_pct,
+                         d.ci95, d.ci95_pct, *extra))
+    return pd.DataFrame(rows, columns=cols)
+
+
+def stateful_counters(samples: pd.DataFrame) -> pd.DataFrame:
+    """Proxy counters per run, kind, behavior and variant, summed over the repetitions
+    (packets): one column per counter name (Table I's ``ingress_ok``, ``egress_ok``,
+    ``not_cached``... when the runner stored them).  Empty when no sample has counters."""
+    rows = []
+    for r in samples.itertuples(index=False):
+        if r.counters:
+            rows.append({"run_id": r.run_id, "kind": r.kind, "behavior": r.behavior,
+                         "variant": r.variant,
+                         **{k: v for k, v in r.counters.items()
+                            if isinstance(v, (int, float))}})
+    if not rows:
+        return pd.DataFrame()
+    df = pd.DataFrame(rows)
+    return df.groupby(["run_id", "kind", "behavior", "variant"], sort=False,
+                      as_index=False).sum(numeric_only=True)

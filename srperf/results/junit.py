@@ -19,7 +19,7 @@ from pathlib import Path
 
 from srperf.results.names import case_name
 from srperf.results.compare import (IMPROVEMENT, NOT_COMPARABLE, REGRESSION, BehaviorChange,
-                                    Comparison)
+                                    Comparison, StatefulChange)
 
 
 @dataclass
@@ -54,6 +54,20 @@ def _describe(c: BehaviorChange) -> str:
             f"{c.current.mean if c.current else math.nan:.1f} kpps; {c.reason}")
 
 
+def _stateful_case_name(c: StatefulChange) -> str:
+    return f"{c.kind} {c.behavior} {c.variant} {c.metric}"
+
+
+def _stateful_describe(c: StatefulChange) -> str:
+    if c.diff is None:
+        return f"{c.verdict}: {c.reason}"
+    return (f"{c.verdict}: {c.diff.delta_pct:+.2f} % (95 % interval {c.diff.low_pct:+.2f} "
+            f"to {c.diff.high_pct:+.2f} %, {c.diff.method}, "
+            f"{'higher' if c.higher_is_better else 'lower'} is better); baseline "
+            f"{c.baseline.mean if c.baseline else math.nan:.4g}, current "
+            f"{c.current.mean if c.current else math.nan:.4g} {c.metric}; {c.reason}")
+
+
 def build(suite: str, results: list[SuiteResult]) -> ET.ElementTree:
     root = ET.Element("testsuites", name=f"srperf nightly {suite}")
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
@@ -85,20 +99,22 @@ def build(suite: str, results: list[SuiteResult]) -> ET.ElementTree:
                     "no baseline: this is the first good nightly run of the suite here")
                 counts["tests"] += 1
         else:
-            for c in r.comparison.changes:
-                case = ET.SubElement(ts, "testcase", classname=classname, name=_case_name(c))
-                text = _describe(c)
+            cases = [(_case_name(c), _describe(c), c.verdict) for c in r.comparison.changes]
+            cases += [(_stateful_case_name(c), _stateful_describe(c), c.verdict)
+                      for c in r.comparison.stateful]
+            for name, text, verdict in cases:
+                case = ET.SubElement(ts, "testcase", classname=classname, name=name)
                 counts["tests"] += 1
-                if c.verdict == REGRESSION:
+                if verdict == REGRESSION:
                     ET.SubElement(case, "failure", message=text[:500],
                                   type="regression").text = text
                     counts["failures"] += 1
-                elif c.verdict == NOT_COMPARABLE:
+                elif verdict == NOT_COMPARABLE:
                     ET.SubElement(case, "skipped", message=text[:500])
                     counts["skipped"] += 1
                 else:
                     ET.SubElement(case, "system-out").text = text + (
-                        "" if c.verdict != IMPROVEMENT else " (improvement)")
+                        "" if verdict != IMPROVEMENT else " (improvement)")
         for k, v in counts.items():
             ts.set(k, str(v))
             totals[k] += v

@@ -1,7 +1,8 @@
 """Did a run measure anything?  A run with no figure is never green and never a baseline.
 
 A *figure* is a search goal that ended with a rate the SUT was measured at
-(status ``ok``, ``at_max`` or ``mrr``, see :data:`srperf.results.names.FIGURE_STATUSES`).
+(status ``ok``, ``at_max`` or ``mrr``, see :data:`srperf.results.names.FIGURE_STATUSES`),
+or a stateful sample (goodput, http) with status ``ok``.
 A run whose every search ended ``generator_limited``, ``undecided``, ``below_min``,
 or whose every behavior was unsupported or failed, measured nothing: ``srperf
 run`` exits 3 and ``srperf nightly`` reports a JUnit failure naming why.
@@ -60,12 +61,29 @@ def case_names(searches: pd.DataFrame, outcomes: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def _stateful(store: ResultStore, run_id: str) -> pd.DataFrame:
+    """The run's stateful samples (goodput, http): status ``ok`` is a figure."""
+    return store.frame("stateful_samples", run_id)
+
+
+def run_has_figure(store: ResultStore, run_id: str) -> bool:
+    """True when ``run_id`` has a search goal with a rate or a stateful sample ``ok``."""
+    if has_figure(store.frame("searches", run_id)):
+        return True
+    samples = _stateful(store, run_id)
+    return bool((samples["status"] == "ok").any()) if not samples.empty else False
+
+
 def nothing_measured(store: ResultStore, run_id: str) -> str | None:
     """None when ``run_id`` has a figure; else the reason, naming each behavior's status."""
-    searches = store.frame("searches", run_id)
-    if has_figure(searches):
+    if run_has_figure(store, run_id):
         return None
+    searches = store.frame("searches", run_id)
     phrases = why_nothing(searches, store.frame("outcomes", run_id))
+    for _, r in _stateful(store, run_id).iterrows():
+        reason = str(r["reason"] or "").strip()
+        phrases.append(f"{r['kind']} {r['behavior']} {r['variant']}: {r['status']}"
+                       + (f" ({reason[:160]})" if reason else ""))
     if not phrases:
         return "nothing measured: the run ended no search"
     more = len(phrases) - MAX_REASONS
@@ -73,4 +91,4 @@ def nothing_measured(store: ResultStore, run_id: str) -> str | None:
             + (f"; ... and {more} more" if more > 0 else ""))
 
 
-__all__ = ["MAX_REASONS", "case_names", "has_figure", "nothing_measured", "why_nothing"]
+__all__ = ["MAX_REASONS", "case_names", "has_figure", "run_has_figure", "nothing_measured", "why_nothing"]

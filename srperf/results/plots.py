@@ -43,7 +43,8 @@ def png_data_uri(fig: "plt.Figure") -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def bars_png(summary: pd.DataFrame, run_labels: dict[str, str], title: str) -> str:
+def bars_png(summary: pd.DataFrame, run_labels: dict[str, str], title: str,
+             ylabel: str = "kpps (mean, CI95 bars)") -> str:
     """Grouped bars: x behavior, one bar per run, height mean kpps, error CI95 kpps.
 
     ``summary`` is :func:`srperf.results.frames.summaries` for one packet size and
@@ -89,7 +90,7 @@ def bars_png(summary: pd.DataFrame, run_labels: dict[str, str], title: str) -> s
         ax.text(0.5, 0.6, "no rate to plot: every search ended with a status",
                 transform=ax.transAxes, ha="center", fontsize=9, color="#555")
     ax.set_xticks(range(len(behaviors)), behaviors, rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("kpps (mean, CI95 bars)")
+    ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     if runs:
@@ -99,6 +100,21 @@ def bars_png(summary: pd.DataFrame, run_labels: dict[str, str], title: str) -> s
     width_in = fig.get_figwidth()
     fig.subplots_adjust(left=0.7 / width_in, right=1 - 2.6 / width_in, bottom=0.3, top=0.91)
     return png_data_uri(fig)
+
+
+def stateful_bars_png(summary: pd.DataFrame, run_labels: dict[str, str], title: str,
+                      metric: str) -> str:
+    """:func:`bars_png` for a stateful kind: x behavior and variant, one bar per run,
+    height the mean of ``metric`` (its unit in its name), error bar its CI95;
+    ``summary`` is :func:`srperf.results.frames.stateful_summary` restricted to one kind
+    and its primary metric (configurations with no ok repetition show their status)."""
+    df = pd.DataFrame({
+        "run_id": summary["run_id"],
+        "behavior": [f"{b} {v}".strip() for b, v in zip(summary["behavior"],
+                                                        summary["variant"])],
+        "n": summary["n"], "mean_kpps": summary["mean"].astype(float),
+        "ci95_kpps": summary["ci95"].astype(float), "status": summary["statuses"]})
+    return bars_png(df, run_labels, title, ylabel=f"{metric} (mean, CI95 bars)")
 
 
 @dataclass

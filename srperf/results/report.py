@@ -143,6 +143,87 @@ class ReportData:
     conformance: list[dict[str, Any]] = field(default_factory=list)
     """Per run and behavior: counts of pass/fail/finding/n/a and the cases that did
     not pass."""
+    profiles: list[dict[str, Any]] = field(default_factory=list)
+    """Per run with profile trials: ``label``, ``rows`` (BehaviorProfile),
+    ``agreements`` (time ratio against PDR ratio), ``notes`` and ``bars`` (PNG)."""
+    stateful: list[StatefulTable] = field(default_factory=list)
+    """The stateful kinds' tables (goodput, http), empty for PDR-only runs."""
+
+
+@dataclass
+class StatefulTable:
+    """One stateful kind (goodput, http): per run, behavior and variant the primary
+    metric's n, mean, CV and CI95 and the other metrics' means with their CI95 (each
+    in its metric's unit); the plot of the primary metric; the proxy's counters
+    (Table I of the caching-proxy paper) when the runs stored some."""
+
+    kind: str
+    primary_metric: str
+    title: str
+    rows: list[dict[str, Any]]
+    bars: str
+    counters: list[dict[str, Any]] = field(default_factory=list)
+    counter_columns: list[str] = field(default_factory=list)
+
+
+TABLE_I_COLUMNS = ("ingress_ok", "egress_ok", "not_cached", "duplicates", "stale")
+"""Counter columns shown first, in Table I's order (see srperf.stateful.counters)."""
+
+
+def _stateful(samples: pd.DataFrame, labels: dict[str, str],
+              with_plots: bool = True) -> list[StatefulTable]:
+    """The stateful section: one :class:`StatefulTable` per kind."""
+    if samples.empty:
+        return []
+    summary = frames.stateful_summary(samples)
+    counters = frames.stateful_counters(samples)
+    out = []
+    for kind, grp in summary.groupby("kind", sort=True):
+        prim = grp["metric"][grp["primary"]]
+        primary = str(prim.iloc[0]) if len(prim) else str(
+            samples[samples["kind"] == kind]["primary_metric"].dropna().iloc[0]
+            if samples[samples["kind"] == kind]["primary_metric"].notna().any() else "")
+        rows = []
+        for (run_id, beh, var), cfg in grp.groupby(["run_id", "behavior", "variant"],
+                                                   sort=False):
+            p = cfg[cfg["metric"] == primary]
+            first = p.iloc[0] if len(p) else cfg.iloc[0]
+            has = bool(len(p)) and int(first["n"]) > 0
+            rows.append({
+                "run": labels.get(str(run_id), str(run_id)), "behavior": beh, "variant": var,
+                "n": int(first["n"]) if has else 0, "has": has,
+                "mean": first["mean"] if has else math.nan,
+                "cv": first["cv_pct"] if has else math.nan,
+                "ci95": first["ci95"] if has else math.nan,
+                "ci95_pct": first["ci95_pct"] if has else math.nan,
+                "others": [{"metric": o["metric"], "mean": o["mean"], "ci95": o["ci95"],
+                            "n": int(o["n"])}
+                           for _, o in cfg[(cfg["metric"] != primary)
+                                           & (cfg["metric"] != "")].iterrows()],
+                "status": first["statuses"], "failed": int(first["failed"]),
+                "reason": first["reason"] or ""})
+        rows.sort(key=lambda x: (x["behavior"], x["variant"], x["run"]))
+        title = f"{kind}: {primary}" if primary else str(kind)
+        bars = ""
+        if with_plots:
+            pgrp = grp[(grp["metric"] == primary) | (grp["n"] == 0)]
+            pgrp = pgrp.drop_duplicates(["run_id", "behavior", "variant"])
+            bars = plots.stateful_bars_png(pgrp, labels, title, primary)
+        table = StatefulTable(str(kind), primary, title, rows, bars)
+        if not counters.empty:
+            c = counters[counters["kind"] == kind]
+            names = [x for x in c.columns if x not in ("run_id", "kind", "behavior",
+                                                        "variant")]
+            # Table I's columns when the runner stored them (the raw eBPF counters they
+            # sum stay in the store and the export), else every counter stored.
+            table.counter_columns = [x for x in TABLE_I_COLUMNS if x in names] or \
+                sorted(names)
+            table.counters = [{"run": labels.get(str(r["run_id"]), str(r["run_id"])),
+                               "behavior": r["behavior"], "variant": r["variant"],
+                               "values": [r[x] for x in table.counter_columns]}
+                              for _, r in c.iterrows()]
+        out.append(table)
+    return out
 
 
 def _label(row: pd.Series, index: int) -> str:
@@ -205,7 +286,34 @@ def collect(store: ResultStore, run_ids: Iterable[str], title: str = "",
         generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         version=srperf.__version__, runs=runs, tables=tables, unmeasured=unmeasured,
         behaviors=behaviors, latency=_latency(t_df), comparison=comparison,
-        any_simulated=any(r.simulated for r in runs), conformance=conf)
+        any_simulated=any(r.simulated for r in runs), conformance=conf,
+        profiles=_profiles(store, ids, labels, plots_per_search),
+        stateful=_stateful(frames.stateful_samples(store, ids), labels,
+                           with_plots=plots_per_search))
+
+
+def _profiles(store: ResultStore, ids: list[str], labels: dict[str, str],
+              with_plots: bool) -> list[dict[str, Any]]:
+    """The profile trials of each run (srperf.profile), summarised per behavior."""
+    from srperf.results.profiles import GROUPS, agreements, extra_time, profile_rows
+
+    out = []
+    for run_id in ids:
+        rows = profile_rows(store, run_id)
+        if not rows:
+            continue
+        bars = ""
+        if with_plots and any(r.ns_per_packet is not None for r in rows):
+            from srperf.results.profile_plot import profile_bars_png
+
+            bars = profile_bars_png(rows, f"where the time goes: {labels.get(run_id, run_id)}")
+        out.append({"label": labels.get(run_id, run_id), "rows": rows,
+                    "agreements": agreements(rows), "extra": extra_time(rows),
+                    "groups": {name: [(r.behavior, r.group_ns(prefixes)) for r in rows]
+                               for name, prefixes in GROUPS.items()
+                               if any(r.group_ns(prefixes) for r in rows)},
+                    "notes": sorted({n for r in rows for n in r.notes}), "bars": bars})
+    return out
 
 
 def _conformance(df: pd.DataFrame, labels: dict[str, str]) -> list[dict[str, Any]]:

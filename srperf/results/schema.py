@@ -112,13 +112,55 @@ conformance = sa.Table(
 """One row per conformance case (srperf conform): expected forward | drop | n/a; status
 pass | fail | finding | n/a; counters: the forwarder's counter deltas (JSON)."""
 
+profiles = sa.Table(
+    "profiles", metadata,
+    *_row_of("repetition", "search_seq"),
+    sa.Column("fraction", sa.Float), sa.Column("rate_pps", sa.Float),
+    sa.Column("duration_s", sa.Float), sa.Column("cpu", sa.Integer),
+    sa.Column("packets", sa.BigInteger), sa.Column("loss_ratio", sa.Float),
+    sa.Column("busy_ns", sa.BigInteger), sa.Column("thread_ns", sa.BigInteger),
+    sa.Column("ns_per_packet", sa.Float), sa.Column("cpu_ns_per_packet", sa.Float),
+    sa.Column("cycles_per_packet", sa.Float), sa.Column("instructions_per_packet", sa.Float),
+    sa.Column("samples", sa.Integer), sa.Column("top_function", sa.Text),
+    sa.Column("busy_note", sa.Text), sa.Column("pmu_note", sa.Text),
+    sa.Column("sampler_note", sa.Text), sa.Column("detail", sa.Text),
+)
+"""One row per profile trial (srperf.profile), after the search ``search_seq``: load
+(fraction of the PDR, pps), ns per forwarded packet (the forwarding threads' time
+where known, ``thread_ns``, else the CPU's busy time, ``busy_ns``; the CPU's own
+figure is ``cpu_ns_per_packet``),
+cycles and instructions per packet (NULL without a PMU: ``pmu_note`` says why), the
+busy samples and the largest function; ``detail``: the whole
+:class:`srperf.profile.model.Profile` as JSON (functions with shares, BPF programs,
+VPP nodes, notes)."""
+stateful_samples = sa.Table(
+    "stateful_samples", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.Text, index=True), sa.Column("time", sa.Text),
+    sa.Column("started", sa.Text), sa.Column("finished", sa.Text),
+    sa.Column("kind", sa.Text), sa.Column("behavior", sa.Text),
+    sa.Column("forwarder", sa.Text), sa.Column("variant", sa.Text),
+    sa.Column("variant_params", sa.Text), sa.Column("repetition", sa.Integer),
+    sa.Column("duration_s", sa.Float), sa.Column("primary_metric", sa.Text),
+    sa.Column("status", sa.Text), sa.Column("reason", sa.Text),
+    sa.Column("metrics", sa.Text), sa.Column("detail", sa.Text),
+    sa.Column("counters", sa.Text),
+)
+"""One row per repetition of a stateful experiment (kind goodput | http): the
+variant's label and parameters (JSON), the requested duration (s), status ok |
+failed | unsupported with its reason, ``metrics`` (JSON: metric name with its unit
+-> number; empty unless ok), ``detail`` (JSON: raw per-process figures) and
+``counters`` (JSON: the proxy's counter deltas and Table I columns, or empty);
+``started``/``finished`` bound the measurement (UTC ISO 8601)."""
+
 version_table = sa.Table(
     "schema_version", metadata,
     sa.Column("version", sa.Integer, primary_key=True),
     sa.Column("applied", sa.Text),
 )
 
-TABLES = ("runs", "trials", "searches", "outcomes", "conformance")
+TABLES = ("runs", "trials", "searches", "outcomes", "conformance", "stateful_samples",
+          "profiles")
 """Tables a run's data lives in (``comparisons`` refers to runs)."""
 
 
@@ -179,6 +221,10 @@ MIGRATIONS: tuple[Migration, ...] = (
                             _add_columns(outcomes, ("repetition", "search_seq"))(conn))),
     Migration(6, "conformance (one row per case of srperf conform)",
               _create(conformance)),
+    Migration(7, "stateful_samples (one row per repetition of a goodput/http experiment)",
+              _create(stateful_samples)),
+    Migration(8, "profiles (one row per profile trial after a search)",
+              _create(profiles)),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
 

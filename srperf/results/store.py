@@ -20,17 +20,19 @@ import logging
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import pandas as pd
 import sqlalchemy as sa
 
 from srperf.drivers.base import TrialResult
 from srperf.errors import SrperfError, StoreError
+from srperf.redact import redact
 from srperf.results import schema
 from srperf.results.names import FIGURE_STATUSES
 from srperf.results.liveness import ProcessId, is_alive, this_process
 from srperf.search.base import SearchResult
+from srperf.stateful.base import StatefulSample, Variant
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +84,11 @@ class ResultStore:
     def __init__(self, location: str | Path) -> None:
         self.path: Path | None = None
         if not is_url(location):
+            from srperf import safe_paths
+
             self.path = Path(location)
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            safe_paths.ensure_dir(self.path.parent, "results", str(self.path))
+            safe_paths.create_private_file(self.path)   # 0600: runs hold environments
         try:
             self.engine = sa.create_engine(engine_url(location))
         except ModuleNotFoundError as exc:
@@ -136,7 +141,7 @@ class ResultStore:
         self._insert(schema.runs, dict(
             run_id=run_id, started=_now(), finished=None, experiment=experiment,
             testbed=testbed, forwarder=forwarder, status="running",
-            environment=json.dumps(environment, sort_keys=True, default=str),
+            environment=redact(json.dumps(environment, sort_keys=True, default=str)),
             purpose=purpose, suite=suite, planned=planned,
             pid=me.pid, host=me.host, pid_start=me.start))
         return run_id
@@ -152,7 +157,7 @@ class ResultStore:
     def update_environment(self, run_id: str, environment: dict[str, Any]) -> None:
         """Replace a run's environment (once the testbed's nodes could be read)."""
         self._write(schema.runs.update().where(schema.runs.c.run_id == run_id).values(
-            environment=json.dumps(environment, sort_keys=True, default=str)))
+            environment=redact(json.dumps(environment, sort_keys=True, default=str))))
 
     def end_run(self, run_id: str, status: str, reason: str | None = None,
                 signal: str | None = None) -> None:
@@ -165,7 +170,8 @@ class ResultStore:
         if status != "finished" and not (reason or "").strip():
             reason = f"interrupted by {signal}" if signal else "failed (no reason given)"
         self._write(schema.runs.update().where(schema.runs.c.run_id == run_id).values(
-            finished=_now(), status=status, reason=reason if status != "finished" else None,
+            finished=_now(), status=status,
+            reason=redact(reason) if status != "finished" and reason else None,
             signal=signal))
 
     def tag_run(self, run_id: str, purpose: str | None = None,
@@ -191,7 +197,7 @@ class ResultStore:
             intended=t.intended, sent=t.sent, refused=t.refused, received=t.received,
             elapsed_s=t.elapsed_s, offered_rate_pps=t.offered_rate_pps,
             loss_ratio=t.loss_ratio, generator_limited=int(t.generator_limited),
-            counters_consistent=int(t.counters_consistent), note=t.note,
+            counters_consistent=int(t.counters_consistent), note=redact(t.note or "") or t.note,
             extra=json.dumps(t.extra, sort_keys=True, default=str)))
 
     def add_search(self, run_id: str, key: TrialKey, result: SearchResult) -> None:
@@ -202,9 +208,26 @@ class ResultStore:
             threshold_pct=g.threshold_pct, status=g.status, lower_pps=g.lower_bound_pps,
             upper_pps=g.upper_bound_pps, conditional_pps=g.conditional_throughput_pps,
             n_trials=result.n_trials, trial_seconds=result.trial_seconds,
-            wall_s=result.wall_s, note="; ".join(x for x in (g.note, result.note) if x),
+            wall_s=result.wall_s,
+            note=redact("; ".join(x for x in (g.note, result.note) if x)),
             estimate_pps=g.estimate_pps, estimate_low_pps=g.estimate_low_pps,
             estimate_high_pps=g.estimate_high_pps) for g in result.goals])
+
+    def add_profile(self, run_id: str, key: TrialKey, p: Any) -> None:
+        """Store the profile trial (:class:`srperf.profile.model.Profile`) of a search."""
+        top = p.functions[0].symbol if p.functions else None
+        self._insert(schema.profiles, dict(
+            run_id=run_id, time=_now(), behavior=key.behavior, forwarder=key.forwarder,
+            packet_size=key.packet_size, repetition=key.repetition,
+            search_seq=key.search_seq, fraction=p.fraction, rate_pps=p.rate_pps,
+            duration_s=p.duration_s, cpu=p.cpu, packets=p.packets, loss_ratio=p.loss_ratio,
+            busy_ns=p.busy_ns, thread_ns=p.thread_ns, ns_per_packet=p.ns_per_packet,
+            cpu_ns_per_packet=p.cpu_ns_per_packet,
+            cycles_per_packet=p.cycles_per_packet,
+            instructions_per_packet=p.instructions_per_packet, samples=p.samples,
+            top_function=top, busy_note=p.busy_note, pmu_note=p.pmu_note,
+            sampler_note=p.sampler_note,
+            detail=json.dumps(p.to_dict(), sort_keys=True, default=str)))
 
     def add_outcome(self, run_id: str, behavior: str, forwarder: str, packet_size: int,
                     status: str, reason: str = "", repetition: int | None = None,
@@ -213,7 +236,8 @@ class ResultStore:
         outcome row did not end."""
         self._insert(schema.outcomes, dict(
             run_id=run_id, time=_now(), behavior=behavior, forwarder=forwarder,
-            packet_size=packet_size, status=status, reason=reason, repetition=repetition,
+            packet_size=packet_size, status=status, reason=redact(reason or ""),
+            repetition=repetition,
             search_seq=search_seq))
 
     def drop_unended(self, run_id: str) -> dict[str, int]:
@@ -226,7 +250,7 @@ class ResultStore:
         dropped: dict[str, int] = {}
         try:
             with self.engine.begin() as conn:
-                for table in (schema.trials, schema.searches):
+                for table in (schema.trials, schema.searches, schema.profiles):
                     res = conn.execute(table.delete().where(
                         table.c.run_id == run_id, table.c.search_seq.not_in(ended)))
                     dropped[table.name] = int(res.rowcount or 0)
@@ -243,6 +267,31 @@ class ResultStore:
                      counters=json.dumps(r.counters, sort_keys=True)) for r in results]
         if rows:
             self._insert(schema.conformance, rows)
+
+    def add_stateful_sample(self, run_id: str, kind: str, behavior: str, forwarder: str,
+                            variant: Variant, repetition: int, sample: StatefulSample,
+                            duration_s: float | None = None, primary_metric: str = "",
+                            counters: Mapping[str, Any] | None = None,
+                            started: str | None = None, finished: str | None = None
+                            ) -> None:
+        """Store one repetition of a stateful experiment (see
+        :data:`srperf.results.schema.stateful_samples`).  A sample that is not ok keeps
+        its status and reason and no metrics; ``counters`` are the proxy's counter
+        deltas (and Table I columns) over the repetition; ``started``/``finished``
+        default to now."""
+        if not sample.ok and not (sample.reason or "").strip():
+            raise ValueError(f"a {sample.status} stateful sample needs a reason")
+        metrics = {str(k): float(v) for k, v in sample.metrics.items()} if sample.ok else {}
+        self._insert(schema.stateful_samples, dict(
+            run_id=run_id, time=_now(), started=started or _now(),
+            finished=finished or _now(), kind=kind, behavior=behavior, forwarder=forwarder,
+            variant=variant.label,
+            variant_params=json.dumps(dict(variant.params), sort_keys=True, default=str),
+            repetition=repetition, duration_s=duration_s, primary_metric=primary_metric,
+            status=sample.status, reason=sample.reason,
+            metrics=json.dumps(metrics, sort_keys=True),
+            detail=json.dumps(dict(sample.detail), sort_keys=True, default=str),
+            counters=json.dumps(dict(counters or {}), sort_keys=True, default=str)))
 
     def add_comparison(self, run_id: str, baseline_run_id: str | None, threshold_pct: float,
                        verdict: str, detail: dict[str, Any] | None = None) -> None:
@@ -302,6 +351,21 @@ class ResultStore:
         out["environment"] = json.loads(out["environment"] or "{}")
         return out
 
+    def stateful_samples(self, run_id: str) -> list[dict[str, Any]]:
+        """The stateful samples of ``run_id`` in the order stored, one dict per row with
+        ``variant_params``, ``metrics``, ``detail`` and ``counters`` decoded from JSON."""
+        t = schema.stateful_samples
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(t).where(t.c.run_id == run_id)
+                                .order_by(t.c.id)).all()
+        out = []
+        for row in rows:
+            d = dict(row._mapping)
+            for col in ("variant_params", "metrics", "detail", "counters"):
+                d[col] = json.loads(d[col] or "{}")
+            out.append(d)
+        return out
+
     def ended_searches(self, run_id: str) -> dict[int, tuple[str, int, str, str]]:
         """The searches of ``run_id`` that ended: search_seq -> (behavior, packet size,
         outcome status, reason)."""
@@ -317,10 +381,14 @@ class ResultStore:
     def runs_overview(self, limit: int | None = None) -> pd.DataFrame:
         """One row per run, newest first: id, experiment, testbed, forwarder, status
         (``running`` shown as ``dead`` when its process is known to be gone), reason,
-        started, finished, searches ended, planned, trials, pid, host, purpose."""
+        started, finished, searches ended (for a stateful run: repetitions stored),
+        planned, trials, pid, host, purpose."""
         r, o, t = schema.runs, schema.outcomes, schema.trials
-        ended = (sa.select(o.c.run_id, sa.func.count().label("ended"))
-                 .group_by(o.c.run_id).subquery())
+        ss = schema.stateful_samples
+        # a stateful run's unit of work is a repetition: its samples count as searches
+        ended_rows = sa.union_all(sa.select(o.c.run_id), sa.select(ss.c.run_id)).subquery()
+        ended = (sa.select(ended_rows.c.run_id, sa.func.count().label("ended"))
+                 .group_by(ended_rows.c.run_id).subquery())
         trials = (sa.select(t.c.run_id, sa.func.count().label("trials"))
                   .group_by(t.c.run_id).subquery())
         query = (sa.select(r.c.run_id, r.c.experiment, r.c.testbed, r.c.forwarder,
@@ -361,7 +429,8 @@ class ResultStore:
             return [last] if last else []
         with self.engine.connect() as conn:
             ids = list(conn.execute(sa.select(schema.runs.c.run_id)
-                                    .where(schema.runs.c.run_id.startswith(spec))
+                                    .where(schema.runs.c.run_id.startswith(spec,
+                                                                           autoescape=True))
                                     .order_by(schema.runs.c.started)).scalars())
         return [spec] if spec in ids else ids
 
@@ -373,8 +442,11 @@ class ResultStore:
         a regression (None when there is none)."""
         r, c, s = schema.runs, schema.comparisons, schema.searches
         bad = sa.select(c.c.run_id).where(c.c.verdict == "regression")
-        measured = sa.select(s.c.run_id).where(s.c.status.in_(FIGURE_STATUSES),
-                                               s.c.lower_pps.is_not(None))
+        st = schema.stateful_samples
+        measured = sa.union(
+            sa.select(s.c.run_id).where(s.c.status.in_(FIGURE_STATUSES),
+                                        s.c.lower_pps.is_not(None)),
+            sa.select(st.c.run_id).where(st.c.status == "ok"))
         query = (sa.select(r.c.run_id)
                  .where(r.c.purpose == "nightly", r.c.experiment == experiment,
                         r.c.testbed == testbed, r.c.status == "finished",

@@ -9,6 +9,7 @@ from __future__ import annotations
 from srperf.search.base import (GoalResult, Measure, SearchAlgorithm, SearchResult,
                                 SearchSettings)
 from srperf.search.bisect import BisectSearch
+from srperf.search.lossfit import LossFitSearch
 from srperf.search.mlr import MlrSearch
 from srperf.search.mlrsearch_adapter import MlrSearchAdapter
 from srperf.search.mrr import MrrSearch
@@ -16,6 +17,7 @@ from srperf.search.multi import MultiSearch
 
 ALGORITHMS: dict[str, type[SearchAlgorithm]] = {
     BisectSearch.name: BisectSearch,
+    LossFitSearch.name: LossFitSearch,
     MultiSearch.name: MultiSearch,
     MlrSearch.name: MlrSearch,
     MlrSearchAdapter.name: MlrSearchAdapter,

@@ -189,6 +189,9 @@ class SearchResult:
     note: str = ""
     latency: list["LatencyPoint"] = field(default_factory=list)
     """Latency measured after the search, one point per fraction of the PDR."""
+    profile: Any = None
+    """The profile trial after the search (:class:`srperf.profile.model.Profile`), or
+    None when none was asked for."""
 
     @property
     def trial_seconds(self) -> float:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from srperf.drivers.base import TrialResult, beyond_generator
 from srperf.search.base import GoalResult, Measure, SearchResult, SearchSettings, exceeds
 from srperf.search.estimate import crossing_estimate
+from srperf.wording import count
 
 log = logging.getLogger(__name__)
 
@@ -111,14 +112,17 @@ class TrialLog:
         notes = [note] if note else []
         bad = self.unusable
         if bad:
-            notes.append(f"{bad} trial(s) excluded from decisions "
+            notes.append(f"{count(bad, 'trial')} excluded from decisions "
                          "(generator-limited or inconsistent counters)")
         goals = [self._with_estimate(g) for g in goals]
         return SearchResult(algorithm=self.algorithm, goals=goals, trials=list(self.trials),
                             wall_s=time.monotonic() - self.started, note="; ".join(notes))
 
     def _with_estimate(self, goal: GoalResult) -> GoalResult:
-        """``goal`` with the crossing estimate of all trials, for goals with both bounds."""
+        """``goal`` with the crossing estimate of all trials, for goals with both bounds
+        (a goal whose algorithm already set an estimate keeps its own)."""
+        if goal.estimate_pps is not None:
+            return goal
         if goal.status != "ok" or goal.lower_bound_pps is None or goal.upper_bound_pps is None:
             return goal
 

@@ -110,6 +110,7 @@ from srperf.drivers.base import TrialResult
 from srperf.search.base import GoalResult, Measure, SearchAlgorithm, SearchResult, SearchSettings
 from srperf.search.common import (UNUSABLE_RETRIES, TrialBudgetExceeded, TrialLog,
                                   beyond_generator_in, edge_goal, exceeds, unmeasurable_goal)
+from srperf.wording import count
 
 log = logging.getLogger(__name__)
 
@@ -541,7 +542,7 @@ class MlrSearch(SearchAlgorithm):
             return ""
         passes = [] if hi is None else self._far_passes(t, hi)
         seen = f"; a trial passed at {max(passes):.0f} pps" if passes else ""
-        return (f"{len(rechecks)} re-check trial(s) after a loss inversion (the SUT "
+        return (f"{count(len(rechecks), 're-check trial')} after a loss inversion (the SUT "
                 f"changed during the search){seen}")
 
 
@@ -551,7 +552,7 @@ def _validation_note(trials: list[TrialResult] | None, t: float, settings: Searc
         if settings.validation_trials == 0:
             return ""
         return (f"validation: not run, the rate stays a lower bound even if "
-                f"{settings.validation_trials} more final trial(s) failed")
+                f"{count(settings.validation_trials, 'more final trial')} failed")
     usable = [tr for tr in trials if tr.usable]
     if not usable:
         return "validation: no usable trial (generator-limited)"
@@ -559,5 +560,5 @@ def _validation_note(trials: list[TrialResult] | None, t: float, settings: Searc
     losses = ", ".join(f"{100.0 * tr.loss_ratio:.4g} %" for tr in usable)
     if not failed:
         return f"validation passed (loss {losses})"
-    return (f"validation: {len(failed)} of {len(usable)} trial(s) above {t:g} % (loss {losses});"
+    return (f"validation: {len(failed)} of {count(len(usable), 'trial')} above {t:g} % (loss {losses});"
             " the rate stays a lower bound by the exceed-ratio rule")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from srperf.search.base import GoalResult, Measure, SearchAlgorithm, SearchResult
 from srperf.search.common import TrialBudgetExceeded, TrialLog, edge_goal, median
+from srperf.wording import count
 
 
 class MrrSearch(SearchAlgorithm):
@@ -47,6 +48,6 @@ class MrrSearch(SearchAlgorithm):
             loss = median([tr.loss_ratio for tr in usable])
             goals.append(GoalResult(
                 t, received, None, "mrr", received,
-                f"max receive rate: median of {len(usable)} trial(s) at {rate:.0f} pps offered, "
+                f"max receive rate: median of {count(len(usable), 'trial')} at {rate:.0f} pps offered, "
                 f"median loss {100.0 * loss:.4g} % (independent of the loss threshold)"))
         return trials.result(goals, note)

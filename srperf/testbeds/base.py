@@ -58,6 +58,10 @@ class SutHandle(Protocol):
     def counters(self) -> dict[str, int] | None:
         """The forwarder's own counters now (None: it has none)."""
 
+    def profiler(self, cpu: int | None, frequency_hz: int = 999, top: int = 10,
+                 thread_prefix: str | None = None) -> Any:
+        """A profile trial of forwarding CPU ``cpu`` (srperf.profile.trial.ProfileTrial)."""
+
     def unconfigure(self, behavior: Any) -> None:
         """Remove ``behavior``'s configuration (and its VNFs)."""
 
@@ -212,6 +216,15 @@ class Testbed(abc.ABC):
 
             self._generator = create_generator(self.config, self.tester_netns())
         return self._generator
+
+    def forwarding_cpu(self) -> int | None:
+        """The SUT's CPU that forwards the test traffic (``sut.cpu``; None: not known)."""
+        return self.config.sut.cpu
+
+    def forwarding_threads(self) -> str | None:
+        """Name prefix of the SUT's forwarding threads on :meth:`forwarding_cpu`, where
+        the testbed knows them (None: forwarding runs in softirq of any task)."""
+        return None
 
     def tester_netns(self) -> str | None:
         """The local network namespace holding the tester's ports (None: this host's)."""

@@ -43,7 +43,7 @@ LOCK_DIR = "/run/srperf"
 on a tmpfs, emptied at boot."""
 
 EXIT_BUSY = 75
-_WORKDIR = re.compile(r"^/[A-Za-z0-9._/-]*/srperf\.[A-Za-z0-9]{10}$")
+_WORKDIR = re.compile(r"^/[A-Za-z0-9._/-]*/srperf\.[A-Za-z0-9]{10}\Z")
 """A transport's ``mktemp -d`` work directory (nothing else is ever removed)."""
 _ANSWER_S = 30.0
 """Longest wait for the lock process to answer (seconds)."""

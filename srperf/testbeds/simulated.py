@@ -37,6 +37,11 @@ class ModelSut:
     def counters(self) -> dict[str, int] | None:
         return None
 
+    def profiler(self, cpu: int | None, frequency_hz: int = 999, top: int = 10,
+                 thread_prefix: str | None = None) -> None:
+        """None: a model has no CPU to profile."""
+        return None
+
     def unconfigure(self, behavior: Any) -> None:
         pass
 

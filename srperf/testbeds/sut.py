@@ -178,6 +178,21 @@ class SutControl:
             self.transport, self.script, self.env))
 
 
+    def profiler(self, cpu: int | None, frequency_hz: int = 999, top: int = 10,
+                 thread_prefix: str | None = None) -> Any:
+        """A :class:`srperf.profile.trial.ProfileTrial` of forwarding CPU ``cpu`` (and its
+        threads named ``thread_prefix*``), through this SUT's transport, with the
+        forwarder's own sources."""
+        from srperf.profile.trial import ProfileTrial
+
+        if not self.env:
+            self.install()
+        return ProfileTrial(self.transport, cpu,
+                            self.forwarder.profile_sources(self.transport, self.env),
+                            frequency_hz=frequency_hz, top=top, thread_prefix=thread_prefix,
+                            out_port=self.tb.sut.out_port.name)
+
+
 def configure(tb: TestbedConfig, forwarder: str, function: str,
               options: Settings | None = None) -> None:
     """Run one function of ``forwarder``'s script in the SUT namespace of a virtual ``tb``.

@@ -124,6 +124,11 @@ class VirtualTestbed(Testbed):
     def tester_netns(self) -> str | None:
         return self.tb.tester_ns
 
+    def forwarding_threads(self) -> str | None:
+        """The SUT ingress port's threaded-NAPI kthreads (``napi/s0-ID``, pinned to
+        ``sut.cpu``); srperf's own VPP forwards in its own worker instead."""
+        return None if self._vpp_sut is not None else f"napi/{self.tb.sut.in_port.name}-"
+
     # -- queries ---------------------------------------------------------------
     def namespaces(self) -> list[str]:
         """Every namespace of this testbed that exists now (VNFs included)."""

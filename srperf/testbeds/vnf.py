@@ -46,6 +46,7 @@ from srperf.netns import CommandFailed, CommandResult
 from srperf.transports.base import Transport
 from srperf.transports.netns import NetnsTransport
 from srperf.resources import ebpf_dir
+from srperf.wording import count
 
 log = logging.getLogger(__name__)
 
@@ -224,7 +225,7 @@ class VnfSet:
             raise
         if self._own_host:
             self.host.close()  # the drop program is loaded: its pushed object can go
-        log.info("%d VNF(s) up in mode %s", self.count, self.mode)
+        log.info("%s up in mode %s", count(self.count, "VNF"), self.mode)
         return self
 
     def down(self) -> None:

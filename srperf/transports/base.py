@@ -28,7 +28,7 @@ TIMED_OUT = 124
 WORKDIR_TEMPLATE = "srperf.XXXXXXXXXX"
 """``mktemp -d`` template of the private working directory on a node."""
 
-_NAME = re.compile(r"^[A-Za-z0-9._+-]+$")
+_NAME = re.compile(r"^[A-Za-z0-9._+-]+\Z")
 
 
 class NodeCommandFailed(CommandFailed):
@@ -202,7 +202,7 @@ def env_argv(argv: Sequence[str], env: Mapping[str, str] | None) -> list[str]:
     if not env:
         return list(argv)
     for key in env:
-        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
+        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*\Z", key):
             raise ValueError(f"not an environment variable name: {key!r}")
     return ["env"] + [f"{k}={v}" for k, v in sorted(env.items())] + list(argv)
 

@@ -30,6 +30,7 @@ from typing import Any, Mapping, Sequence
 
 import paramiko
 
+from srperf import redact
 from srperf.config.model import SshConfig, expand_proxy_command
 from srperf.errors import TransportError
 from srperf.netns import CommandResult
@@ -70,6 +71,8 @@ class SshTransport(Transport):
     def __init__(self, cfg: SshConfig) -> None:
         super().__init__(cfg.tmp_base)
         self.cfg = cfg
+        if cfg.proxy_command:   # may hold a secret: never in a message, log or the store
+            redact.register_proxy_command(cfg.proxy_command, cfg.host, cfg.port, cfg.user)
         self._client: paramiko.SSHClient | None = None
         self._proxy: ShellProxyCommand | None = None
         self._sftp: paramiko.SFTPClient | None = None
@@ -99,7 +102,7 @@ class SshTransport(Transport):
         if cfg.known_hosts:
             try:
                 client.load_host_keys(cfg.known_hosts)
-            except OSError as exc:
+            except (OSError, paramiko.SSHException, ValueError) as exc:
                 raise TransportError(f"{self.where}: cannot read known_hosts "
                                      f"{cfg.known_hosts}: {exc}") from exc
         else:
@@ -108,7 +111,7 @@ class SshTransport(Transport):
         proxy = None
         if cfg.proxy_command:
             command = expand_proxy_command(cfg.proxy_command, cfg.host, cfg.port, cfg.user)
-            log.debug("%s: proxy command %s", self.where, command)
+            log.debug("%s: proxy command %s", self.where, redact.redacted_command(command))
             proxy = ShellProxyCommand(command)
         log.debug("%s: connecting", self.where)
         started = time.monotonic()
@@ -123,6 +126,7 @@ class SshTransport(Transport):
             if proxy is not None:
                 proxy.exited(wait_s=1.0)
             error = self._connect_error(exc, proxy, time.monotonic() - started)
+            error = TransportError(redact.redact(str(error)))
             if proxy is not None:
                 proxy.close()
             raise error from exc
@@ -170,7 +174,8 @@ class SshTransport(Transport):
             reason = _classify_exception(exc)
         if not reason and elapsed >= 0.9 * cfg.timeout_s:
             reason = "timeout"  # no banner in time (a proxy may still be waiting)
-        via = f" (via proxy_command {cfg.proxy_command!r})" if cfg.proxy_command else ""
+        via = (f" (via proxy_command {redact.redacted_command(cfg.proxy_command)!r})"
+               if cfg.proxy_command else "")
         if reason == "refused":
             return TransportError(f"{where}: connection refused{via}: nothing listens on "
                                   f"port {cfg.port}; start sshd on the node or fix "
@@ -198,6 +203,7 @@ class SshTransport(Transport):
                               "(if sshd still listens) to clean up the node")
 
     def _mark_lost(self, why: str) -> TransportError:
+        why = redact.redact(why)
         self._lost = why
         log.warning("%s: connection lost: %s", self.where, why)
         return self._lost_error(why)

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import socket
 from pathlib import Path
 
 import paramiko
 
 from srperf.config.model import SshConfig, expand_proxy_command
-from srperf.errors import TransportError
+from srperf.errors import ConfigError, TransportError
 from srperf.transports.ssh_proxy import ShellProxyCommand
 
 
@@ -24,8 +25,17 @@ def known_hosts_path(cfg: SshConfig) -> Path:
     return Path(cfg.known_hosts) if cfg.known_hosts else Path("~/.ssh/known_hosts").expanduser()
 
 
+HOST_RE = re.compile(r"(?!-)[A-Za-z0-9_.:-]{1,253}")
+"""What a known_hosts line may name: a host name or an IP address (no pattern,
+no '*', '?', '!', ',', '[', space or newline: each would name other hosts)."""
+
+
 def host_name(cfg: SshConfig) -> str:
-    """The node's name as known_hosts spells it (``[host]:port`` off port 22)."""
+    """The node's name as known_hosts spells it (``[host]:port`` off port 22);
+    ConfigError when the host is not a host name or an address."""
+    if not HOST_RE.fullmatch(cfg.host) or not 1 <= int(cfg.port) <= 65535:
+        raise ConfigError("<testbed>", "transport.ssh.host", cfg.host,
+                          "not a host name or an IP address: refused in known_hosts")
     return cfg.host if cfg.port == 22 else f"[{cfg.host}]:{cfg.port}"
 
 
@@ -57,11 +67,12 @@ def fingerprint(key: paramiko.PKey) -> str:
 
 def add_known_host(cfg: SshConfig, key: paramiko.PKey) -> Path:
     """Append the node's key to its known_hosts (made 0600 if new); returns the file."""
+    name = host_name(cfg)
     path = known_hosts_path(cfg)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     new = not path.exists()
     with path.open("a", encoding="ascii") as f:
-        f.write(f"{host_name(cfg)} {key.get_name()} {key.get_base64()}\n")
+        f.write(f"{name} {key.get_name()} {key.get_base64()}\n")
     if new:
         path.chmod(0o600)
     return path

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping
 
 from srperf.config.model import TestbedConfig
 from srperf.config.settings import Settings, setting
@@ -35,7 +35,7 @@ class ProxySettings(Settings):
 
     age_s: float = setting(1.0, "End.AD: minimum time between two rewrites of a VNF's "
                            "stored header (SRNK's age; 0 = rewrite on every packet)",
-                           unit="s", schema={"type": "number", "minimum": 0})
+                           unit="s", schema={"type": "number", "minimum": 0, "maximum": 3600})
     cache_entries: int = setting(65536, "caching proxy: size of the LRU header cache",
                                  unit="entries", schema={"type": "integer", "minimum": 1,
                                                          "maximum": 16777216})
@@ -46,7 +46,7 @@ class ProxySettings(Settings):
                                    "(its packet was lost in the VNF): a packet with the same "
                                    "key replaces it instead of being dropped (0 = never "
                                    "stale, the caching-proxy paper)", unit="s",
-                                   schema={"type": "number", "minimum": 0})
+                                   schema={"type": "number", "minimum": 0, "maximum": 3600})
     cache_nat_key: bool = setting(False, "caching proxy: leave the inner source address "
                                   "and port out of the key (VNFs that source-NAT)",
                                   schema={"type": "boolean"})
@@ -165,6 +165,12 @@ class EbpfForwarder(Forwarder):
             return res.stdout
 
         return read_with(runner, script)
+
+    def profile_sources(self, sut: Transport, env: Mapping[str, str]) -> list[Any]:
+        """Each attached program's run time (the kernel's BPF statistics)."""
+        from srperf.profile.bpf import BpfPrograms
+
+        return [BpfPrograms(sut)]
 
 
 FORWARDER = EbpfForwarder()

@@ -1,0 +1,62 @@
+"""First suspects of a regression: which sampled functions' cost grew between two runs.
+
+For one behavior profiled in both runs (:mod:`srperf.results.profiles`), each function's
+ns per packet (median ns per packet x its mean share of the busy samples) is compared;
+the functions whose cost grew most come first.  A function absent from the baseline's
+top functions counts as 0 there and is marked ``new`` (it may have been just below the
+baseline's top).  Where a side has no time per packet, shares are compared instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from srperf.results.profiles import BehaviorProfile
+
+
+@dataclass(frozen=True)
+class Suspect:
+    """One function whose cost changed (shares 0..1, ns per packet)."""
+
+    symbol: str
+    baseline_share: float
+    current_share: float
+    baseline_ns: float | None
+    current_ns: float | None
+
+    @property
+    def new(self) -> bool:
+        return self.baseline_share == 0.0
+
+    @property
+    def delta_ns(self) -> float | None:
+        if self.baseline_ns is None or self.current_ns is None:
+            return None
+        return self.current_ns - self.baseline_ns
+
+    @property
+    def delta_share(self) -> float:
+        return self.current_share - self.baseline_share
+
+    def describe(self) -> str:
+        ns = f", {self.delta_ns:+.0f} ns/pkt" if self.delta_ns is not None else ""
+        return (f"{self.symbol}{' (new)' if self.new else ''} "
+                f"{100 * self.baseline_share:.1f} % -> {100 * self.current_share:.1f} % "
+                f"of samples{ns}")
+
+
+def suspects(base: BehaviorProfile, cur: BehaviorProfile, top: int = 3) -> list[Suspect]:
+    """The ``top`` functions whose cost grew most from ``base`` to ``cur``."""
+    out = []
+    for sym in dict.fromkeys([*cur.shares, *base.shares]):
+        b, c = base.shares.get(sym, 0.0), cur.shares.get(sym, 0.0)
+        bn = base.ns_per_packet * b if base.ns_per_packet is not None else None
+        cn = cur.ns_per_packet * c if cur.ns_per_packet is not None else None
+        out.append(Suspect(sym, b, c, bn, cn))
+    key = (lambda s: -(s.delta_ns or 0.0)) if base.ns_per_packet is not None \
+        and cur.ns_per_packet is not None else (lambda s: -s.delta_share)
+    grown = [s for s in sorted(out, key=key) if (s.delta_ns or s.delta_share) > 0]
+    return grown[:top]
+
+
+__all__ = ["Suspect", "suspects"]

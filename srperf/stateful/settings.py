@@ -1,0 +1,155 @@
+"""The ``goodput:`` and ``http:`` blocks of an experiment file.
+
+Each field is declared once (:func:`srperf.config.settings.setting`): the experiment
+schema, the loader and ``--set goodput.KEY=VALUE`` derive from it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from srperf.config.settings import SettingError, Settings, setting
+
+CALIBRATED = "calibrated"
+"""``goodput.streams: calibrated``: use the stream count the last calibration stored."""
+
+_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(B|KB|MB|GB|KiB|MiB|GiB)?\s*$")
+_SIZE_UNITS = {None: 1, "B": 1, "KB": 1000, "MB": 1000 ** 2, "GB": 1000 ** 3,
+               "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}
+SIZE_SCHEMA: dict[str, Any] = {
+    "description": "a size in bytes: a number, or text like '1KB', '100KB', '10MB', "
+                   "'64KiB' (KB = 1000 bytes, KiB = 1024)",
+    "oneOf": [{"type": "integer", "minimum": 1, "maximum": 1_000_000_000},
+              {"type": "string", "pattern": r"^[ ]*[0-9]+(\.[0-9]+)?[ ]*(B|KB|MB|GB|KiB|MiB|GiB)?[ ]*\Z"}],
+}
+MAX_SIZE_BYTES = 1_000_000_000
+"""The largest object a stateful experiment serves (1 GB): larger ones fill the disk."""
+
+
+def parse_size(value: Any) -> int:
+    """Bytes from a number or a text such as ``100KB`` (ValueError otherwise)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not 1 <= value <= MAX_SIZE_BYTES:
+            raise ValueError(f"{value!r}: a size must be 1 to {MAX_SIZE_BYTES} bytes")
+        return value
+    match = _SIZE.match(str(value))
+    if not match:
+        raise ValueError(f"{value!r} is not a size (e.g. 1024, 1KB, 100KB, 10MB)")
+    size = round(float(match.group(1)) * _SIZE_UNITS[match.group(2)])
+    if size < 1:
+        raise ValueError(f"{value!r}: a size must be at least 1 byte")
+    if size > MAX_SIZE_BYTES:
+        raise ValueError(f"{value!r}: a size must be at most {MAX_SIZE_BYTES} bytes (1GB)")
+    return size
+
+
+def size_label(size: int) -> str:
+    """``1KB``, ``100KB``, ``10MB``, or bytes when not a round number."""
+    for unit, factor in (("GB", 1000 ** 3), ("MB", 1000 ** 2), ("KB", 1000)):
+        if size >= factor and size % factor == 0:
+            return f"{size // factor}{unit}"
+    return f"{size}B"
+
+
+def _streams(value: Any) -> int | str:
+    if value == CALIBRATED:
+        return CALIBRATED
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{value!r}: a number of streams (1-64) or 'calibrated'")
+    return value
+
+
+def _segments(value: Any) -> tuple[int, ...]:
+    out = tuple(int(v) for v in value)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{list(value)!r}: a segment count is listed twice")
+    return out
+
+
+@dataclass(frozen=True)
+class CalibrationConfig(Settings):
+    """How the calibration run (function bypassed: plain IPv6 routing) finds the number of
+    parallel streams that saturates the path: streams are added until goodput stops
+    growing by more than ``growth_pct``."""
+
+    max_streams: int = setting(16, "most streams tried", unit="streams",
+                               schema={"type": "integer", "minimum": 1, "maximum": 64})
+    growth_pct: float = setting(5.0, "adding streams must raise goodput by more than this",
+                                unit="%", schema={"type": "number", "exclusiveMinimum": 0,
+                                                  "maximum": 100}, parse=float)
+    duration_s: float = setting(2.0, "duration of each calibration measurement", unit="s",
+                                schema={"type": "number", "minimum": 1, "maximum": 600},
+                                parse=float)
+    repetitions: int = setting(2, "measurements per stream count (their mean is used)",
+                               unit="repetitions",
+                               schema={"type": "integer", "minimum": 1, "maximum": 20})
+
+
+@dataclass(frozen=True)
+class GoodputConfig(Settings):
+    """The ``goodput`` kind: N parallel iperf3 client/server process pairs (one port each;
+    not ``-P``: iperf3 is single-threaded) through the behavior, repeated."""
+
+    streams: int | str = setting(
+        10, "parallel iperf3 process pairs, or 'calibrated' (the stored calibration's)",
+        unit="streams", schema={"oneOf": [{"type": "integer", "minimum": 1, "maximum": 64},
+                                          {"const": CALIBRATED}],
+                                "description": "a number 1-64 or 'calibrated'"},
+        parse=_streams)
+    duration_s: float = setting(3.0, "duration of one repetition (iperf3 -t)", unit="s",
+                                schema={"type": "number", "minimum": 1, "maximum": 3600},
+                                parse=float)
+    omit_s: float = setting(0.0, "start of each repetition not counted (iperf3 --omit)",
+                            unit="s", schema={"type": "number", "minimum": 0, "maximum": 60},
+                            parse=float)
+    repetitions: int = setting(10, "repetitions per configuration (mean, CV, 95 % interval)",
+                               unit="repetitions",
+                               schema={"type": "integer", "minimum": 2, "maximum": 1000})
+    segments: tuple[int, ...] = setting(
+        (2,), "lengths of the segment list steered through the behavior (one configuration "
+        "each; segments after the SUT's are End SIDs of the server edge)", unit="segments",
+        schema={"type": "array", "minItems": 1,
+                "items": {"type": "integer", "minimum": 2, "maximum": 16}},
+        parse=_segments)
+    port_base: int = setting(5201, "TCP port of the first iperf3 server (one port per stream)",
+                             unit="port", schema={"type": "integer", "minimum": 1024,
+                                                  "maximum": 65000})
+    confidence: float = setting(0.95, "confidence of the interval (Student t)",
+                                schema={"type": "number", "exclusiveMinimum": 0.5,
+                                        "exclusiveMaximum": 1}, parse=float)
+    calibration: CalibrationConfig = setting(CalibrationConfig, "the calibration run")
+
+
+@dataclass(frozen=True)
+class HttpConfig(Settings):
+    """The ``http`` kind: wrk against a static HTTP server serving generated objects."""
+
+    object_sizes: tuple[int, ...] = setting(
+        (1000, 100_000), "sizes of the objects served, one configuration each", unit="bytes",
+        schema={"type": "array", "minItems": 1, "items": SIZE_SCHEMA},
+        parse=lambda v: tuple(parse_size(s) for s in v))
+    connections: int = setting(10, "open connections (wrk -c)", unit="connections",
+                               schema={"type": "integer", "minimum": 1, "maximum": 10000})
+    threads: int = setting(1, "wrk threads (wrk -t; at most connections)", unit="threads",
+                           schema={"type": "integer", "minimum": 1, "maximum": 64})
+    duration_s: float = setting(3.0, "duration of one repetition (wrk -d)", unit="s",
+                                schema={"type": "number", "minimum": 1, "maximum": 3600},
+                                parse=float)
+    repetitions: int = setting(3, "repetitions per configuration", unit="repetitions",
+                               schema={"type": "integer", "minimum": 1, "maximum": 1000})
+    server: str = setting("lighttpd", "the static HTTP server",
+                          schema={"enum": ["lighttpd", "nginx"]})
+    port: int = setting(8080, "TCP port the HTTP server listens on", unit="port",
+                        schema={"type": "integer", "minimum": 1024, "maximum": 65535})
+
+    def __post_init__(self) -> None:
+        if self.threads > self.connections:
+            raise SettingError("threads", self.threads,
+                               f"exceeds connections = {self.connections} (wrk needs a "
+                               "connection per thread)")
+
+
+__all__ = ["GoodputConfig", "HttpConfig", "CalibrationConfig", "CALIBRATED", "parse_size",
+           "size_label"]

@@ -462,6 +462,9 @@ clean() {
     ip -4 route flush proto "$ROUTE_PROTO" 2>/dev/null || true
     if [[ "$(stat -f -c %T "$PIN_ROOT" 2>/dev/null)" == "bpf_fs" ]]; then
         rm -rf "$(pin_dir)"
+        # the shared root goes too once no namespace has pins there (rmdir refuses
+        # a directory another testbed still uses)
+        rmdir "$PIN_ROOT" 2>/dev/null || true
     fi
     if [[ -n "$(attached)" ]]; then
         die "clean: srp_* programs still attached: $(attached | tr '\n' ' ')"

@@ -374,22 +374,28 @@ class TrexGenerator(TrafficGenerator):
         offered_rate = sent / elapsed_s
         error = offered_rate / rate_pps - 1.0
         limited = abs(error) > self.opt.tolerance
+        limited_by: list[str] = []   # why, for the search's words (search.common)
         if limited:
+            limited_by.append("offer")
             notes.append(f"generator limited: offered {offered_rate:.0f} pps for "
                          f"{rate_pps:.0f} pps ({error:+.2%}, tolerance "
                          f"{self.opt.tolerance:.2%})")
         if queue_full:
             limited = True
+            limited_by.append("queue")
             notes.append(f"generator limited: TRex TX queue full {count(queue_full, 'time')}")
         if missed:
             limited = True
+            limited_by.append("receiver")
             notes.append(f"generator limited: TRex's receiving port missed "
-                         f"{count(missed, 'frame')} (ierrors): the tester, not the SUT, dropped them")
+                         f"{count(missed, 'frame')} (ierrors): the tester, not the SUT, "
+                         "dropped them")
         if sent > intended:
             notes.append(f"TRex sent {count(sent - intended, 'packet')} more than intended")
         warnings = list(out.get("warnings") or [])
         notes.extend(f"TRex warning: {w}" for w in warnings)
         extra: dict[str, Any] = {"queue_full": queue_full, "rx_missed": missed,
+                                 "limited_by": limited_by,
                                  "trex_warnings": warnings,
                                  "wall_s": out["elapsed_s"], "pacing_error": error,
                                  "tx_port": self.opt.tx_port, "rx_port": self.opt.rx_port}
@@ -397,9 +403,10 @@ class TrexGenerator(TrafficGenerator):
             extra["line_rate_percent"] = 100.0 * rate_pps / self.line_rate_pps
         extra_sent = max(sent - intended, 0)
         return TrialResult(rate_pps=rate_pps, duration_s=duration_s, intended=intended,
-                           # the surplus packets count against what arrived, so a lost
-                           # packet is never hidden by one TRex sent in excess
-                           sent=sent - extra_sent, refused=0,
+                           # the real count is stored; the surplus packets count against
+                           # what arrived, so a lost packet is never hidden by one TRex
+                           # sent in excess
+                           sent=sent, refused=0,
                            received=max(received - extra_sent, 0),
                            elapsed_s=elapsed_s, generator_limited=limited,
                            counters_consistent=consistent, note="; ".join(notes),

@@ -4,15 +4,22 @@
 writes ``srperf_trex_cfg.yaml`` into that directory (from the testbed's
 ``interfaces``, :func:`srperf.drivers.trex_cfg.render_trex_cfg`), starts
 ``t-rex-64 -i`` in a session of its own (its process group is the server) and
-waits until the RPC port listens; ``down`` ends that process group.  The PID
-lives in ``srperf_trex.<sync_port>.pid`` in the release directory, the server's
-output in ``srperf_trex.<sync_port>.log``.
+waits until the RPC port listens; ``down`` ends that process group.
+
+Everything is per testbed, so that two testbeds may share one TRex release
+directory without sharing (or killing) each other's server: in the release
+directory, ``srperf_trex.<testbed>.pid`` (the PID), ``srperf_trex.<testbed>.log``
+(the server's output), ``srperf_trex_cfg.<testbed>.yaml`` (its config, whose DPDK
+file ``prefix`` is ``srperf-<testbed>``, so its hugepage files and
+``/var/run/dpdk/<prefix>`` are its own).  A server whose RPC port is already
+taken (another testbed's server, any other program) is refused, naming who holds it.
 """
 
 from __future__ import annotations
 
 import logging
 import posixpath
+import re
 import time
 
 from srperf.config.model import TestbedConfig
@@ -23,6 +30,19 @@ from srperf.transports.base import Transport
 
 log = logging.getLogger(__name__)
 
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def file_key(testbed: str) -> str:
+    """``testbed`` as it appears in file names and the DPDK prefix (``[A-Za-z0-9_.-]``)."""
+    return _UNSAFE.sub("_", testbed) or "_"
+
+
+def dpdk_prefix(testbed: str) -> str:
+    """The DPDK file prefix of a testbed's TRex server (``--file-prefix``)."""
+    return f"srperf-{file_key(testbed)}"
+
+
 _START = ('cd "$1" || exit 1; setsid nohup ./t-rex-64 -i --cfg "$2" --no-scapy-server $4 '
           '> "$3" 2>&1 < /dev/null & echo $! > "$5"')
 
@@ -30,9 +50,9 @@ _START = ('cd "$1" || exit 1; setsid nohup ./t-rex-64 -i --cfg "$2" --no-scapy-s
 class TrexServer:
     """The TRex server of one testbed, on the tester host reached by ``node``."""
 
-    def __init__(self, node: Transport, options: TrexOptions, ready_s: float = 60.0,
-                 ports: tuple[str, ...] = (), kernel_ports: bool = False,
-                 cpu: int | None = None) -> None:
+    def __init__(self, node: Transport, options: TrexOptions, testbed: str,
+                 ready_s: float = 60.0, ports: tuple[str, ...] = (),
+                 kernel_ports: bool = False, cpu: int | None = None) -> None:
         if options.release is None:
             raise GeneratorError("no tester.options.release: srperf does not manage "
                                  "this TRex server")
@@ -43,9 +63,14 @@ class TrexServer:
         """True: ``ports`` are kernel interfaces (veth) TRex opens itself through AF_PACKET."""
         self.cpu = cpu
         """The CPU of a ``low_end`` server (TRex's ``low_end_core``); None: TRex's choice."""
-        base = posixpath.join(options.release, f"srperf_trex.{options.sync_port}")
-        self.cfg_path = posixpath.join(options.release, "srperf_trex_cfg.yaml")
+        self.testbed = testbed
+        """The testbed whose server this is: it keys the PID, config and log files and the
+        DPDK file prefix."""
+        key = file_key(testbed)
+        base = posixpath.join(options.release, f"srperf_trex.{key}")
+        self.cfg_path = posixpath.join(options.release, f"srperf_trex_cfg.{key}.yaml")
         self.pid_path, self.log_path = base + ".pid", base + ".log"
+        self.prefix = dpdk_prefix(testbed)
 
     def config_text(self) -> str:
         interfaces = self.opt.interfaces or (
@@ -53,7 +78,8 @@ class TrexServer:
             else [read_pci(self.node, p) for p in self.ports])
         extra = {"low_end_core": self.cpu} if self.opt.low_end and self.cpu is not None else {}
         return render_trex_cfg(interfaces, cores=self.opt.cores,
-                               low_end=self.opt.low_end, zmq_rpc_port=self.opt.sync_port,
+                               low_end=self.opt.low_end, prefix=self.prefix,
+                               zmq_rpc_port=self.opt.sync_port,
                                zmq_pub_port=self.opt.async_port, **extra)
 
     def pid(self) -> int | None:
@@ -67,10 +93,19 @@ class TrexServer:
     def start(self) -> bool:
         """Start the server unless it runs; True when this call started it."""
         if self.pid() is not None:
-            log.info("TRex server already running on %s", self.node.where)
+            log.info("TRex server of testbed %s already running on %s", self.testbed,
+                     self.node.where)
             return False
-        self.node.check(["test", "-x", posixpath.join(self.opt.release or "", "t-rex-64")],
-                        timeout=15.0)
+        binary = posixpath.join(self.opt.release or "", "t-rex-64")
+        if not self.node.run(["test", "-x", binary], timeout=15.0).ok:
+            raise GeneratorError(f"tester.options.release = {self.opt.release!r}: no "
+                                 f"executable t-rex-64 there on {self.node.where}")
+        if self._listening():
+            raise GeneratorError(
+                f"TRex RPC port {self.opt.sync_port} on {self.node.where} is already in use "
+                f"({self._holders()}); testbed {self.testbed} does not share another "
+                "testbed's server: give it other tester.options.sync_port/async_port, or "
+                "stop that server")
         self.node.check(["tee", self.cfg_path], input_text=self.config_text(), timeout=15.0)
         flags = "--hdrh" if self.opt.hdrh else ""
         self.node.check(["bash", "-c", _START, "trex", self.opt.release or "", self.cfg_path,
@@ -110,6 +145,19 @@ class TrexServer:
         r = self.node.run(["ss", "-Hltn", f"sport = :{self.opt.sync_port}"], timeout=15.0)
         return r.ok and bool(r.stdout.strip())
 
+    def _holders(self) -> str:
+        """Who holds the RPC port: the other testbeds whose srperf-managed server runs
+        from this release (their PID files), else 'not a server srperf started here'."""
+        r = self.node.run(["bash", "-c", 'for f in "$1"/srperf_trex.*.pid; do '
+                           '[ -e "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && '
+                           'echo "${f##*/}"; done; true', "holders",
+                           self.opt.release or ""], timeout=15.0)
+        others = [name[len("srperf_trex."):-len(".pid")] for name in r.stdout.split()
+                  if name != posixpath.basename(self.pid_path)]
+        if others:
+            return "by the TRex server of testbed " + ", ".join(others)
+        return "not by a TRex server srperf started from this release"
+
     def _log_tail(self) -> str:
         r = self.node.run(["tail", "-n", "5", self.log_path], timeout=15.0)
         return " | ".join(r.stdout.split("\n")).strip(" |") or "no output"
@@ -122,9 +170,9 @@ def managed_server(tb: TestbedConfig, tester: Transport, *, kernel_ports: bool =
     ``tester.options.release`` (None otherwise: nobody's, or the user's own server)."""
     if tb.tester.driver != "trex" or not tb.tester.options.get("release"):
         return None
-    return TrexServer(tester, TrexOptions(**tb.tester.options),
+    return TrexServer(tester, TrexOptions(**tb.tester.options), tb.name,
                       ports=(tb.tester.tx.name, tb.tester.rx.name),
                       kernel_ports=kernel_ports, cpu=cpu)
 
 
-__all__ = ["TrexServer", "managed_server"]
+__all__ = ["TrexServer", "dpdk_prefix", "file_key", "managed_server"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import signal
 import sys
 from pathlib import Path
@@ -19,7 +18,7 @@ from srperf.errors import ConfigError, SrperfError
 from srperf.terminate import Terminated, sigterm_as_interrupt
 from srperf.wording import count
 
-EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_NOTHING_MEASURED = 0, 1, 2, 3
 
 
 def _rate(text: str) -> float | str:
@@ -48,18 +47,25 @@ def build_parser() -> argparse.ArgumentParser:
                        "frames vs link MTU, forwarder vs SUT). Touches no SUT.",
                        epilog=cli_guard.VALIDATE_EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    v.add_argument("files", nargs="+", metavar="FILE", help="experiment or testbed YAML file")
+    v.add_argument("files", nargs="+", metavar="FILE",
+                   help="experiment, testbed or nightly suite YAML file")
     v.add_argument("--testbed", "-t", help="testbed to check experiments against (default: "
                    "the experiment's 'testbed' key, else virtual)")
 
     tb = sub.add_parser("testbed", help="bring a testbed up or down, or check it (virtual: "
                         "namespaces; ssh: the SUT answers and has its ports)")
-    tb.add_argument("action", choices=["up", "down", "status", "trust"],
-                    help="up: bring it up; down: remove it; status: up or down; trust: "
-                         "show the SSH nodes' host key fingerprints and add each to "
-                         "known_hosts when you confirm")
+    tb.add_argument("action", choices=["up", "down", "status", "trust", "prepare",
+                                       "unprepare"],
+                    help="up: bring it up; down: remove it; status: up or down (and, for "
+                         "an SSH SUT, what it lacks, by key); trust: show the SSH nodes' "
+                         "host key fingerprints and add each to known_hosts when you "
+                         "confirm; prepare: apply an SSH SUT's base setup from the file "
+                         "(addresses, neighbours, sysctls, ip sr tunsrc), recording what "
+                         "it changes on the SUT; unprepare: undo it from that record")
     tb.add_argument("testbed", nargs="?", default=DEFAULT_TESTBED,
                     help="testbed file or name (default: %(default)s)")
+    tb.add_argument("--dry-run", action="store_true",
+                    help="prepare: print the commands, change nothing")
 
     r = sub.add_parser("run", help="run every behavior x repetition of an experiment, "
                        "or resume a run whose process died", epilog=cli_guard.RUN_EPILOG)
@@ -117,9 +123,7 @@ def _common_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--testbed", "-t", help="testbed file or name (default: virtual)")
     p.add_argument("--algorithm", "-a", choices=ALGORITHMS,
                    help="search algorithm (default: the experiment's, else mlr)")
-    p.add_argument("--results", default=os.environ.get("SRPERF_RESULTS", "srperf-results"),
-                   help="results directory: srperf.sqlite, summary CSVs and each run's "
-                        "temporary files (runs/RUN_ID/tmp; env SRPERF_RESULTS)")
+    cli_results._store_args(p, writes=True)
     p.add_argument("--keep-testbed", action="store_true",
                    help="leave a virtual testbed this run brought up")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -173,7 +177,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for name in args.files:
         try:
             kind = validate_file(Path(name))
-            if kind == "experiment":
+            if kind == "suite":
+                checked = _validate_suite(Path(name), args.testbed)
+                print(f"{name}: ok (nightly suite, {checked})")
+            elif kind == "experiment":
                 exp = load_experiment(Path(name))
                 tb = resolve_testbed(args.testbed, exp)
                 preflight.check_run(exp, tb)
@@ -187,12 +194,30 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return status
 
 
+def _validate_suite(path: Path, testbed: str | None) -> str:
+    """A nightly suite as ``srperf nightly`` would read it: the file, its testbed and
+    every experiment checked against that testbed."""
+    from srperf import preflight
+    from srperf.nightly import load_suite
+
+    suite = load_suite(path)
+    tb = load_testbed(resources.find_config(testbed or suite.testbed, "testbed"))
+    preflight.check_testbed(tb)
+    for name in suite.experiments:
+        exp = load_experiment(resources.find_config(name, "experiment"))
+        exp = preflight.replace_algorithm(exp, suite.algorithm, suite.source)
+        preflight.check_run(exp, tb)
+    return f"{len(suite.experiments)} experiment(s) checked against testbed {tb.source}"
+
+
 def cmd_testbed(args: argparse.Namespace) -> int:
     from srperf import testbeds
 
     tb = resolve_testbed(args.testbed)
     if args.action == "trust":
         return _trust(tb)
+    if args.action in ("prepare", "unprepare"):
+        return _prepare(tb, undo=args.action == "unprepare", dry_run=args.dry_run)
     testbed = testbeds.create(tb)
     try:
         if args.action == "status":
@@ -201,12 +226,50 @@ def cmd_testbed(args: argparse.Namespace) -> int:
         # refused (TestbedBusy, exit 2) while a run holds the testbed
         testbed.claim(f"srperf testbed {args.action}")
         if args.action == "up":
+            from srperf import preflight
+
+            preflight.check_testbed(tb)   # what this host can tell, before making anything
             made = testbed.up()
             print(f"testbed {tb.name} ({tb.kind}) "
                   f"{'up' if made else 'was already up (nothing made)'}")
         else:
             testbed.down()
             print(f"testbed {tb.name} ({tb.kind}) down")
+    finally:
+        testbed.close()
+        testbed.unclaim()
+    return EXIT_OK
+
+
+def _prepare(tb: TestbedConfig, undo: bool, dry_run: bool) -> int:
+    """``testbed prepare|unprepare``: an SSH SUT's base setup, applied or undone, under
+    the testbed's lock."""
+    import shlex
+
+    from srperf import testbeds
+    from srperf.testbeds import ssh_prepare
+
+    if tb.kind != "ssh":
+        raise ConfigError(tb.source, "kind", tb.kind,
+                          "prepare is for an ssh testbed's SUT ('srperf testbed up' makes "
+                          "a virtual testbed's base setup itself)")
+    setup = ssh_prepare.base_setup(tb)
+    if dry_run:
+        for argv in setup.commands():
+            print(shlex.join(argv))
+        return EXIT_OK
+    testbed = testbeds.create(tb)
+    testbed.claim(f"srperf testbed {'unprepare' if undo else 'prepare'}")
+    try:
+        sut = testbed.node("sut")
+        if undo:
+            done = ssh_prepare.unprepare(sut, setup)
+            print(f"testbed {tb.name}: base setup undone on {sut.where}" if done else
+                  f"testbed {tb.name}: nothing to undo on {sut.where} (no {setup.record})")
+        else:
+            ssh_prepare.prepare(sut, setup)
+            print(f"testbed {tb.name}: base setup applied on {sut.where} (what it changed: "
+                  f"{setup.record}; undo with 'srperf testbed unprepare {tb.source}')")
     finally:
         testbed.close()
         testbed.unclaim()
@@ -256,7 +319,7 @@ def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = N
     if recipe is None:
         recipe = cli_runs.recipe(args, tb, mapping=getattr(args, "mapping", None),
                                  experiment_file=getattr(args, "experiment_file", None))
-    orch = Orchestrator(exp, tb, Path(args.results),
+    orch = Orchestrator(exp, tb, Path(args.results), store=cli_results.store_location(args),
                         progress=make_progress(sys.stdout),
                         keep_testbed=args.keep_testbed, recipe=recipe)
 
@@ -277,14 +340,17 @@ def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = N
         from srperf.results.profiles import format_profiles, profile_rows
         from srperf.results.store import ResultStore
 
-        with ResultStore(report.store_path) as store:
+        with ResultStore(cli_results.store_location(args)) as store:
             rows = profile_rows(store, report.run_id)
         print("\nprofile trials (ns of the SUT's forwarding per forwarded packet: its "
               "threads' CPU time, else its CPU's busy time; medians over repetitions):")
         print(format_profiles(rows))
-    print(f"\ntrials: {report.store_path}  summary: {report.summary_csv}")
+    print(f"\ntrials: {report.store_where}  summary: {report.summary_csv}")
     if orch.testbed.is_model:
         print("NOTE: the testbed is a simulated SUT model; these are not measurements.")
+    if report.nothing_measured:
+        print(f"srperf: run {report.run_id}: {report.nothing_measured}", file=sys.stderr)
+        return EXIT_NOTHING_MEASURED
     failed = [k for k, (st, _) in report.outcomes.items()
               if st in ("verify_failed", "error", "nonconformant")]
     return EXIT_FAILED if failed else EXIT_OK
@@ -314,7 +380,6 @@ def _resume(args: argparse.Namespace) -> int:
     from srperf.cli_results import _open, _resolve
 
     cli_runs.check_resume_args(args)
-    args.db = None
     with _open(args) as store:
         (run_id,) = _resolve(store, [args.resume])
         row = store.run_row(run_id)

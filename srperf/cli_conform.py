@@ -6,9 +6,7 @@ Registered by :mod:`srperf.cli`; like it, this module prints.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from pathlib import Path
 
 from srperf.errors import ConfigError
 from srperf.wording import count
@@ -34,8 +32,9 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
                    help="behavior (repeatable; default: the experiment's, else every "
                         "behavior the forwarder offers)")
     c.add_argument("--testbed", "-t", help="testbed file or name (default: virtual)")
-    c.add_argument("--results", default=os.environ.get("SRPERF_RESULTS", "srperf-results"),
-                   help="results directory; default ./srperf-results")
+    from srperf.cli_results import _store_args
+
+    _store_args(c, writes=True)
     c.add_argument("--keep-testbed", action="store_true",
                    help="leave a virtual testbed this command brought up")
     c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -70,6 +69,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
     from srperf import behaviors as catalogue
     from srperf import conform, environment, forwarders, testbeds
     from srperf.config.loader import resolve_testbed
+    from srperf.cli_results import store_location
     from srperf.results.store import ResultStore
     from srperf.session import MeasurementSession
 
@@ -83,7 +83,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
     testbed.check_forwarder(forwarder, exp.source)
     options = forwarder.conformance_options(forwarder.parse_options(exp.options))
     behaviors = [catalogue.get(name) for name in exp.behaviors]
-    store = ResultStore(Path(args.results) / "srperf.sqlite")
+    store = ResultStore(store_location(args))
     run_id = store.begin_run(f"conform:{exp.name}", tb.name, forwarder.name,
                              environment.collect(), purpose="conform")
     print(f"conformance run {run_id}: {count(len(behaviors), 'behavior')} of {forwarder.name} on "
@@ -114,7 +114,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
         note = f"  not run: {row['skipped']}" if row["skipped"] else ""
         print(f"{row['behavior']:<16} {row['cases']:>6} {row['pass']:>5} {row['fail']:>5} "
               f"{row['finding']:>8} {row['n/a']:>4}{note}")
-    print(f"\nstored as run {run_id} in {Path(args.results) / 'srperf.sqlite'}")
+    print(f"\nstored as run {run_id} in {store.where}")
     failed = [r.behavior for r in reports if r.count("fail")]
     if failed:
         print(f"FAILED: {', '.join(failed)}", file=sys.stderr)

@@ -18,7 +18,14 @@ from pathlib import Path
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
 
-VALIDATE_EPILOG = """exit status:
+VALIDATE_EPILOG = """What is checked on this host: the files; for a testbed, that what runs
+here exists (tester.options.release holds an executable t-rex-64, sut.vpp_binary is an
+executable file, tester.cpu and a virtual SUT's sut.cpu are CPUs of this host) and
+an SSH SUT's host key is known; for a nightly suite, its testbed and every
+experiment against it.  What only a remote host can tell (an SSH SUT's CPU, a
+release on a TRex host over SSH) is checked by 'srperf testbed status'.
+
+exit status:
   0  every file is valid (and, for an experiment, fits its testbed)
   1  srperf itself failed (an internal error; the message names the log file)
   2  a file is invalid: the message names the file, the key and the value"""
@@ -27,6 +34,9 @@ MAIN_EPILOG = """exit status:
   0    success
   1    the run failed, or srperf itself failed (the message names the log file)
   2    bad input: the message names the file (or option), the key and the value
+  3    nothing measured: the run (or nightly job) ended without one figure (every
+       search generator-limited, undecided or below the minimum rate, every behavior
+       unsupported or failed); the message names each behavior's status
   130  interrupted (SIGINT); 143: terminated (SIGTERM); the SUT is cleaned"""
 
 RUN_EPILOG = """A run is stored as running, then finished, interrupted (SIGINT or SIGTERM: the
@@ -35,10 +45,15 @@ shows a running run whose process is gone as dead.  'srperf run --resume RUN_ID'
 continues a run that did not finish: the searches that ended are kept.
 
 exit status:
-  0    every behavior was measured or reported unsupported
+  0    at least one figure was measured, and every behavior was measured or reported
+       unsupported
   1    a behavior failed verification or its CFG step; the run failed (e.g. the disk
        holding the results is full: the message names it); or an internal error
   2    bad input: the message names the file (or option), the key and the value
+  3    nothing measured: no search of the run gave a figure (every one ended
+       generator_limited, undecided or below_min, or every behavior was unsupported
+       or failed); the message names each behavior's status; such a run is never a
+       nightly baseline
   130  interrupted (SIGINT); 143: terminated (SIGTERM); the SUT is cleaned"""
 
 

@@ -86,7 +86,8 @@ def _cloudlab(output: str | None) -> int:
 def _print_plan(role: str, steps: Sequence[Step]) -> None:
     print(f"{role}: {count(len(steps), 'step')} (dry run: nothing is run)")
     for step in steps:
-        print(f"- {step.name}" + (f": {step.why}" if step.why else ""))
+        print(f"- {step.name}" + (f": {step.why}" if step.why else "")
+              + (" (needs a reboot to take effect)" if step.reboot else ""))
         if step.applies:
             print(f"    applies if: {step.applies}")
         print(f"    check: {step.check}")

@@ -14,15 +14,25 @@ from pathlib import Path
 from srperf.errors import ConfigError
 from srperf.safe_paths import safe_component
 
-EXIT_OK, EXIT_FAILED = 0, 1
+EXIT_OK, EXIT_FAILED, EXIT_NOTHING_MEASURED = 0, 1, 3
 
 
-def _store_args(p: argparse.ArgumentParser) -> None:
+def _store_args(p: argparse.ArgumentParser, writes: bool = False) -> None:
+    """``--results`` and ``--db``: the same two for every command that reads or writes
+    results (run, pdr, conform, runs, report, compare, export; nightly has its own)."""
     p.add_argument("--results", default=os.environ.get("SRPERF_RESULTS", "srperf-results"),
-                   help="results directory (its srperf.sqlite; env SRPERF_RESULTS)")
+                   help="results directory: its srperf.sqlite" + (
+                       ", summary CSVs and each run's temporary files (runs/RUN_ID/tmp)"
+                       if writes else "") + "; env SRPERF_RESULTS")
     p.add_argument("--db", default=os.environ.get("SRPERF_DB"),
-                   help="a results database instead: SQLite file or postgresql:// URL "
+                   help="the results database instead of RESULTS/srperf.sqlite: an SQLite "
+                        "file or a postgresql:// URL, e.g. the team's shared store "
                         "(env SRPERF_DB)")
+
+
+def store_location(args: argparse.Namespace) -> str:
+    """Where a command's results go: ``--db`` (or SRPERF_DB), else RESULTS/srperf.sqlite."""
+    return getattr(args, "db", None) or str(Path(args.results) / "srperf.sqlite")
 
 
 def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -58,7 +68,8 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
                        "write report and JUnit XML; exit 1 on regression")
     n.add_argument("suite", metavar="SUITE.yaml", help="the nightly suite file")
     n.add_argument("--results", help="override the suite's results directory")
-    n.add_argument("--db", help="override the suite's shared database URL")
+    n.add_argument("--db", help="override the suite's shared database URL (env SRPERF_DB "
+                   "when the suite names none)")
     n.add_argument("--reports", help="override the suite's reports directory")
     n.add_argument("--testbed", "-t", help="override the suite's testbed")
     n.add_argument("--repetitions", type=int, help="override the suite's repetitions")
@@ -67,7 +78,7 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
 def _open(args: argparse.Namespace):
     from srperf.results.store import ResultStore
 
-    location = args.db or str(Path(args.results) / "srperf.sqlite")
+    location = store_location(args)
     if not args.db and not Path(location).exists():
         raise ConfigError("--results", "results", args.results,
                           f"no results store {location} (run something first, or --db)")
@@ -140,18 +151,26 @@ def cmd_nightly(args: argparse.Namespace) -> int:
                                        SUITE_SCHEMA)
     progress = make_progress(sys.stdout)
     try:
+        database = args.db or (None if suite.database else os.environ.get("SRPERF_DB"))
         out = run_nightly(suite, progress, overrides={
-            "results": args.results, "database": args.db, "reports": args.reports,
+            "results": args.results, "database": database, "reports": args.reports,
             "testbed": args.testbed, "repetitions": args.repetitions})
     finally:
         progress.close()
     print(out.markdown)
     for r in out.results:
-        print(f"{r.name}: run {r.run_id}, baseline {r.baseline_run_id or 'none'}, "
-              f"{r.comparison.verdict if r.comparison else ('error' if r.error else 'no baseline')}"
+        verdict = (r.comparison.verdict if r.comparison else "error" if r.error
+                   else "nothing measured" if r.nothing_measured else "no baseline")
+        print(f"{r.name}: run {r.run_id}, baseline {r.baseline_run_id or 'none'}, {verdict}"
               f"{', report ' + str(r.report) if r.report else ''}")
     print(f"junit: {out.junit_path}")
-    return EXIT_FAILED if out.regression or out.errors else EXIT_OK
+    for r in out.results:
+        if r.nothing_measured:
+            print(f"srperf: nightly {r.name}: run {r.run_id}: {r.nothing_measured}",
+                  file=sys.stderr)
+    if out.regression or out.errors:
+        return EXIT_FAILED
+    return EXIT_NOTHING_MEASURED if out.nothing_measured else EXIT_OK
 
 
 COMMANDS = {"report": cmd_report, "compare": cmd_compare, "export": cmd_export,

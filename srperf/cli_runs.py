@@ -10,7 +10,6 @@ orchestrator then checks that the plan did not change.
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +28,9 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
     r = sub.add_parser("runs", help="list the runs of a results store: status (running, "
                        "finished, interrupted, failed; dead when the process of a "
                        "running run is gone), reason, searches ended/planned")
-    r.add_argument("--results", default=os.environ.get("SRPERF_RESULTS", "srperf-results"),
-                   help="results directory (its srperf.sqlite; env SRPERF_RESULTS)")
-    r.add_argument("--db", default=os.environ.get("SRPERF_DB"),
-                   help="a results database instead: SQLite file or postgresql:// URL "
-                        "(env SRPERF_DB)")
+    from srperf.cli_results import _store_args
+
+    _store_args(r)
     r.add_argument("--limit", "-n", type=int, default=20,
                    help="show the newest N runs (0: all)")
 

@@ -15,8 +15,11 @@ A suite file (YAML)::
 Each experiment is run through the orchestrator into the local SQLite store,
 tagged ``purpose='nightly'`` with the suite name, copied to the shared store
 when there is one, and compared with the last good run of the same suite,
-experiment and testbed there (a finished nightly run not itself judged a
-regression).  The verdict is stored in ``comparisons``.
+experiment and testbed there (a finished nightly run with at least one figure,
+not itself judged a regression).  The verdict is stored in ``comparisons``; a run
+without one figure (every search generator-limited, every behavior unsupported)
+gets the verdict ``nothing_measured``, a JUnit failure on each of its cases and
+exit status 3: a night that measured nothing is never green.
 """
 
 from __future__ import annotations
@@ -33,13 +36,16 @@ from srperf.config.loader import load_experiment, load_testbed, read_yaml, valid
 from srperf.config.model import ALGORITHMS
 from srperf.errors import SrperfError
 from srperf.orchestrator import Orchestrator
-from srperf.results import junit, report
+from srperf.results import junit, measured, report
 from srperf.results.compare import (DEFAULT_THRESHOLD_PCT, REGRESSION, Comparison,
                                     compare_runs, format_markdown)
 from srperf.results.junit import SuiteResult
 from srperf.results.store import ResultStore
 
 log = logging.getLogger(__name__)
+
+NOTHING_MEASURED = "nothing_measured"
+"""The verdict of a nightly run with no figure: a failure, never a baseline."""
 
 SUITE_SCHEMA: dict[str, Any] = {
     "type": "object", "additionalProperties": False, "required": ["name", "experiments"],
@@ -123,6 +129,11 @@ class NightlyResult:
     def errors(self) -> bool:
         return any(r.error for r in self.results)
 
+    @property
+    def nothing_measured(self) -> bool:
+        """True when an experiment of the suite ended without one figure."""
+        return any(r.nothing_measured for r in self.results)
+
 
 Runner = Callable[[Any, Any, Path], Any]
 """(experiment, testbed, results_dir) -> an object with ``run_id`` (the orchestrator)."""
@@ -181,14 +192,23 @@ def run_nightly(suite: Suite, progress: Callable[[str], None] | None = None,
             local.tag_run(run_id, purpose="nightly", suite=suite.name)
             if shared is not local:
                 local.copy_run(run_id, shared)
+            searches, outcomes = local.frame("searches", run_id), local.frame("outcomes",
+                                                                              run_id)
+            result.cases = measured.case_names(searches, outcomes)
             baseline = shared.last_good_run(exp.name, tb.name, suite.name, exclude=run_id)
             result.baseline_run_id = baseline
             comparison: Comparison | None = None
-            if baseline:
-                comparison = compare_runs(shared, baseline, run_id, suite.threshold_pct,
-                                          suite.method)
+            if not measured.run_has_figure(local, run_id):
+                result.nothing_measured = measured.nothing_measured(local, run_id) or ""
+                result.case_reasons = {p.split(": ", 1)[0]: p for p in
+                                       measured.why_nothing(searches, outcomes)}
+                verdict = NOTHING_MEASURED
+            else:
+                if baseline:
+                    comparison = compare_runs(shared, baseline, run_id, suite.threshold_pct,
+                                              suite.method)
+                verdict = comparison.verdict if comparison else "no_baseline"
             result.comparison = comparison
-            verdict = comparison.verdict if comparison else "no_baseline"
             shared.add_comparison(run_id, baseline, suite.threshold_pct, verdict,
                                   {"suite": suite.name, "method": suite.method})
             html = safe_paths.file_in(reports_dir, f"nightly-{suite_part}-"
@@ -201,13 +221,13 @@ def run_nightly(suite: Suite, progress: Callable[[str], None] | None = None,
                 title=f"srperf nightly {suite.name}: {exp.name} on {tb.name}",
                 comparison=comparison)
             result.report = html
-            result.cases = [f"{r['behavior']} {t.packet_size}B {t.title.split(',')[0]}"
-                            for t in data.tables for r in t.rows if r["run"].endswith(run_id)]
             result.cases += [f"{t.kind} {r['behavior']} {r['variant']} {t.primary_metric}"
                              for t in data.stateful for r in t.rows
                              if r["run"].endswith(run_id)]
-            md_parts.append(format_markdown(comparison) if comparison else
-                            f"{exp.name}: run {run_id}, no baseline yet (first good run)")
+            md_parts.append(
+                f"{exp.name}: run {run_id}: **{result.nothing_measured}** (not a baseline)"
+                if result.nothing_measured else format_markdown(comparison) if comparison
+                else f"{exp.name}: run {run_id}, no baseline yet (first good run)")
             say(f"nightly {suite.name}: {exp.name} run {run_id}: {verdict}; report {html}")
         out.junit_path = junit.write(
             safe_paths.file_in(reports_dir, f"junit-{suite_part}.xml", "reports", suite.source),

@@ -30,6 +30,8 @@ from srperf.errors import (CfgError, ConfigError, SearchAborted, SrperfError, St
                            UnsupportedBehavior, VerificationError)
 from srperf.progress import ProgressEvents
 from srperf.results.store import ResultStore, TrialKey
+from srperf.results.measured import nothing_measured
+from srperf.results.names import goal_name, interval_text
 from srperf.results.summary import summarize
 from srperf.generators import MIX_DRIVERS
 from srperf.imix import IMIX_SIZE, size_label
@@ -59,6 +61,11 @@ class RunReport:
     summary: pd.DataFrame = field(default_factory=pd.DataFrame)
     summary_csv: Path | None = None
     status: str = "running"
+    store_where: str = ""
+    """The store for messages: its file, or its URL without the password."""
+    nothing_measured: str | None = None
+    """None when the run has at least one figure; else why it has none, naming each
+    behavior's status (:func:`srperf.results.measured.nothing_measured`)."""
 
 
 def search_settings(exp: Experiment, tb: TestbedConfig, seed: int = 0) -> SearchSettings:
@@ -86,7 +93,7 @@ class Orchestrator:
     def __init__(self, exp: Experiment, tb: TestbedConfig, results_dir: Path,
                  algorithm: str | None = None, progress: Progress | None = None,
                  keep_testbed: bool = False, testbed: Testbed | None = None,
-                 recipe: dict[str, Any] | None = None) -> None:
+                 recipe: dict[str, Any] | None = None, store: str | None = None) -> None:
         if algorithm:
             exp = dataclasses.replace(exp, search=dataclasses.replace(exp.search,
                                                                       algorithm=algorithm))
@@ -96,6 +103,9 @@ class Orchestrator:
         self.testbed.check_forwarder(self.forwarder, exp.source)
         self.options = self.forwarder.parse_options(exp.options)
         self.results_dir = Path(results_dir)
+        self.store_location = store or str(self.results_dir / "srperf.sqlite")
+        """The results database: an SQLite file (default RESULTS/srperf.sqlite) or a
+        postgresql:// URL; summary CSVs and temporary files stay in ``results_dir``."""
         self.progress = progress or (lambda msg: log.info("%s", msg))
         self.events = progress if isinstance(progress, ProgressEvents) else ProgressEvents()
         self.keep_testbed = keep_testbed
@@ -131,7 +141,9 @@ class Orchestrator:
                 self.testbed.unclaim()
 
     def _run(self, resume: str | None) -> RunReport:
-        store = ResultStore(self.results_dir / "srperf.sqlite")
+        # summary CSVs and temporary files go here even when the rows go to --db
+        self.results_dir.mkdir(parents=True, exist_ok=True)
+        store = ResultStore(self.store_location)
         try:
             run_id, env, ended = (self._reclaim(store, resume) if resume
                                   else self._begin(store))
@@ -139,7 +151,7 @@ class Orchestrator:
             store.close()
             raise
         self.testbed.name_run(run_id)
-        report = RunReport(run_id, store.path or self.results_dir)
+        report = RunReport(run_id, store.path or self.results_dir, store_where=store.where)
         self.progress(f"run {run_id}: {self.exp.name} on {self.tb.name} "
                       f"({self.exp.forwarder}), results in {store.where}")
         session = MeasurementSession(self.testbed, self.forwarder, self.options, store, run_id,
@@ -231,6 +243,7 @@ class Orchestrator:
         except StoreError as exc:   # the run's own error says so; 'srperf runs': dead
             log.info("run %s: its end (%s) not recorded: %s", report.run_id, report.status, exc)
         try:
+            report.nothing_measured = nothing_measured(store, report.run_id)
             report.summary = summarize(store.frame("searches", report.run_id),
                                        store.frame("outcomes", report.run_id))
             csv = self.results_dir / f"summary-{report.run_id}.csv"
@@ -341,7 +354,7 @@ class Orchestrator:
         for g in result.goals:
             if g.status in ("ok", "at_max") and g.lower_bound_pps is not None:
                 up = f"{g.upper_bound_pps / 1e3:.1f}" if g.upper_bound_pps else "?"
-                parts.append(f"{'NDR' if g.threshold_pct == 0 else f'PDR@{g.threshold_pct:g}%'}"
+                parts.append(f"{goal_name(g.threshold_pct)}"
                              f" [{g.lower_bound_pps / 1e3:.1f}, {up}] kpps"
                              + (" (at max rate)" if g.status == "at_max" else "")
                              + describe_estimate(g))
@@ -370,9 +383,11 @@ def describe_estimate(g: GoalResult) -> str:
     """`` estimate X kpps (95 % a-b)`` for a goal with a crossing estimate, else ``""``."""
     if g.estimate_pps is None:
         return ""
-    low = "open" if g.estimate_low_pps is None else f"{g.estimate_low_pps / 1e3:.1f}"
-    high = "open" if g.estimate_high_pps is None else f"{g.estimate_high_pps / 1e3:.1f}"
-    return f", estimate {g.estimate_pps / 1e3:.1f} kpps (95 % {low}-{high})"
+    def k(v: float | None) -> float | None:
+        return None if v is None else v / 1e3
+
+    interval = interval_text(k(g.estimate_low_pps), k(g.estimate_high_pps))
+    return f", estimate {g.estimate_pps / 1e3:.1f} kpps (95 % {interval})"
 
 
 __all__ = ["Orchestrator", "describe_estimate", "describe_latency", "RunReport", "search_settings",

@@ -14,12 +14,20 @@ testbed kind or driver gets it too:
 * every behavior builds its frame for every packet size, and the largest IP packet
   on either link (sent or emitted) fits ``addressing.link_mtu``;
 * the tester's driver exists in this srperf (``srperf.generators.DRIVERS``);
+* what runs on this host exists here (:func:`check_local`): a TRex release
+  srperf starts on a local tester holds an executable ``t-rex-64``, a virtual
+  SUT's ``sut.vpp_binary`` is an executable file, and the CPUs named for what
+  runs here (``tester.cpu``, and ``sut.cpu`` of a virtual testbed) exist;
 * an SSH SUT's host key is in known_hosts (never learnt while connecting).
+
+What only a remote host can tell (a CPU of an SSH SUT, a release on a TRex host
+reached over SSH) is checked by ``srperf testbed status``/``up``, naming the key.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 
 from srperf.config.model import Experiment, TestbedConfig
@@ -40,6 +48,55 @@ def check_testbed(tb: TestbedConfig) -> None:
     ssh = tb.sut.transport.ssh
     if tb.sut.transport.kind == "ssh" and ssh is not None:
         check_host_known(tb.source, ssh.host, ssh.port, ssh.known_hosts)
+    check_local(tb)
+
+
+def host_cpus() -> set[int]:
+    """The CPUs this process may run on (its affinity: a container's cpuset too)."""
+    return set(os.sched_getaffinity(0))
+
+
+def tester_is_local(tb: TestbedConfig) -> bool:
+    """True when the tester runs on this host (virtual; ssh without a tester host)."""
+    if tb.kind == "virtual":
+        return True
+    tr = tb.tester.transport
+    return tb.kind == "ssh" and (tr is None or tr.kind != "ssh")
+
+
+def check_local(tb: TestbedConfig) -> None:
+    """What the testbed names on this host exists here (see the module docstring)."""
+    if _is_model(tb):
+        return
+    cpus = host_cpus()
+    where = f"this host has CPUs {_cpu_list(cpus)}"
+    local_cpus = [("tester.cpu", tb.tester.cpu)] if tester_is_local(tb) else []
+    if tb.kind == "virtual":
+        local_cpus.append(("sut.cpu", tb.sut.cpu))
+    for key, cpu in local_cpus:
+        if cpu is not None and cpu not in cpus:
+            raise ConfigError(tb.source, key, cpu, f"no such CPU: {where}")
+    release = tb.tester.options.get("release") if tb.tester.driver == "trex" else None
+    if release and tester_is_local(tb):
+        binary = Path(str(release)) / "t-rex-64"
+        if not Path(str(release)).is_dir():
+            raise ConfigError(tb.source, "tester.options.release", release,
+                              "no such directory on this host (a TRex release, e.g. "
+                              "/opt/trex/v3.08)")
+        if not (binary.is_file() and os.access(binary, os.X_OK)):
+            raise ConfigError(tb.source, "tester.options.release", release,
+                              f"{binary} is not an executable file: not a TRex release")
+    vpp = tb.sut.vpp_binary
+    if vpp and tb.kind == "virtual":
+        path = Path(vpp)
+        if not path.is_file():
+            raise ConfigError(tb.source, "sut.vpp_binary", vpp, "no such file on this host")
+        if not os.access(path, os.X_OK):
+            raise ConfigError(tb.source, "sut.vpp_binary", vpp, "not executable")
+
+
+def _cpu_list(cpus: set[int]) -> str:
+    return ",".join(str(c) for c in sorted(cpus))
 
 
 def check_host_known(file: str, host: str, port: int, known_hosts: str | None) -> None:
@@ -155,5 +212,6 @@ def replace_algorithm(exp: Experiment, algorithm: str | None, file: str) -> Expe
     return dataclasses.replace(exp, search=dataclasses.replace(exp.search, algorithm=algorithm))
 
 
-__all__ = ["check_host_known", "check_run", "check_search", "check_frames", "check_testbed",
+__all__ = ["check_host_known", "check_local", "host_cpus", "tester_is_local",
+           "check_run", "check_search", "check_frames", "check_testbed",
            "replace_algorithm"]

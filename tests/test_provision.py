@@ -75,13 +75,19 @@ def test_dry_run_prints_every_command(tmp_path: Path, capsys) -> None:
     out = capsys.readouterr().out
     config = load_testbed(tb)
     steps = plan.sut_steps(config) + plan.tester_steps(config, None)
-    assert len(steps) == 11
+    # SUT: tools; per port offloads, queues, flow control, IRQs; irqbalance, turbo,
+    # C-states, governor.  Tester: the release, trex_cfg.yaml, hugepages for TRex.
+    assert len(steps) == 16
     for step in steps:
         assert f"- {step.name}" in out and f"check: {step.check}" in out
         for command in step.apply:
             assert f"run:   {command}" in out
     assert "sha256sum -c" in out and "ab" * 32 in out
     assert "<PCI of ens1f0>" in out  # read on the node at provisioning time
+    # the whole trex_cfg.yaml it would write, not a placeholder line
+    for line in ("- version: 2", "  interfaces:", "  - <PCI of ens1f0>", "  port_limit: 2",
+                 f"  prefix: srperf-{config.name}", "  zmq_rpc_port: 4501"):
+        assert line in out, line
 
 
 def test_trex_release_must_be_pinned(tmp_path: Path, capsys) -> None:

@@ -105,7 +105,7 @@ def test_report_cli(two_runs: tuple[Path, list[str]], capsys: pytest.CaptureFixt
     assert main(["report", ids[0], "last", "--results", str(path), "-o",
                  str(path / "cli.html")]) == 0
     out = capsys.readouterr().out
-    assert "## PDR@0.5 %, 64-byte packets" in out and (path / "cli.html").exists()
+    assert "## PDR@0.5%, 64-byte packets" in out and (path / "cli.html").exists()
     assert main(["report", "nosuch", "--results", str(path)]) == 2
 
 

@@ -206,7 +206,7 @@ def test_session_dropped_mid_search_reconnects_and_the_search_goes_on(
         (searched,), = db.execute("SELECT DISTINCT n_trials FROM searches WHERE behavior = ?",
                                   (behavior,))
         assert kept == searched >= 2  # no trial lost, the search went on past the drop
-    assert not list(Path(LOCK_DIR).glob("sut.*"))  # lock released, its files gone
+    assert not list(Path(LOCK_DIR).glob("ssh-ssh-local.*"))  # lock released, its files gone
     _assert_sut_clean()
 
 
@@ -221,12 +221,12 @@ def test_second_run_on_a_locked_ssh_testbed_is_refused(node: SshdNode, tmp_path:
                      str(tb_file), "--results", str(tmp_path / "res")]) == 2
         err = capsys.readouterr().err
         assert f"srperf pid {os.getpid()}" in err and "run-holding-the-sut" in err, err
-        assert f"{LOCK_DIR}/sut.lock on ssh root@{node.host}:22" in err
+        assert f"{LOCK_DIR}/ssh-ssh-local.lock on ssh root@{node.host}:22" in err
         assert main(["testbed", "status", str(tb_file)]) == 0
         assert "locked by srperf pid" in capsys.readouterr().out
     finally:
         holder.unclaim()
-    assert not list(Path(LOCK_DIR).glob("sut.*"))
+    assert not list(Path(LOCK_DIR).glob("ssh-ssh-local.*"))
 
 
 def test_hanging_cfg_function_over_ssh_is_stopped_named_and_the_run_goes_on(
@@ -240,7 +240,7 @@ def test_hanging_cfg_function_over_ssh_is_stopped_named_and_the_run_goes_on(
     assert status == "error" and f"linux.sh end on ssh root@{node.host}:22 hung" in reason
     assert report.outcomes[("ipv6", 64)] == ("measured", "")
     assert subprocess.run(["pgrep", "-f", "^sleep 100000$"]).returncode == 1  # stopped there
-    assert not list(Path(LOCK_DIR).glob("sut.*"))
+    assert not list(Path(LOCK_DIR).glob("ssh-ssh-local.*"))
     _assert_sut_clean()
 
 

@@ -79,7 +79,8 @@ def test_surplus_packet_never_hides_a_lost_one(fake) -> None:
     """TRex sometimes sends pps x duration + 1: the surplus counts against arrivals."""
     gen, _ = fake({"surplus": 1, "loss": 0.0005})  # 2001 sent, 2000 arrive
     t = gen.trial(20_000, 0.1)
-    assert (t.sent, t.received, t.lost) == (2000, 1999, 1)
+    # the store holds what TRex really sent (2001), as the note says
+    assert (t.sent, t.received, t.lost) == (2001, 1999, 1)
     assert "1 packet more than intended" in t.note
 
 
@@ -122,6 +123,22 @@ def test_frames_the_rx_port_missed_are_generator_limited(fake) -> None:
     assert (t.sent, t.received) == (2000, 1970)
     assert t.generator_limited and not t.usable
     assert "missed 30 frames" in t.note and t.extra["rx_missed"] == 30
+    assert t.extra["limited_by"] == ["receiver"]
+
+
+def test_a_search_names_the_receiver_not_the_generator(fake) -> None:
+    """Every frame sent, TRex's receive port missed some: the goal says so, not 'the
+    generator could not offer N pps' (seen on a real lab)."""
+    from srperf.search.base import SearchSettings
+    from srperf.search.bisect import BisectSearch
+
+    gen, _ = fake({"rx_missed": 30})
+    settings = SearchSettings(min_rate_pps=5_000, max_rate_pps=20_000, accuracy_pps=2_000,
+                              trial_duration_s=0.05, initial_trial_duration_s=0.05)
+    goal = BisectSearch(settings).run(gen.trial).goals[0]
+    assert goal.status == "generator_limited"
+    assert "tester's receive port missed frames" in goal.note, goal.note
+    assert "could not offer" not in goal.note
 
 
 def test_latency_rx_delay_is_not_stretching(fake) -> None:

@@ -47,7 +47,8 @@ def test_cfg_for_kernel_interfaces() -> None:
 
 def test_server_config_from_kernel_ports_and_cpu() -> None:
     opts = TrexOptions(release="/opt/trex", low_end=True)
-    server = TrexServer(NetnsTransport(None), opts, ports=("t0", "t1"), kernel_ports=True,
+    server = TrexServer(NetnsTransport(None), opts, "s26tb", ports=("t0", "t1"),
+                        kernel_ports=True,
                         cpu=0)
     (entry,) = yaml.safe_load(server.config_text())
     assert entry["interfaces"] == ["t0", "t1"] and entry["low_end_core"] == 0
@@ -86,16 +87,17 @@ def test_server_started_once_and_stopped(tmp_path: Path) -> None:
     opts = TrexOptions(release=str(release), interfaces=["03:00.0", "03:00.1"],
                        sync_port=port, async_port=_free_port(), hdrh=True, low_end=True)
     node = NetnsTransport(None)
-    server = TrexServer(node, opts, ready_s=20)
+    server = TrexServer(node, opts, "s26tb", ready_s=20)
     try:
         assert server.start() is True
         assert server.pid() is not None
         assert server.start() is False  # already running: not started twice
         args = (release / "args.txt").read_text().split()
-        assert args == ["-i", "--cfg", str(release / "srperf_trex_cfg.yaml"),
+        assert args == ["-i", "--cfg", str(release / "srperf_trex_cfg.s26tb.yaml"),
                         "--no-scapy-server", "--hdrh"]
-        (entry,) = yaml.safe_load((release / "srperf_trex_cfg.yaml").read_text())
+        (entry,) = yaml.safe_load((release / "srperf_trex_cfg.s26tb.yaml").read_text())
         assert entry["zmq_rpc_port"] == port and entry["low_end"] is True
+        assert entry["prefix"] == "srperf-s26tb"
     finally:
         stopped = server.stop()
     assert stopped is True and server.pid() is None
@@ -110,7 +112,7 @@ def test_server_that_exits_at_start_says_why(tmp_path: Path) -> None:
     (release / "t-rex-64").chmod(0o755)
     opts = TrexOptions(release=str(release), interfaces=["03:00.0", "03:00.1"],
                        sync_port=_free_port())
-    server = TrexServer(NetnsTransport(None), opts, ready_s=10)
+    server = TrexServer(NetnsTransport(None), opts, "s26tb", ready_s=10)
     with pytest.raises(GeneratorError, match="exited at start: EAL: no huge pages"):
         server.start()
     assert server.stop() is False
@@ -138,7 +140,7 @@ def test_virtual_testbed_runs_the_server_in_its_tester_namespace(tmp_path: Path)
         assert vt.up() is True
         server = vt._trex_server()
         assert server is not None and server.pid() is not None and vt.is_up()
-        (entry,) = yaml.safe_load((release / "srperf_trex_cfg.yaml").read_text())
+        (entry,) = yaml.safe_load((release / "srperf_trex_cfg.trexvirt.yaml").read_text())
         assert entry["interfaces"] == ["t0", "t1"] and entry["low_end_core"] == 0
         assert "xdp" not in run(["ip", "link", "show", "dev", "t1"], ns="htrex-tester").stdout
         # the server listens inside the tester namespace only
@@ -146,5 +148,64 @@ def test_virtual_testbed_runs_the_server_in_its_tester_namespace(tmp_path: Path)
     finally:
         vt.close()
         vt.down()
-    assert not (release / "srperf_trex.4501.pid").exists()  # stopped before the netns went
+    assert not (release / "srperf_trex.trexvirt.pid").exists()  # stopped before the netns went
     assert not vt.namespaces()
+
+
+def _testbed_on(release: Path, name: str, sync: int, async_: int, tmp_path: Path):
+    """A testbed file whose tester runs TRex from ``release`` (loaded, nothing made)."""
+    from srperf.config.loader import load_testbed
+
+    cfg = tmp_path / f"{name}.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "name": name, "kind": "virtual", "prefix": name,
+        "tester": {"driver": "trex", "cpu": 0,
+                   "options": {"release": str(release), "low_end": True,
+                               "sync_port": sync, "async_port": async_}}}))
+    return load_testbed(cfg)
+
+
+def test_two_testbeds_on_one_release_keep_their_own_server(tmp_path: Path) -> None:
+    """Two testbeds share a TRex release: each has its own PID, config, log and DPDK
+    prefix; the second on the first's RPC port is refused naming the first (not 'up'
+    on the first's server), and stopping the second leaves the first's server alone."""
+    from srperf.drivers.trex_server import managed_server
+
+    release = tmp_path / "v3.08"
+    release.mkdir()
+    shutil.copy(DOUBLE, release / "t-rex-64")
+    node = NetnsTransport(None)
+    port_a, port_b = _free_port(), _free_port()
+    a = managed_server(_testbed_on(release, "s26a", port_a, _free_port(), tmp_path), node,
+                       kernel_ports=True)
+    clash = managed_server(_testbed_on(release, "s26b", port_a, _free_port(), tmp_path),
+                           node, kernel_ports=True)
+    b = managed_server(_testbed_on(release, "s26b", port_b, _free_port(), tmp_path), node,
+                       kernel_ports=True)
+    assert a is not None and b is not None and clash is not None
+    a.ready_s = b.ready_s = 20
+    try:
+        assert a.start() is True
+        with pytest.raises(GeneratorError, match=f"port {port_a} .* already in use "
+                                                 "[(]by the TRex server of testbed s26a"):
+            clash.start()
+        assert clash.pid() is None
+        assert clash.stop() is False and a.pid() is not None  # b's down spares a's server
+        assert b.start() is True
+        assert {a.pid_path, a.cfg_path, a.log_path} & {b.pid_path, b.cfg_path, b.log_path} \
+            == set()
+        prefixes = {yaml.safe_load(Path(s.cfg_path).read_text())[0]["prefix"] for s in (a, b)}
+        assert prefixes == {"srperf-s26a", "srperf-s26b"}
+        assert b.stop() is True and a.pid() is not None
+    finally:
+        a.stop()
+        b.stop()
+    assert a.pid() is None
+
+
+def test_a_release_without_t_rex_64_names_the_key(tmp_path: Path) -> None:
+    opts = TrexOptions(release=str(tmp_path / "no-such-release"),
+                       interfaces=["03:00.0", "03:00.1"], sync_port=_free_port())
+    with pytest.raises(GeneratorError, match="tester.options.release = .*no executable "
+                                             "t-rex-64"):
+        TrexServer(NetnsTransport(None), opts, "s26tb", ready_s=5).start()

@@ -17,6 +17,7 @@ import glob
 import os
 import sqlite3
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -43,7 +44,45 @@ def test_startup_conf_4k_pages_af_packet_no_driver(tmp_path: Path) -> None:
 def test_worker_runs_on_the_sut_cpu() -> None:
     tb = TestbedConfig(name="x", sut=SutConfig(cpu=1))
     main, worker = cores(tb)
-    assert worker == 1 and main != 1 or (os.cpu_count() == 1 and worker is None)
+    assert worker == 1 and main != 1 or (worker is None and main == 1)
+
+
+@pytest.mark.parametrize("ncpu,expected", [(2, (1, None)), (4, (2, 1)), (1, (1, None))])
+def test_main_thread_never_on_the_generators_cpu(ncpu: int, expected: tuple) -> None:
+    """tester.cpu 0 (the generator), sut.cpu 1: on 2 CPUs VPP forwards on its main
+    thread on CPU 1 (no worker), never on CPU 0; with more CPUs main takes a free one."""
+    from srperf.config.model import TesterConfig
+
+    tb = TestbedConfig(name="x", sut=SutConfig(cpu=1), tester=TesterConfig(cpu=0))
+    assert cores(tb, ncpu) == expected
+
+
+def test_runtime_dir_is_private(tmp_path: Path) -> None:
+    text = VppStartup(tmp_path).render()
+    assert f"runtime-dir {tmp_path}/run" in text
+
+
+@pytest.mark.netns
+def test_a_vpp_that_exits_at_once_is_reported_with_its_output_and_code(
+        tmp_path: Path) -> None:
+    from srperf.errors import CfgError
+    from srperf.testbeds.vpp_sut import VppProcess
+
+    fake = tmp_path / "vpp"
+    fake.write_text("#!/bin/sh\necho 'vpp[1]: unknown input: cpu bogus' >&2\nexit 7\n")
+    fake.chmod(0o755)
+    ns = f"s26vpp{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        work = tmp_path / "w"
+        work.mkdir()
+        started = time.monotonic()
+        with pytest.raises(CfgError, match="sut.vpp_binary = .*exited at start with code 7"
+                                           ".*unknown input"):
+            VppProcess(str(fake), ns, VppStartup(work)).start()
+        assert time.monotonic() - started < 10   # not the 30 s wait
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], check=False)
 
 
 def test_testbed_yaml_names_the_binary(tmp_path: Path) -> None:
@@ -102,6 +141,11 @@ def test_srperf_run_with_vpp_as_sut(tmp_path: Path, capsys: pytest.CaptureFixtur
     env = db.execute("SELECT environment FROM runs").fetchone()[0]
     assert '"vpp": "vpp v' in env, env
     assert '"deviations"' in env and "RFC 8986" in env, env
+    # a PDR was found for every behavior searched, or the test says why not
+    goals = db.execute("SELECT behavior, status, lower_pps, note FROM searches").fetchall()
+    without = [f"{b}: {st} ({note})" for b, st, low, note in goals
+               if st not in ("ok", "at_max") or low is None]
+    assert not without, "no PDR found: " + "; ".join(without)
     assert _vpp_pids() == before, "VPP left running"
     assert set(glob.glob("/tmp/srperf-vpp.*")) == workdirs, "VPP work directory left"
     assert "srpvp-" not in subprocess.run(["ip", "netns", "list"], capture_output=True,

@@ -328,7 +328,8 @@ def load_testbed(path: str | Path) -> TestbedConfig:
     from srperf import testbeds
 
     config = TestbedConfig(name=data["name"], kind=data.get("kind", "virtual"),
-                           prefix=data.get("prefix", "srp"), tester=tester, sut=sut,
+                           prefix=data.get("prefix", default_prefix(data)),
+                           tester=tester, sut=sut,
                            addressing=addressing, simulated=dict(data.get("simulated", {})),
                            provision=dict(data.get("provision", {})), source=file)
     testbeds.KINDS[config.kind].check_config(config)
@@ -729,13 +730,32 @@ def resolve_testbed(name: str | None, exp: Experiment | None = None) -> TestbedC
     return load_testbed(find_config(name or DEFAULT_TESTBED, "testbed"))
 
 
+def default_prefix(data: dict[str, Any]) -> str:
+    """A testbed's ``prefix`` when the file sets none: ``srp`` for a virtual testbed;
+    for an SSH testbed one of its own, made from its name (its VNF namespaces
+    ``<prefix>-vnfN`` on a SUT host that several testbeds share must not be another
+    testbed's, whose cleanup would delete them): the name itself when it fits
+    ``[a-z][a-z0-9]{0,7}``, else ``s`` + 7 hex digits of its SHA-256."""
+    import hashlib
+
+    name = str(data.get("name", ""))
+    if data.get("kind", "virtual") != "ssh":
+        return "srp"
+    if re.fullmatch(r"[a-z][a-z0-9]{0,7}", name):
+        return name
+    return "s" + hashlib.sha256(name.encode()).hexdigest()[:7]
+
+
 def validate_file(path: str | Path) -> str:
     """Validate a file as an experiment or a testbed (guessed from its keys).
 
-    Returns ``"experiment"`` or ``"testbed"``; raises ConfigError.
+    Returns ``"experiment"``, ``"testbed"`` or ``"suite"`` (a nightly suite: ``name``
+    and ``experiments``, checked by the caller); raises ConfigError.
     """
     path = Path(path)
     data = read_yaml(path)
+    if "experiments" in data and "behaviors" not in data:
+        return "suite"
     if guess_kind(data) == "experiment":
         testbed_of(load_experiment(path))
         return "experiment"

@@ -32,6 +32,22 @@ class TuningSettings(Settings):
     governor: str | None = setting("performance", "CPU frequency governor (null: leave)",
                                    schema={"type": ["string", "null"],
                                            "pattern": r"^[a-z]{1,32}\Z"})
+    isolate_cpus: str | None = setting(
+        None, "CPUs isolated from the scheduler, timer ticks and RCU callbacks on the "
+        "kernel command line (isolcpus, nohz_full, rcu_nocbs), e.g. '2-3'; written to "
+        "/etc/default/grub, takes effect after a reboot (null: leave)",
+        schema={"type": ["string", "null"],
+                "pattern": r"^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*\Z"})
+    cstates_off: bool = setting(True, "deep CPU idle states (C1 and deeper) disabled: no "
+                                "wake-up latency in a trial", schema={"type": "boolean"})
+    turbo_off: bool = setting(True, "turbo boost off (intel_pstate no_turbo or cpufreq "
+                              "boost): a steady clock", schema={"type": "boolean"})
+    flow_control_off: bool = setting(True, "Ethernet flow control (pause frames) off on "
+                                     "the test ports: loss is seen, not pushed back",
+                                     schema={"type": "boolean"})
+    hugepages: int | None = setting(1024, "2 MiB hugepages reserved where TRex (tester) or "
+                                    "VPP (SUT) runs (null: leave)",
+                                    schema={"type": ["integer", "null"], "minimum": 0})
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,10 @@ def sut_steps(config: TestbedConfig) -> list[Step]:
     t = s.tuning
     tuning = Tuning(offloads_off=t.offloads_off, rx_queues=t.rx_queues,
                     irq_cpu=t.irq_cpu if t.irq_cpu is not None else config.sut.cpu,
-                    stop_irqbalance=t.stop_irqbalance, governor=t.governor)
+                    stop_irqbalance=t.stop_irqbalance, governor=t.governor,
+                    isolate_cpus=t.isolate_cpus, cstates_off=t.cstates_off,
+                    turbo_off=t.turbo_off, flow_control_off=t.flow_control_off,
+                    hugepages=t.hugepages if fwd == "vpp" else None)
     steps += tuning_steps(Role.SUT, [config.sut.in_port.name, config.sut.out_port.name],
                           tuning)
     return steps
@@ -82,7 +85,13 @@ def tester_steps(config: TestbedConfig, node: Transport | None) -> list[Step]:
             raise ConfigError(config.source, f"provision.trex.{key}", getattr(trex, key),
                               f"required with provision.trex.version {trex.version} "
                               "(the archive is pinned by its SHA-256)")
-    return [_trex_release(trex), _trex_cfg(config, trex, node)]
+    steps = [_trex_release(trex), _trex_cfg(config, trex, node)]
+    pages = settings(config).tuning.hugepages
+    if pages is not None:
+        steps += tuning_steps(Role.TESTER, [], Tuning(
+            offloads_off=False, rx_queues=None, stop_irqbalance=False, governor=None,
+            cstates_off=False, turbo_off=False, flow_control_off=False, hugepages=pages))
+    return steps
 
 
 def _trex_release(trex: TrexInstall) -> Step:
@@ -112,12 +121,16 @@ def _trex_cfg(config: TestbedConfig, trex: TrexInstall, node: Transport | None) 
         except ValueError as exc:
             raise ConfigError(config.source, "tester.options.interfaces", None,
                               str(exc)) from None
+    from srperf.drivers.trex_server import dpdk_prefix
+
+    # a dry run without interfaces shows the whole file, the PCI addresses it will
+    # read on the tester as placeholders
     text = render_trex_cfg(interfaces, cores=int(opts.get("cores", 1)),
                            low_end=bool(opts.get("low_end", False)),
+                           prefix=dpdk_prefix(config.name),
                            zmq_rpc_port=int(opts.get("sync_port", 4501)),
-                           zmq_pub_port=int(opts.get("async_port", 4500))) \
-        if node is not None or opts.get("interfaces") else \
-        f"# written from the PCI addresses read on the tester: {interfaces}\n"
+                           zmq_pub_port=int(opts.get("async_port", 4500)),
+                           check=node is not None or bool(opts.get("interfaces")))
     cfg = shlex.quote(trex.trex_cfg)
     return Step(name="tester: trex_cfg.yaml", role=Role.TESTER,
                 check=f"printf '%s' {shlex.quote(text)} | cmp -s - {cfg}",

@@ -61,6 +61,8 @@ def _one(node: Transport, step: Step) -> StepReport:
         if not ok:
             return StepReport(step, Outcome.FAILED, command, out)
     ok, out = _bash(node, step.check, step)
+    if not ok and step.reboot:
+        return StepReport(step, Outcome.REBOOT, step.check, out)
     if not ok:
         return StepReport(step, Outcome.FAILED, step.check,
                           out or "the check still fails after the step's commands")

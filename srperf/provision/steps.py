@@ -42,6 +42,9 @@ class Step:
     applies: str = ""
     """Exits 0 when the step applies to this node (e.g. it has cpufreq); empty: always.
     A step that does not apply is reported as such, never as done."""
+    reboot: bool = False
+    """The step takes effect only after a reboot (the kernel command line): once its
+    commands ran, a still-failing check is reported ``reboot needed``, not failed."""
 
 
 class Outcome(str, enum.Enum):
@@ -52,3 +55,4 @@ class Outcome(str, enum.Enum):
     FAILED = "failed"
     NOT_APPLICABLE = "not applicable"
     PLANNED = "planned"  # dry run
+    REBOOT = "done, takes effect after a reboot"

@@ -2,12 +2,20 @@
 
 Per test port: segmentation and receive offloads off (``ethtool -K``: they batch
 packets and hide per-packet cost), one RX queue (``ethtool -L``: one forwarding
-core sees every packet), the port's IRQs pinned to the forwarding core.  Per
-node: irqbalance stopped (it would move those IRQs), the CPU frequency governor
-``performance``.  A step whose hardware is absent (a veth has no IRQ; a VM may
-have no cpufreq; no irqbalance installed) is *not applicable*, never "done".
-Turbo, hyper-threading and isolated cores cannot be changed without a reboot:
-:func:`read_state` reports them.
+core sees every packet), Ethernet flow control off (``ethtool -A``: pause frames
+would push loss back to the generator), the port's IRQs pinned to the forwarding
+core.  Per node: irqbalance stopped (it would move those IRQs), the CPU frequency
+governor ``performance``, turbo off, deep C-states disabled, hugepages for TRex
+or VPP, and isolated cores on the kernel command line (``isolcpus``, ``nohz_full``,
+``rcu_nocbs`` in ``/etc/default/grub``: that step says it needs a reboot).  A step
+whose hardware is absent (a veth has no IRQ; a VM may have no cpufreq, cpuidle
+or turbo; no irqbalance installed) is *not applicable*, never "done".
+
+A port's IRQs are found by the names the common NIC drivers give them in
+``/proc/interrupts``: ``ens1f0-TxRx-0`` (ixgbe), ``i40e-ens1f0-TxRx-0`` (i40e),
+``ice-ens1f0-TxRx-0`` (ice), ``mlx5_comp0@pci:0000:03:00.0`` (mlx5, named by the
+port's PCI address, read from ``/sys/class/net/PORT/device``), ``virtio0-input.0``
+is not a port name and is not matched.
 """
 
 from __future__ import annotations
@@ -27,6 +35,24 @@ OFFLOADS = {"tso": "tcp-segmentation-offload", "gso": "generic-segmentation-offl
 _OFFLOAD_ON = ("ethtool -k {dev} | awk -F': ' '$1 ~ /^({names})$/ && $2 ~ /^on/ "
                "&& $2 !~ /fixed/ {{print $1 \": \" $2; bad=1}} END {{exit bad}}'")
 _GOVERNORS = "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor"
+_CSTATES = "/sys/devices/system/cpu/cpu*/cpuidle/state[1-9]*/disable"
+"""Every idle state deeper than C0/POLL (state0) of every CPU."""
+_NO_TURBO = "/sys/devices/system/cpu/intel_pstate/no_turbo"
+_BOOST = "/sys/devices/system/cpu/cpufreq/boost"
+
+
+def irq_numbers(dev: str, interrupts: str = "/proc/interrupts",
+                sysfs_net: str = "/sys/class/net") -> str:
+    """A shell command printing the IRQ numbers of port ``dev``, one per line, by the
+    names the common drivers give them (module docstring).  ``interrupts`` and
+    ``sysfs_net`` are the files read (parameters for tests)."""
+    q, intr = shlex.quote(dev), shlex.quote(interrupts)
+    device = shlex.quote(f"{sysfs_net}/{dev}/device")
+    return (f"pci=$(readlink -f {device} 2>/dev/null); pci=${{pci##*/}}; "
+            f"awk -v dev={q} -v pci=\"$pci\" "
+            "'NR > 1 { name = $NF; n = $1; sub(/:$/, \"\", n);"
+            " if (name ~ (\"(^|-)\" dev \"(-|$)\") || (pci != \"\""
+            " && name ~ (\"@pci:\" pci \"$\"))) print n }' " + intr)
 
 
 @dataclass(frozen=True)
@@ -39,6 +65,13 @@ class Tuning:
     """Core the ports' IRQs go to (None: leave them)."""
     stop_irqbalance: bool = True
     governor: str | None = "performance"
+    isolate_cpus: str | None = None
+    """Kernel CPU list isolated on the command line (None: leave)."""
+    cstates_off: bool = True
+    turbo_off: bool = True
+    flow_control_off: bool = True
+    hugepages: int | None = None
+    """2 MiB pages to reserve (TRex, VPP); None: leave."""
 
 
 def tuning_steps(role: Role, ports: Sequence[str], tuning: Tuning) -> list[Step]:
@@ -64,8 +97,16 @@ def tuning_steps(role: Role, ports: Sequence[str], tuning: Tuning) -> list[Step]
                        f"exit n != {n}}}'"),
                 apply=(f"ethtool -L {q} combined {n} 2>/dev/null || ethtool -L {q} rx {n}",),
                 why="one forwarding core sees every packet"))
+        if tuning.flow_control_off:
+            steps.append(Step(
+                name=f"{who}: {dev} flow control off", role=role,
+                applies=f"ethtool -a {q} >/dev/null 2>&1",
+                check=(f"ethtool -a {q} | awk '/^(Autonegotiate|RX|TX):/ && $2 == \"on\" "
+                       "{print; bad=1} END {exit bad}'"),
+                apply=(f"ethtool -A {q} autoneg off rx off tx off",),
+                why="pause frames would slow the generator instead of showing loss"))
         if tuning.irq_cpu is not None:
-            irqs = f"grep -E '[[:space:]]{q}(-|$)' /proc/interrupts | cut -d: -f1"
+            irqs = irq_numbers(dev)
             steps.append(Step(
                 name=f"{who}: {dev} IRQs on CPU {tuning.irq_cpu}", role=role,
                 applies=f"test -n \"$({irqs})\"",
@@ -83,6 +124,45 @@ def tuning_steps(role: Role, ports: Sequence[str], tuning: Tuning) -> list[Step]
             check="! pgrep -x irqbalance",
             apply=("systemctl stop irqbalance 2>/dev/null || pkill -x irqbalance",),
             why="irqbalance would move the pinned IRQs"))
+    if tuning.turbo_off:
+        steps.append(Step(
+            name=f"{who}: turbo off", role=role,
+            applies=f"test -w {_NO_TURBO} || test -w {_BOOST}",
+            check=(f"if [ -e {_NO_TURBO} ]; then grep -qx 1 {_NO_TURBO}; "
+                   f"else grep -qx 0 {_BOOST}; fi"),
+            apply=(f"if [ -e {_NO_TURBO} ]; then echo 1 > {_NO_TURBO}; "
+                   f"else echo 0 > {_BOOST}; fi",),
+            why="a steady clock: turbo depends on temperature and the other cores"))
+    if tuning.cstates_off:
+        steps.append(Step(
+            name=f"{who}: deep C-states off", role=role,
+            applies=f"ls {_CSTATES} >/dev/null 2>&1",
+            check=f"! grep -lx 0 {_CSTATES}",
+            apply=(f"for f in {_CSTATES}; do echo 1 > \"$f\"; done",),
+            why="waking from a deep idle state adds latency and loss at low rates"))
+    if tuning.hugepages is not None:
+        n = int(tuning.hugepages)
+        steps.append(Step(
+            name=f"{who}: {n} hugepages of 2 MiB", role=role,
+            check=(f"awk '/^HugePages_Total:/ {{print \"HugePages_Total: \" $2; "
+                   f"exit !($2 >= {n})}}' /proc/meminfo"),
+            apply=(f"echo {n} > /proc/sys/vm/nr_hugepages",
+                   f"echo 'vm.nr_hugepages = {n}' > /etc/sysctl.d/80-srperf-hugepages.conf"),
+            why="DPDK (TRex, VPP) keeps its packet buffers in hugepages"))
+    if tuning.isolate_cpus:
+        cpus = tuning.isolate_cpus
+        args = f"isolcpus={cpus} nohz_full={cpus} rcu_nocbs={cpus}"
+        steps.append(Step(
+            name=f"{who}: CPUs {cpus} isolated (kernel command line)", role=role,
+            applies="test -f /etc/default/grub",
+            check=f"grep -qw 'isolcpus={cpus}' /proc/cmdline",
+            apply=(f"grep -q 'isolcpus={cpus}' /etc/default/grub || sed -i "
+                   f"'s/^GRUB_CMDLINE_LINUX=\"\\(.*\\)\"/GRUB_CMDLINE_LINUX=\"\\1 {args}\"/' "
+                   "/etc/default/grub",
+                   "update-grub 2>/dev/null || grub2-mkconfig -o /boot/grub2/grub.cfg"),
+            reboot=True,
+            why=f"{args}: no other task, tick or RCU callback on the forwarding cores; "
+                "the kernel reads it at boot: reboot the node after this step"))
     if tuning.governor:
         g = shlex.quote(tuning.governor)
         steps.append(Step(
@@ -133,4 +213,4 @@ def read_state(node: Transport, ports: Sequence[str]) -> dict[str, Any]:
     return state
 
 
-__all__ = ["OFFLOADS", "Tuning", "read_state", "tuning_steps"]
+__all__ = ["OFFLOADS", "Tuning", "irq_numbers", "read_state", "tuning_steps"]

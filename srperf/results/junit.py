@@ -1,10 +1,13 @@
 """JUnit XML for CI servers (Jenkins, GitHub Actions test reporters).
 
 One ``testsuite`` per nightly experiment, one ``testcase`` per behavior,
-packet size and loss threshold: a regression is a ``failure``, a run that could
-not be made an ``error``, a behavior without numbers on one side (unsupported,
-generator-limited...) ``skipped``; no change, improvement and inconclusive pass,
-with the change and its interval in ``system-out``.
+packet size and loss threshold, named by :func:`srperf.results.names.case_name`
+(the same way every night): a regression is a ``failure``, a run that measured
+nothing (no figure at all: every search generator-limited, every behavior
+unsupported...) a ``failure`` of type ``nothing_measured`` on each of its cases,
+naming that case's status, a run that could not be made an ``error``, a behavior
+without numbers on one side of a comparison ``skipped``; no change, improvement
+and inconclusive pass, with the change and its interval in ``system-out``.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from srperf.results.names import case_name
 from srperf.results.compare import (IMPROVEMENT, NOT_COMPARABLE, REGRESSION, BehaviorChange,
                                     Comparison, StatefulChange)
 
@@ -30,13 +34,15 @@ class SuiteResult:
     seconds: float = 0.0
     report: Path | None = None
     cases: list[str] = field(default_factory=list)
-    """Behavior/size/threshold names of the run when there is no comparison."""
+    """Behavior/size/threshold names of the run (:func:`names.case_name`)."""
+    nothing_measured: str = ""
+    """Why the run has no figure ('' when it has one): the job fails on it."""
+    case_reasons: dict[str, str] = field(default_factory=dict)
+    """Case name -> its status and note, for a run that measured nothing."""
 
 
 def _case_name(c: BehaviorChange) -> str:
-    thr = "" if math.isnan(c.threshold_pct) else (
-        " NDR" if c.threshold_pct == 0 else f" PDR@{c.threshold_pct:g}%")
-    return f"{c.behavior} {c.packet_size}B{thr}"
+    return case_name(c.behavior, c.packet_size, c.threshold_pct)
 
 
 def _describe(c: BehaviorChange) -> str:
@@ -78,6 +84,14 @@ def build(suite: str, results: list[SuiteResult]) -> ET.ElementTree:
             ET.SubElement(case, "error", message=r.error[:500], type="run").text = r.error
             counts["tests"] += 1
             counts["errors"] += 1
+        elif r.nothing_measured:
+            for name in r.cases or ["run"]:
+                case = ET.SubElement(ts, "testcase", classname=classname, name=name)
+                text = r.case_reasons.get(name) or r.nothing_measured
+                ET.SubElement(case, "failure", message=f"nothing measured: {text}"[:500],
+                              type="nothing_measured").text = r.nothing_measured
+                counts["tests"] += 1
+                counts["failures"] += 1
         elif r.comparison is None:
             for name in r.cases or ["run"]:
                 case = ET.SubElement(ts, "testcase", classname=classname, name=name)

@@ -27,6 +27,11 @@ from srperf.results.svgplot import Axis, SvgPlot  # noqa: E402
 
 COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
           "#7f7f7f", "#bcbd22", "#17becf"]
+THRESHOLD_COLOR, UPPER_COLOR, LOWER_COLOR = "#d62728", "#8c564b", "#2ca02c"
+"""Loss plot lines: the threshold, the upper and the lower bound (three colours)."""
+UPPER_BOUND_STATUSES = ("ok", "below_min")
+"""Goal statuses whose ``upper_pps`` is a rate where the SUT lost too much (a bound);
+for ``generator_limited`` or ``undecided`` it is where no usable trial could be run."""
 LOSS_FLOOR_PCT = 0.001
 """Loss plots are log-scaled; a trial with no loss is drawn at this floor (%)."""
 
@@ -131,12 +136,17 @@ class SearchTrials:
         cols = [trials[c].tolist() for c in ("offered_kpps", "received_kpps",
                                               "delivery_ratio", "loss_ratio", "duration_s")]
         limited = trials["generator_limited"].fillna(0).tolist()
+        # a generator-limited trial is drawn at the rate it achieved (sent / elapsed),
+        # not at the rate it was meant to offer
+        achieved = (trials["offered_rate_pps"] / 1000.0).tolist() \
+            if "offered_rate_pps" in trials else cols[0]
         groups: dict[tuple, SearchTrials] = {}
         for i, key in enumerate(zip(*(trials[k].tolist() for k in keys))):
             g = groups.get(key)
             if g is None:
                 g = groups[key] = cls([], [], [], [], [], [])
-            g.offered_kpps.append(cols[0][i])
+            a = achieved[i]
+            g.offered_kpps.append(a if limited[i] and a == a and a > 0 else cols[0][i])
             g.received_kpps.append(cols[1][i])
             g.delivery_ratio.append(cols[2][i])
             g.loss_ratio.append(cols[3][i] if cols[3][i] == cols[3][i] else 0.0)
@@ -166,7 +176,7 @@ def search_panels(t: SearchTrials, search: dict, threshold_pct: float) -> list[s
     fig4.points(off, dr, COLORS[1], "delivery ratio %", shape="triangle", right=True)
     if not all(ok):
         fig4.points(_pick(t.offered_kpps, ok, False), _pick(t.received_kpps, ok, False),
-                    "#888", "generator-limited", hollow=True)
+                    "#888", "generator-limited (at rate achieved)", hollow=True)
 
     loss_pct = [max(100 * x, LOSS_FLOOR_PCT) for x in t.loss_ratio]
     ymax = max(loss_pct + [threshold_pct * 10 if threshold_pct > 0 else 1.0, 1.0]) * 2
@@ -183,15 +193,16 @@ def search_panels(t: SearchTrials, search: dict, threshold_pct: float) -> list[s
         lp.band(k(search.get("estimate_low_pps")), k(search.get("estimate_high_pps")),
                 COLORS[4], "estimate 95 % interval")
         lp.vline(est, COLORS[4], "estimate", dash="4,2")
-    lp.hline(max(threshold_pct, LOSS_FLOOR_PCT), "#d62728", f"threshold {threshold_pct:g} %",
-             dash="2,2")
-    lp.vline(k(search.get("lower_pps")), COLORS[2], "lower bound")
-    lp.vline(k(search.get("upper_pps")), COLORS[3], "upper bound")
+    lp.hline(max(threshold_pct, LOSS_FLOOR_PCT), THRESHOLD_COLOR,
+             f"threshold {threshold_pct:g} %", dash="2,2")
+    lp.vline(k(search.get("lower_pps")), LOWER_COLOR, "lower bound")
+    if search.get("status") in UPPER_BOUND_STATUSES:
+        lp.vline(k(search.get("upper_pps")), UPPER_COLOR, "upper bound")
     tips = [f"{x:.1f} kpps, {d:g} s: loss {100 * lr:.4f} %" for x, d, lr in
             zip(t.offered_kpps, t.duration_s, t.loss_ratio)]
     lp.points(_pick(t.offered_kpps, ok), _pick(loss_pct, ok), COLORS[0], "trial",
               tips=_pick(tips, ok))
     if not all(ok):
         lp.points(_pick(t.offered_kpps, ok, False), _pick(loss_pct, ok, False), "#888",
-                  "generator-limited", hollow=True)
+                  "generator-limited (at rate achieved)", hollow=True)
     return [fig4.render(), lp.render()]

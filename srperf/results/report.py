@@ -23,6 +23,7 @@ import pandas as pd
 
 import srperf
 from srperf.imix import size_label
+from srperf.results.names import goal_name, interval_text
 from srperf.results import frames, plots
 from srperf.results.compare import Comparison, format_markdown
 from srperf.results.store import ResultStore
@@ -46,6 +47,7 @@ def _env() -> jinja2.Environment:
                              trim_blocks=True, lstrip_blocks=True,
                              undefined=jinja2.StrictUndefined)
     env.filters["num"] = fmt_num
+    env.globals["interval"] = interval_text
     env.filters["size"] = size_label
     env.tests["mapping"] = lambda v: isinstance(v, dict)
     return env
@@ -256,7 +258,7 @@ def collect(store: ResultStore, run_ids: Iterable[str], title: str = "",
     if not summary.empty:
         numeric = summary[summary["threshold_pct"].notna()]
         for (size, thr), grp in numeric.groupby(["packet_size", "threshold_pct"], sort=True):
-            name = "NDR" if thr == 0 else f"PDR@{thr:g} %"
+            name = goal_name(float(thr))
             title_t = f"{name}, {int(size)}-byte packets"
             rows = []
             for _, r in grp.iterrows():

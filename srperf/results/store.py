@@ -29,6 +29,7 @@ from srperf.drivers.base import TrialResult
 from srperf.errors import SrperfError, StoreError
 from srperf.redact import redact
 from srperf.results import schema
+from srperf.results.names import FIGURE_STATUSES
 from srperf.results.liveness import ProcessId, is_alive, this_process
 from srperf.search.base import SearchResult
 from srperf.stateful.base import StatefulSample, Variant
@@ -435,14 +436,21 @@ class ResultStore:
 
     def last_good_run(self, experiment: str, testbed: str, suite: str | None,
                       exclude: str | None = None) -> str | None:
-        """The newest nightly run of this suite, experiment and testbed that finished
-        and was not itself judged a regression (None when there is none)."""
-        r, c = schema.runs, schema.comparisons
+        """The newest nightly run of this suite, experiment and testbed that finished,
+        measured at least one figure (a search goal with a rate: a run whose every
+        search ended generator-limited is never a baseline) and was not itself judged
+        a regression (None when there is none)."""
+        r, c, s = schema.runs, schema.comparisons, schema.searches
         bad = sa.select(c.c.run_id).where(c.c.verdict == "regression")
+        st = schema.stateful_samples
+        measured = sa.union(
+            sa.select(s.c.run_id).where(s.c.status.in_(FIGURE_STATUSES),
+                                        s.c.lower_pps.is_not(None)),
+            sa.select(st.c.run_id).where(st.c.status == "ok"))
         query = (sa.select(r.c.run_id)
                  .where(r.c.purpose == "nightly", r.c.experiment == experiment,
                         r.c.testbed == testbed, r.c.status == "finished",
-                        r.c.run_id.not_in(bad))
+                        r.c.run_id.not_in(bad), r.c.run_id.in_(measured))
                  .order_by(r.c.started.desc()))
         query = query.where(r.c.suite.is_(None) if suite is None else r.c.suite == suite)
         if exclude:

@@ -16,6 +16,10 @@ from html import escape
 Range = tuple[float, float]
 
 
+LEGEND_ROW = 11
+"""Height of one legend row under the plot, px."""
+
+
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     """About ``count`` round tick values covering [lo, hi]."""
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
@@ -163,8 +167,11 @@ class SvgPlot:
     def render(self) -> str:
         t, r, b, left = self.margin
         w, h = self.width, self.height
-        out = [f'<svg class="plot" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
-               f'viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="9">',
+        # the legend goes below the x axis's label, never over the axes or the data
+        total = h + (LEGEND_ROW * len(self._legend) + 4 if self._legend else 0)
+        out = [f'<svg class="plot" xmlns="http://www.w3.org/2000/svg" width="{w}" '
+               f'height="{total}" viewBox="0 0 {w} {total}" font-family="sans-serif" '
+               'font-size="9">',
                f'<rect x="{left}" y="{t}" width="{w - left - r}" height="{h - t - b}" '
                f'fill="#fff" stroke="#999"/>']
         for v in self.x.ticks():
@@ -193,13 +200,13 @@ class SvgPlot:
                        f'text-anchor="middle">{escape(self.y2.label)}</text>')
         out.append(f'<text x="{left}" y="{t - 8}" font-size="10" font-weight="bold">'
                    f'{escape(self.title)}</text>')
-        lx, ly = left + 4, t + 10
+        lx, ly = left, h + LEGEND_ROW
         for label, color, shape in self._legend:
             mark = (f'<circle cx="{lx + 4}" cy="{ly - 3}" r="3" fill="{color}"/>'
                     if shape in ("circle", "triangle") else
                     f'<rect x="{lx}" y="{ly - 6}" width="9" height="6" fill="{color}" '
                     f'fill-opacity="{0.3 if shape == "band" else 1}"/>')
             out.append(f'{mark}<text x="{lx + 12}" y="{ly}">{escape(label)}</text>')
-            ly += 10
+            ly += LEGEND_ROW
         out.append("</svg>")
         return "".join(out)

@@ -210,6 +210,30 @@ def measure_rate(trials: TrialLog, rate_pps: float, duration_s: float,
     return RateVerdict(rate_pps=rate_pps, passed=passed, trials=runs)
 
 
+LIMIT_CAUSES = {
+    "offer": "the generator could not offer {rate} pps",
+    "queue": "the generator's TX queue ran full at {rate} pps",
+    "receiver": ("everything was sent at {rate} pps but the tester's receive port missed "
+                 "frames (receiver-limited, not the SUT)"),
+}
+"""Why a generator-limited trial says nothing about the SUT, by ``extra["limited_by"]``
+(a list a driver fills; a trial without it could not offer its rate)."""
+
+
+def limit_note(trials: list[TrialResult], upper: float, lower: float | None) -> str:
+    """The note of a ``generator_limited`` goal: the real causes of its trials at
+    ``upper`` pps (could not offer, TX queue full, receiver missed frames)."""
+    causes: list[str] = []
+    for t in trials:
+        for cause in t.extra.get("limited_by") or ["offer"]:
+            if cause not in causes:
+                causes.append(cause)
+    rate = f"{upper:.0f}"
+    text = "; ".join(LIMIT_CAUSES.get(c, c).format(rate=rate) for c in causes)
+    return (f"{text}: no SUT figure above the highest measured passing rate"
+            + (f" {lower:.0f} pps" if lower is not None else ""))
+
+
 def unmeasurable_goal(threshold_pct: float, settings: SearchSettings, lower: float | None,
                       upper: float, trials: list[TrialResult]) -> GoalResult:
     """The goal when the search could not get a usable trial at ``upper`` pps.
@@ -218,8 +242,10 @@ def unmeasurable_goal(threshold_pct: float, settings: SearchSettings, lower: flo
     ``undecided`` otherwise (e.g. counters that did not add up); never a value.
     """
     bad = [t for t in trials if not t.usable]
-    if any(t.generator_limited for t in bad):
-        return edge_goal(threshold_pct, "generator_limited", settings, lower, upper)
+    limited = [t for t in bad if t.generator_limited]
+    if limited:
+        return edge_goal(threshold_pct, "generator_limited", settings, lower, upper,
+                         note=limit_note(limited, upper, lower))
     reasons = "; ".join(sorted({t.note for t in bad if t.note})) or "inconsistent counters"
     below = f" above {lower:.0f} pps" if lower is not None else ""
     return GoalResult(threshold_pct, lower, upper, "undecided", None,

@@ -4,10 +4,12 @@ The tester's ports are on this host (``tester.netns``: a local network
 namespace holding them, or this host's own), driven by the local generator;
 the SUT is whatever host ``sut.transport.ssh`` reaches, running the forwarder
 named by ``sut.forwarder``.  srperf brings nothing up here: the links are
-cables (or, in the suite, veths) and the SUT's base setup (addresses, static
-neighbours for the tester's MACs, forwarding sysctls, ``ip sr tunsrc``) is the
-provisioning's.  :meth:`SshTestbed.up` only checks that the SUT answers and
-has its ports, and says what is missing.
+cables (or, in the suite, veths).  The SUT's base setup (addresses, static
+neighbours for the tester's MACs, forwarding sysctls, ``ip sr tunsrc``) is
+applied from the testbed file by ``srperf testbed prepare`` and undone by
+``srperf testbed unprepare`` (:mod:`srperf.testbeds.ssh_prepare`).
+:meth:`SshTestbed.up` only checks that the SUT answers and has its ports, and
+says what is missing.
 """
 
 from __future__ import annotations
@@ -59,12 +61,17 @@ class SshTestbed(Testbed):
         return SshTransport(self.config.sut.transport.ssh)
 
     def _lock_node(self) -> tuple[Transport, str]:
-        """The lock is on the SUT (one run per SUT, whichever controller runs it),
-        taken through a connection of its own."""
+        """The lock is on the SUT (one run per testbed, whichever controller runs it),
+        taken through a connection of its own; named by the testbed
+        (``/run/srperf/ssh-<name>.lock``), so that two testbeds sharing one host
+        (other ports, other namespaces) do not lock each other out."""
         from srperf.transports.ssh import SshTransport
 
+        from srperf.drivers.trex_server import file_key
+
         assert self.config.sut.transport.ssh is not None
-        return SshTransport(self.config.sut.transport.ssh), "sut"
+        return (SshTransport(self.config.sut.transport.ssh),
+                f"ssh-{file_key(self.config.name)}")
 
     def _trex_server(self) -> "TrexServer | None":
         """The TRex server srperf manages on the tester host (tester.options.release)."""
@@ -92,12 +99,26 @@ class SshTestbed(Testbed):
         if server is not None:
             server.stop()
 
+    def status(self) -> list[str]:
+        """Up or down, the lock, then what the SUT (and a TRex host over SSH) lacks,
+        each naming its testbed key: what ``srperf validate`` cannot see from here."""
+        lines = super().status()
+        lines.extend(self._missing())
+        return lines
+
     def _missing(self) -> list[str]:
         sut = self.node("sut")
         missing = []
         for port in self.node_ports("sut"):
             if not sut.run(["ip", "link", "show", "dev", port], timeout=15.0).ok:
-                missing.append(f"no interface {port}")
+                missing.append(f"no interface {port} (sut.in_port/out_port)")
+        cpu = self.config.sut.cpu
+        if cpu is not None:
+            online = sut.run(["cat", "/sys/devices/system/cpu/online"], timeout=15.0)
+            if online.ok and cpu not in parse_cpu_list(online.stdout):
+                missing.append(f"sut.cpu = {cpu}: no such CPU on the SUT (online: "
+                               f"{online.stdout.strip()})")
+        missing.extend(self._tester_release_missing())
         if self.config.tester.driver == "trex":
             return missing  # the tester's ports belong to DPDK, not to the kernel
         tester = self.node("tester")
@@ -107,4 +128,30 @@ class SshTestbed(Testbed):
         return missing
 
 
-__all__ = ["SshTestbed"]
+    def _tester_release_missing(self) -> list[str]:
+        """A TRex release on a tester host reached over SSH (local ones: validate)."""
+        release = self.config.tester.options.get("release")
+        tr = self.config.tester.transport
+        if self.config.tester.driver != "trex" or not release or tr is None \
+                or tr.kind != "ssh":
+            return []
+        tester = self.node("tester")
+        binary = f"{str(release).rstrip('/')}/t-rex-64"
+        if tester.run(["test", "-x", binary], timeout=15.0).ok:
+            return []
+        return [f"tester.options.release = {release}: no executable t-rex-64 on "
+                f"{tester.where}"]
+
+
+def parse_cpu_list(text: str) -> set[int]:
+    """``0-3,6`` (the kernel's CPU list format) as a set of CPU numbers."""
+    cpus: set[int] = set()
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        low, _, high = part.partition("-")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return cpus
+
+
+__all__ = ["SshTestbed", "parse_cpu_list"]

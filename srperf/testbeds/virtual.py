@@ -246,6 +246,10 @@ class VirtualTestbed(Testbed):
             pinned = BPFFS_ROOT / ns
             if pinned.exists():
                 shutil.rmtree(pinned, ignore_errors=True)
+        try:
+            BPFFS_ROOT.rmdir()   # only when empty: another testbed's pins keep it
+        except OSError:
+            pass
         self.record_path.unlink(missing_ok=True)
 
     def status(self) -> list[str]:

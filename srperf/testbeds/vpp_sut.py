@@ -71,23 +71,34 @@ class VppStartup:
     def cli_sock(self) -> Path:
         return self.workdir / "cli.sock"
 
+    @property
+    def runtime_dir(self) -> Path:
+        """VPP's ``unix { runtime-dir }``: in the run's private directory (removed with
+        it), never the shared default ``/run/vpp`` another VPP on the host uses."""
+        return self.workdir / "run"
+
     def render(self) -> str:
         """The startup.conf text."""
         template = resources.cfg_script("vpp").parent / "vpp-startup.conf.j2"
         env = Environment(undefined=StrictUndefined, keep_trailing_newline=True)
         return env.from_string(template.read_text()).render(
-            cli_sock=self.cli_sock, log_file=self.workdir / "vpp.log",
+            runtime_dir=self.runtime_dir, cli_sock=self.cli_sock, log_file=self.workdir / "vpp.log",
             api_prefix=f"srperf{os.getpid()}", api_sock=self.workdir / "api.sock",
             stats_sock=self.workdir / "stats.sock", main_core=self.main_core,
             worker_core=self.worker_core, buffers=self.buffers, plugins=self.plugins)
 
 
-def cores(tb: TestbedConfig) -> tuple[int, int | None]:
-    """(main core, worker core): the worker on the SUT's CPU, main on another if any."""
-    ncpu = os.cpu_count() or 1
+def cores(tb: TestbedConfig, ncpu: int | None = None) -> tuple[int, int | None]:
+    """(main core, worker core): the worker on the SUT's CPU, the main thread on a CPU
+    that is neither the SUT's nor the generator's (``tester.cpu``).  When there is no
+    such CPU (a 2-CPU host), VPP runs without a worker: its main thread forwards, on
+    the SUT's CPU, and never sits on the generator's."""
+    ncpu = ncpu or os.cpu_count() or 1
     worker = tb.sut.cpu if tb.sut.cpu is not None else ncpu - 1
-    main = next((c for c in range(ncpu) if c != worker), worker)
-    return main, (worker if worker != main else None)
+    free = [c for c in range(ncpu) if c not in (worker, tb.tester.cpu)]
+    if not free:
+        return worker, None
+    return free[0], worker
 
 
 class VppProcess:
@@ -106,9 +117,10 @@ class VppProcess:
         return str(beside) if beside.exists() else "vppctl"
 
     def start(self) -> None:
-        if not os.access(self.binary, os.X_OK):
-            raise CfgError(f"VPP binary {self.binary} is not an executable file")
+        if not (os.path.isfile(self.binary) and os.access(self.binary, os.X_OK)):
+            raise CfgError(f"sut.vpp_binary = {self.binary}: not an executable file")
         conf = self.startup.workdir / "startup.conf"
+        self.startup.runtime_dir.mkdir(mode=0o700, exist_ok=True)
         conf.write_text(self.startup.render())
         out = open(self.startup.workdir / "vpp.out", "wb")
         log.info("starting %s in netns %s (%s)", self.binary, self.ns, conf)
@@ -123,9 +135,14 @@ class VppProcess:
             if self.startup.cli_sock.exists() and self._answers():
                 return
             time.sleep(0.2)
-        tail = self.output()[-2000:]
+        code = self.proc.poll()
+        tail = self.output()[-2000:].strip() or "no output"
         self.stop()
-        raise CfgError(f"VPP {self.binary} did not come up in netns {self.ns} within "
+        if code is not None:
+            raise CfgError(f"sut.vpp_binary = {self.binary}: VPP exited at start with code "
+                           f"{code} in netns {self.ns}: {tail}")
+        raise CfgError(f"sut.vpp_binary = {self.binary}: VPP did not answer on "
+                       f"{self.startup.cli_sock} in netns {self.ns} within "
                        f"{START_TIMEOUT_S:g} s: {tail}")
 
     def _answers(self) -> bool:

@@ -1,0 +1,67 @@
+"""The per-search plots and intervals of the report say only what was measured: no upper
+bound where the search found no loss (generator-limited), generator-limited trials at the
+rate they achieved, a legend that covers no axis or data, threshold and upper bound in two
+colours, an open interval written one way in the CLI and the HTML."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from srperf.orchestrator import describe_estimate
+from srperf.results.names import interval_text
+from srperf.results.plots import SearchTrials, search_panels
+from srperf.search.base import GoalResult
+
+
+def _trials(limited: bool) -> SearchTrials:
+    df = pd.DataFrame({
+        "run_id": ["r"] * 3, "search_seq": [1] * 3,
+        "offered_kpps": [100.0, 50.0, 25.0], "received_kpps": [60.0, 50.0, 25.0],
+        "delivery_ratio": [0.6, 1.0, 1.0], "loss_ratio": [0.0, 0.0, 0.0],
+        "duration_s": [1.0] * 3, "generator_limited": [1 if limited else 0] * 3,
+        "offered_rate_pps": [60_000.0, 49_000.0, 24_900.0]})
+    return SearchTrials.split(df, ["run_id", "search_seq"])[("r", 1)]
+
+
+def test_generator_limited_trials_are_drawn_at_the_rate_achieved() -> None:
+    assert _trials(limited=True).offered_kpps == [60.0, 49.0, 24.9]
+    assert _trials(limited=False).offered_kpps == [100.0, 50.0, 25.0]
+
+
+def test_no_upper_bound_where_the_search_found_no_loss() -> None:
+    limited = {"status": "generator_limited", "lower_pps": None, "upper_pps": 25_000.0}
+    _, loss = search_panels(_trials(True), limited, 0.5)
+    assert "upper bound" not in loss
+    ok = {"status": "ok", "lower_pps": 40_000.0, "upper_pps": 45_000.0}
+    _, loss = search_panels(_trials(False), ok, 0.5)
+    assert "upper bound" in loss and "lower bound" in loss
+
+
+def _legend(svg: str) -> dict[str, tuple[str, float]]:
+    """label -> (colour of its mark, y of its text) for each legend entry."""
+    found = re.findall(r'fill="(#[0-9a-f]{6})"[^>]*/><text x="[0-9.]+" y="([0-9.]+)">'
+                       r'([^<]+)</text>', svg)
+    return {label: (color, float(y)) for color, y, label in found}
+
+
+def test_threshold_and_upper_bound_have_their_own_colours_and_the_legend_is_below() -> None:
+    ok = {"status": "ok", "lower_pps": 40_000.0, "upper_pps": 45_000.0}
+    fig4, loss = search_panels(_trials(False), ok, 0.5)
+    legend = _legend(loss)
+    assert legend["threshold 0.5 %"][0] != legend["upper bound"][0]
+    assert len({c for c, _ in legend.values()}) == len(legend)
+    height = 210   # the plot's own height: every legend row lies below it
+    assert all(y > height for _, y in legend.values()), legend
+    assert 'height="2' in loss and all(y > height for _, y in _legend(fig4).values())
+
+
+def test_an_open_interval_is_written_one_way() -> None:
+    assert interval_text(700.1, 777.6) == "700.1–777.6"
+    assert interval_text(777.6, None) == "≥ 777.6"
+    assert interval_text(None, 777.6) == "≤ 777.6"
+    assert interval_text(float("nan"), float("nan")) == "-"
+    g = GoalResult(0.5, 700_000.0, 800_000.0, estimate_pps=780_000.0,
+                   estimate_low_pps=777_600.0, estimate_high_pps=None)
+    assert describe_estimate(g) == ", estimate 780.0 kpps (95 % ≥ 777.6)"

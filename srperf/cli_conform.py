@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from srperf.errors import ConfigError
 from srperf.wording import count

@@ -47,7 +47,8 @@ class TuningSettings(Settings):
                                      schema={"type": "boolean"})
     hugepages: int | None = setting(1024, "2 MiB hugepages reserved where TRex (tester) or "
                                     "VPP (SUT) runs (null: leave)",
-                                    schema={"type": ["integer", "null"], "minimum": 0})
+                                    unit="pages", schema={"type": ["integer", "null"],
+                                                          "minimum": 0, "maximum": 1_000_000})
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,8 @@ class RunReport:
     summary: pd.DataFrame = field(default_factory=pd.DataFrame)
     summary_csv: Path | None = None
     status: str = "running"
+    stateful: Any = None
+    """What a stateful run (kind goodput/http) stored (srperf.stateful.plan.StatefulRows)."""
 
 
 def search_settings(exp: Experiment, tb: TestbedConfig, seed: int = 0) -> SearchSettings:
@@ -271,6 +273,12 @@ class Orchestrator:
               ended: dict[int, tuple[str, int, str, str]] | None = None) -> None:
         """The plan, interleaved; a search in ``ended`` (a resumed run's) is replayed
         from the store, not redone, so search numbers and skips stay as they were."""
+        if self.exp.kind != "pdr":
+            from srperf.stateful.plan import StatefulPlan
+
+            report.stateful = StatefulPlan(self.exp, session, store, report.run_id,
+                                           self.progress).run()
+            return
         ended = ended or {}
         seq = 0
         for size in self.exp.packet_sizes:

@@ -112,13 +112,29 @@ conformance = sa.Table(
 """One row per conformance case (srperf conform): expected forward | drop | n/a; status
 pass | fail | finding | n/a; counters: the forwarder's counter deltas (JSON)."""
 
+stateful = sa.Table(
+    "stateful", metadata,
+    *_row_of("repetition"), sa.Column("kind", sa.Text),
+    sa.Column("configuration", sa.Text), sa.Column("segments", sa.Integer),
+    sa.Column("streams", sa.Integer), sa.Column("variant", sa.Text),
+    sa.Column("status", sa.Text), sa.Column("reason", sa.Text),
+    sa.Column("metric", sa.Text), sa.Column("value", sa.Float),
+    sa.Column("metrics", sa.Text), sa.Column("counters", sa.Text),
+    sa.Column("detail", sa.Text),
+)
+"""One row per repetition of a stateful configuration (srperf.stateful): ``kind``
+goodput | http; ``configuration`` its label (behavior, VNF mode, segments, chains);
+``metric``/``value`` the kind's primary metric (``goodput_mbps``: Mb/s); ``metrics`` all
+of them as JSON (units in the names); ``counters``: the SUT's counter deltas and Table I
+(packets, JSON); ``status`` ok | failed | unsupported with ``reason``."""
+
 version_table = sa.Table(
     "schema_version", metadata,
     sa.Column("version", sa.Integer, primary_key=True),
     sa.Column("applied", sa.Text),
 )
 
-TABLES = ("runs", "trials", "searches", "outcomes", "conformance")
+TABLES = ("runs", "trials", "searches", "outcomes", "conformance", "stateful")
 """Tables a run's data lives in (``comparisons`` refers to runs)."""
 
 
@@ -179,6 +195,8 @@ MIGRATIONS: tuple[Migration, ...] = (
                             _add_columns(outcomes, ("repetition", "search_seq"))(conn))),
     Migration(6, "conformance (one row per case of srperf conform)",
               _create(conformance)),
+    Migration(7, "stateful (one row per repetition of a goodput/http configuration)",
+              _create(stateful)),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
 

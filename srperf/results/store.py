@@ -205,6 +205,13 @@ class ResultStore:
             estimate_pps=g.estimate_pps, estimate_low_pps=g.estimate_low_pps,
             estimate_high_pps=g.estimate_high_pps) for g in result.goals])
 
+    def add_stateful(self, run_id: str, row: dict[str, Any]) -> None:
+        """One repetition of a stateful configuration (columns of ``schema.stateful``;
+        mappings are stored as JSON)."""
+        out = {k: (json.dumps(v, sort_keys=True, default=str) if isinstance(v, (dict, list))
+                   else v) for k, v in row.items()}
+        self._insert(schema.stateful, dict(run_id=run_id, time=_now(), **out))
+
     def add_outcome(self, run_id: str, behavior: str, forwarder: str, packet_size: int,
                     status: str, reason: str = "", repetition: int | None = None,
                     search_seq: int | None = None) -> None:

@@ -181,12 +181,25 @@ def compare_runs(store: ResultStore, baseline: str, current: str,
                  threshold_pct: float = DEFAULT_THRESHOLD_PCT, method: str = "welch",
                  baseline_store: ResultStore | None = None) -> Comparison:
     """Compare two stored runs (the baseline may live in another store)."""
+    from srperf.stateful.compare import as_searches
+
     bstore = baseline_store or store
-    result = compare_frames(frames.searches(bstore, baseline), frames.searches(store, current),
+    base_s = _with(frames.searches(bstore, baseline), as_searches(bstore, baseline))
+    cur_s = _with(frames.searches(store, current), as_searches(store, current))
+    result = compare_frames(base_s, cur_s,
                             frames.outcomes(bstore, baseline), frames.outcomes(store, current),
                             threshold_pct, method, baseline, current)
     result.model = bool(bstore.simulated_runs([baseline]) or store.simulated_runs([current]))
     return result
+
+
+def _with(searches: pd.DataFrame, stateful: pd.DataFrame) -> pd.DataFrame:
+    """PDR searches and a stateful run's pseudo-searches in one frame."""
+    if stateful.empty:
+        return searches
+    if searches.empty:
+        return stateful
+    return pd.concat([searches, stateful], ignore_index=True)
 
 
 def _num(x: float, fmt: str = "{:.1f}") -> str:
@@ -210,7 +223,8 @@ def format_markdown(c: Comparison) -> str:
         change = _num(x.diff.delta_pct, "{:+.2f}") if x.diff else "-"
         ci = (f"[{_num(x.diff.low_pct, '{:+.2f}')}, {_num(x.diff.high_pct, '{:+.2f}')}]"
               if x.diff else "-")
-        thr = "" if math.isnan(x.threshold_pct) else f"{x.threshold_pct:g}"
+        thr = "" if math.isnan(x.threshold_pct) or x.threshold_pct < 0 \
+            else f"{x.threshold_pct:g}"
         lines.append(f"| {x.behavior} | {x.packet_size} | {thr} | {base} | {cur} | {change} "
                      f"| {ci} | {x.verdict} | {x.reason} |")
     return "\n".join(lines)

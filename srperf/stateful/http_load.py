@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import srperf.config  # noqa: F401  (config.model and stateful.settings import each other)
 from srperf.stateful.base import (OK, Endpoints, StatefulError, StatefulSample,
                                   Variant)
 from srperf.stateful.http_server import StaticHttpServer, object_name

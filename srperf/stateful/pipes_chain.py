@@ -225,6 +225,8 @@ class PipesChain:
             next_segs=tuple(self.segments_after(k)),
             dst_prefix=f"{self.server_ip6}/128",
             function=None if role == ROUTER else role)
+        if k in self._envs:   # stop the running relay before its binary is pushed again
+            pipes.clean(self.node(k), self._envs.pop(k))
         self._envs[k] = pipes.configure(self.node(k), node, self.options,
                                         relay_path)  # type: ignore[arg-type]
 

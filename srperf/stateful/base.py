@@ -42,6 +42,8 @@ class Endpoint:
     ip6: str
     """The endpoint's IPv6 address for the measured traffic (a server listens on it,
     a client connects from it)."""
+    dev: str = ""
+    """The endpoint's interface towards the SUT (its steering routes leave by it)."""
     cpu: int | None = None
     """CPU the endpoint's load processes are pinned to (None: not pinned)."""
 

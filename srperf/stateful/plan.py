@@ -222,6 +222,10 @@ class StatefulPlan:
                 self._store(self.exp.kind, conf, variant, rep, sample, counters,
                             runner.primary_metric)
                 value = sample.metrics.get(runner.primary_metric)
+                if not sample.ok and rep == 1:
+                    self.progress(f"{conf.label}: {sample.status}: {sample.reason} "
+                                  "(first repetition: the others are not run)")
+                    return
                 self.progress(f"{conf.label} {variant.label} rep {rep}: "
                               + (f"{runner.primary_metric} {value:.1f}" if sample.ok
                                  and value is not None else f"{sample.status}: {sample.reason}")

@@ -184,9 +184,13 @@ class Steering:
                      )
         if self.route.reverse is not None:
             back = [*self.route.reverse, CLIENT_SID]
-            self._do(server, ["ip", "-6", "route", "replace", f"{ep.client.ip6}/128", "encap",
-                              "seg6", "mode", "encap", "segs", ",".join(back), "dev",
-                              ep.server.dev])
+            # answers to the address an SNAT VNF gave the client go back through it
+            # (the reverse chain), which restores the client's
+            targets = [ep.client.ip6] + ([a.vnf_snat6] if self.route.proxy_both_ways else [])
+            for target in targets:
+                self._do(server, ["ip", "-6", "route", "replace", f"{target}/128", "encap",
+                                  "seg6", "mode", "encap", "segs", ",".join(back), "dev",
+                                  ep.server.dev])
         if self.route.proxy_both_ways:
             self._attach_reverse_proxy()
 

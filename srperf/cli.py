@@ -325,6 +325,18 @@ def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = N
 
     report = orch.run(resume=resume)
     print()
+    if report.stateful is not None:
+        from srperf.stateful import table
+
+        print(f"run {report.run_id}: {exp.kind} per configuration ({exp.forwarder}; "
+              f"machine shared: figures are noisy):")
+        if report.stateful.calibrated_streams is not None:
+            print(f"streams: {report.stateful.calibrated_streams} (calibrated)")
+        print(table.format_table(table.summarize(report.stateful.rows,
+                                                 getattr(exp.goodput, "confidence", 0.95))))
+        print(f"\nstored in: {report.store_path}")
+        failed = [r for r in report.stateful.rows if r.get("status") == "failed"]
+        return EXIT_FAILED if failed else EXIT_OK
     print(f"summary of run {report.run_id} ({exp.forwarder}, algorithm "
           f"{orch.exp.search.algorithm}; rates in kpps; n = repetitions):")
     print(format_table(report.summary))

@@ -66,6 +66,8 @@ class RunReport:
     nothing_measured: str | None = None
     """None when the run has at least one figure; else why it has none, naming each
     behavior's status (:func:`srperf.results.measured.nothing_measured`)."""
+    stateful: Any = None
+    """What a stateful run (kind goodput/http) stored (srperf.stateful.plan.StatefulRows)."""
 
 
 def search_settings(exp: Experiment, tb: TestbedConfig, seed: int = 0) -> SearchSettings:
@@ -289,6 +291,12 @@ class Orchestrator:
               ended: dict[int, tuple[str, int, str, str]] | None = None) -> None:
         """The plan, interleaved; a search in ``ended`` (a resumed run's) is replayed
         from the store, not redone, so search numbers and skips stay as they were."""
+        if self.exp.kind != "pdr":
+            from srperf.stateful.plan import StatefulPlan
+
+            report.stateful = StatefulPlan(self.exp, session, store, report.run_id,
+                                           self.progress).run()
+            return
         ended = ended or {}
         seq = 0
         for size in self.exp.packet_sizes:

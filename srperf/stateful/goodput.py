@@ -117,7 +117,7 @@ class GoodputRunner:
             out = posixpath.join(work, f"stream-{i}.json")
             argv = ["iperf3", "-c", addresses[i % len(addresses)], "-B", client.ip6,
                     "-p", str(config.port_base + i), "-t", f"{duration_s:g}",
-                    "--json"]
+                    "--json", "--connect-timeout", "3000"]
             if config.omit_s:
                 argv += ["-O", f"{config.omit_s:g}"]
             if client.cpu is not None:
@@ -130,7 +130,7 @@ class GoodputRunner:
         before = read_cpu(endpoints.sut, endpoints.sut_cpu)
         started = time.monotonic()
         res = client.node.run(["bash", "-c", "\n".join(lines)],
-                              timeout=duration_s + config.omit_s + 60.0)
+                              timeout=duration_s + config.omit_s + 20.0)
         wall = time.monotonic() - started
         after = read_cpu(endpoints.sut, endpoints.sut_cpu)
         if not res.ok:

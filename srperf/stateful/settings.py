@@ -119,6 +119,19 @@ class GoodputConfig(Settings):
     confidence: float = setting(0.95, "confidence of the interval (Student t)",
                                 schema={"type": "number", "exclusiveMinimum": 0.5,
                                         "exclusiveMaximum": 1}, parse=float)
+    chains: tuple[int, ...] = setting(
+        (1,), "segment lists through the same VNF, one configuration each (2: the streams "
+        "alternate between two chains ending at two server SIDs)", unit="chains",
+        schema={"type": "array", "minItems": 1,
+                "items": {"type": "integer", "minimum": 1, "maximum": 2}},
+        parse=_segments)
+    vnf_modes: tuple[str, ...] = setting(
+        (), "VNF modes measured one after the other, one configuration each (forwarders with "
+        "VNFs, e.g. ebpf; empty: the experiment's options.vnf_mode); with snat the caching "
+        "proxy leaves the source out of its key (options.proxy.cache_nat_key)",
+        schema={"type": "array", "items": {"enum": ["forward", "drop", "sink", "delay",
+                                                    "snat"]}},
+        parse=lambda v: tuple(str(m) for m in v))
     calibration: CalibrationConfig = setting(CalibrationConfig, "the calibration run")
 
 

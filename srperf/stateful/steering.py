@@ -38,6 +38,8 @@ CHAIN_TABLE = 1000
 """Server table of chain k's End.DT6 is CHAIN_TABLE + k (only that chain's address)."""
 CLIENT_TABLE = 1100
 """Client table of its End.DT6 (only the client's address)."""
+FILTER_PREF = 4242
+"""tc filter preference of ebpf.sh's programs (its FILTER_PREF)."""
 PROXY_PREF = 4243
 """tc filter preference of the caching proxy attached to the SUT's out port."""
 PROXIES = ("end_ad", "end_as", "end_cache", "end_baseline")
@@ -182,21 +184,31 @@ class Steering:
                      )
         if self.route.reverse is not None:
             back = [*self.route.reverse, CLIENT_SID]
-            self._do(server, ["ip", "-6", "route", "replace", f"{ep.client.ip6}/128", "encap",
-                              "seg6", "mode", "encap", "segs", ",".join(back), "dev",
-                              ep.server.dev])
+            # answers to the address an SNAT VNF gave the client go back through it
+            # (the reverse chain), which restores the client's
+            targets = [ep.client.ip6] + ([a.vnf_snat6] if self.route.proxy_both_ways else [])
+            for target in targets:
+                self._do(server, ["ip", "-6", "route", "replace", f"{target}/128", "encap",
+                                  "seg6", "mode", "encap", "segs", ",".join(back), "dev",
+                                  ep.server.dev])
         if self.route.proxy_both_ways:
             self._attach_reverse_proxy()
 
     def _attach_reverse_proxy(self) -> None:
-        """The caching proxy's inbound program on the SUT's out port too."""
-        out = self.tb.sut.out_port.name
-        script = ('set -e; d="/sys/fs/bpf/srperf/$(ip netns identify $$ 2>/dev/null || true)"; '
-                  '[ "$d" = /sys/fs/bpf/srperf/ ] && d=/sys/fs/bpf/srperf/default; '
-                  f'tc qdisc show dev {out} clsact | grep -q clsact || '
-                  f'tc qdisc add dev {out} clsact; '
-                  f'tc filter replace dev {out} ingress pref {PROXY_PREF} handle 1 bpf '
-                  'object-pinned "$d/srp_inbound" direct-action')
+        """The caching proxy's inbound program (the one attached to the SUT's in port)
+        attached to its out port too: pinned for a moment on a bpffs, as tc attaches
+        only pinned programs (ebpf.sh's own pins live in its own mount namespace)."""
+        sin, out = self.tb.sut.in_port.name, self.tb.sut.out_port.name
+        script = f"""set -euo pipefail
+id=$(tc filter show dev {sin} ingress pref {FILTER_PREF} | sed -n 's/.* id \\([0-9]*\\).*/\\1/p' | head -n 1)
+[ -n "$id" ] || {{ echo "no proxy program on {sin} ingress (pref {FILTER_PREF})" >&2; exit 1; }}
+[ "$(stat -f -c %T /sys/fs/bpf 2>/dev/null)" = bpf_fs ] || mount -t bpf bpf /sys/fs/bpf
+pin=/sys/fs/bpf/srperf-stateful-$$
+bpftool prog pin id "$id" "$pin"
+trap 'rm -f "$pin"' EXIT
+tc qdisc show dev {out} clsact | grep -q clsact || tc qdisc add dev {out} clsact
+tc filter replace dev {out} ingress pref {PROXY_PREF} handle 1 bpf object-pinned "$pin" direct-action
+"""
         self._do(self.ep.sut, ["bash", "-c", script],
                  ["tc", "filter", "del", "dev", out, "ingress", "pref", str(PROXY_PREF)])
 

@@ -478,11 +478,20 @@ static __always_inline int restore(struct __sk_buff *skb, struct srp_vnf *vnf,
 	 * IPv4 inner), and a GSO packet from the VNF is marked as encapsulated
 	 * (SKB_GSO_IPXIP6, inner headers set) so it can still be segmented; a
 	 * TCP one gets its MSS lowered by len.  UDP GSO (gso_size delineates the
-	 * datagrams) is refused unless gso_size stays fixed: then again so. */
+	 * datagrams) is refused unless gso_size stays fixed: then again so.
+	 * An skb still marked encapsulated (an SRv6 packet this proxy decapsulated
+	 * on its way in keeps skb->encapsulation, its inner header offsets and,
+	 * when GRO merged it, its SKB_GSO_IPXIP6: the kernel refuses to
+	 * encapsulate it again, -EALREADY) is grown without the encapsulation
+	 * flag: the restored header has the length of the removed one, so the
+	 * inner offsets and GSO type it kept are right again, and gso_size,
+	 * raised by len when the header was removed, is lowered by len back to
+	 * the inner MSS. */
 	if (bpf_skb_adjust_room(skb, len, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_ENCAP_L3_IPV6) &&
 	    (!skb->gso_size ||
 	     bpf_skb_adjust_room(skb, len, BPF_ADJ_ROOM_MAC,
-				 BPF_F_ADJ_ROOM_ENCAP_L3_IPV6 | BPF_F_ADJ_ROOM_FIXED_GSO)))
+				 BPF_F_ADJ_ROOM_ENCAP_L3_IPV6 | BPF_F_ADJ_ROOM_FIXED_GSO)) &&
+	    bpf_skb_adjust_room(skb, len, BPF_ADJ_ROOM_MAC, 0))
 		return drop(SRP_err);
 	if (bpf_skb_store_bytes(skb, ETH_HLEN, s->data, len, 0))
 		return drop(SRP_err);

@@ -1,0 +1,234 @@
+"""A line of namespaces for SRv6Pipes: client, N middle nodes, server.
+
+    <prefix>-c  r0 ---- l0  <prefix>-m1  r0 ---- l0  <prefix>-m2 ... r0 ---- l0  <prefix>-s
+    client                   router | proxy(FUNC)                                server
+
+Link ``i`` (0: client-m1, ..., N: mN-server) is ``fd00:0:0:i::/64`` (left ``::1``,
+right ``::2``).  Middle node ``k`` has the SID ``fc00:0:0:k::100``; the server's edge
+has ``fc00:0:0:ff::100`` (End.DT6 into its local table: decapsulation and delivery).  The client
+steers its TCP to the server with H.Encaps over ``[SID m1, ..., SID mN, server SID]``
+(as SRv6Pipes' client put an SRH on wrk's sockets) up to the first proxy node; a router
+node runs End, a proxy node is the last segment of its list (stock End.DX6 decapsulates
+only at Segments Left 0), terminates the connection (:mod:`srperf.forwarders.pipes`) and
+re-encapsulates toward the following nodes up to the next proxy or the server.  Replies go back by plain IPv6 routing through the same
+nodes (SRv6Pipes' on-path mode), where the proxies divert them to their relay.
+
+Every link is a veth pair with the given MTU, offloads as the kernel sets them.
+:meth:`PipesChain.down` removes everything (namespaces, hence processes' sockets; the
+relays are stopped by their script's ``clean`` first).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from srperf.forwarders import pipes
+from srperf.netns import netns_exists, run
+from srperf.stateful.base import Endpoint, Endpoints
+from srperf.transports.netns import NetnsTransport
+
+log = logging.getLogger(__name__)
+
+ROUTER = "router"
+"""Role of a middle node that forwards (End) instead of running a function."""
+SERVER_SID = "fc00:0:0:ff::100"
+MAX_MIDDLE = 8
+
+
+def link_addr(link: int, side: int) -> str:
+    """Address of ``side`` (1 left, 2 right) of link ``link``."""
+    return f"fd00:0:0:{link:x}::{side}"
+
+
+def node_sid(k: int) -> str:
+    """SID of middle node ``k`` (1-based)."""
+    return f"fc00:0:0:{k:x}::100"
+
+
+@dataclass
+class PipesChain:
+    """Client, middle nodes with ``roles`` (``router`` or a bytestream function), server."""
+
+    prefix: str
+    """Prefix of the namespace names."""
+    roles: Sequence[str]
+    """One entry per middle node: ``router`` or a function (relay, xor:N, xormask)."""
+    mtu: int = 1500
+    """MTU of every link (bytes)."""
+    options: pipes.PipesOptions = field(default_factory=pipes.PipesOptions)
+    """How the relays run."""
+    _envs: dict[int, dict[str, str]] = field(default_factory=dict, init=False)
+    _nodes: dict[str, NetnsTransport] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        if not 1 <= len(self.roles) <= MAX_MIDDLE:
+            raise ValueError(f"a chain has 1-{MAX_MIDDLE} middle nodes, not {len(self.roles)}")
+        for role in self.roles:
+            if role != ROUTER:
+                pipes.check_function(role)
+
+    # -- names -----------------------------------------------------------------------
+    @property
+    def names(self) -> list[str]:
+        """Namespace names, client first, server last."""
+        n = len(self.roles)
+        return [f"{self.prefix}-c", *(f"{self.prefix}-m{k}" for k in range(1, n + 1)),
+                f"{self.prefix}-s"]
+
+    @property
+    def client_ip6(self) -> str:
+        return link_addr(0, 1)
+
+    @property
+    def server_ip6(self) -> str:
+        return link_addr(len(self.roles), 2)
+
+    def node(self, index: int) -> NetnsTransport:
+        """Transport into node ``index`` (0 client, 1..N middles, N+1 server)."""
+        name = self.names[index]
+        if name not in self._nodes:
+            self._nodes[name] = NetnsTransport(name)
+        return self._nodes[name]
+
+    def link_devs(self, link: int) -> tuple[tuple[str, str], tuple[str, str]]:
+        """((left ns, its dev), (right ns, its dev)) of link ``link``."""
+        return (self.names[link], "r0"), (self.names[link + 1], "l0")
+
+    # -- life cycle ------------------------------------------------------------------
+    def up(self) -> Endpoints:
+        """Build the chain and configure every middle node; the endpoints across it."""
+        try:
+            self._build()
+            relay = pipes.build_relay()
+            for k, role in enumerate(self.roles, start=1):
+                self._configure(k, role, relay)
+        except BaseException:
+            self.down()
+            raise
+        return self.endpoints()
+
+    def endpoints(self) -> Endpoints:
+        n = len(self.roles)
+        return Endpoints(client=Endpoint("client", self.node(0), self.client_ip6),
+                         server=Endpoint("server", self.node(n + 1), self.server_ip6),
+                         sut=self.node(1))
+
+    def reconfigure(self, roles: Sequence[str]) -> None:
+        """Give the middle nodes new roles (same count), keeping the chain."""
+        if len(roles) != len(self.roles):
+            raise ValueError("reconfigure keeps the number of middle nodes")
+        relay = pipes.build_relay()
+        for role in roles:
+            if role != ROUTER:
+                pipes.check_function(role)
+        self.roles = list(roles)
+        for k, role in enumerate(self.roles, start=1):
+            self._configure(k, role, relay)
+        self._steer_client()
+
+    def counters(self) -> dict[str, dict[str, int]]:
+        """Relay counters per proxy node (namespace -> counters)."""
+        return {self.names[k]: pipes.counters(self.node(k), env)
+                for k, env in self._envs.items() if env.get("SRPERF_PIPES_FUNC")}
+
+    def down(self) -> None:
+        """Stop the relays and delete the namespaces (idempotent, best effort)."""
+        for k, env in list(self._envs.items()):
+            try:
+                pipes.clean(self.node(k), env)
+            except Exception as exc:  # the namespace goes anyway
+                log.warning("cleaning %s: %s", self.names[k], exc)
+        self._envs.clear()
+        for node in self._nodes.values():
+            node.close()
+        self._nodes.clear()
+        for name in self.names:
+            if netns_exists(name):
+                run(["ip", "netns", "del", name], check=False)
+
+    def __enter__(self) -> "PipesChain":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.down()
+
+    # -- building --------------------------------------------------------------------
+    def _build(self) -> None:
+        n = len(self.roles)
+        for name in self.names:
+            if netns_exists(name):
+                raise RuntimeError(f"namespace {name} exists already (a chain left behind? "
+                                   f"ip netns del {name})")
+        for name in self.names:
+            run(["ip", "netns", "add", name])
+            run(["ip", "-n", name, "link", "set", "lo", "up"])
+            for key in ("net.ipv6.conf.all.forwarding=1", "net.ipv6.conf.all.seg6_enabled=1",
+                        "net.ipv6.conf.default.seg6_enabled=1",
+                        "net.ipv6.conf.all.keep_addr_on_down=1"):
+                run(["ip", "netns", "exec", name, "sysctl", "-qw", key])
+        for link in range(n + 1):
+            (lns, ldev), (rns, rdev) = self.link_devs(link)
+            run(["ip", "-n", lns, "link", "add", ldev, "mtu", str(self.mtu), "type", "veth",
+                 "peer", "name", rdev, "mtu", str(self.mtu), "netns", rns])
+            for ns, dev, side in ((lns, ldev, 1), (rns, rdev, 2)):
+                run(["ip", "netns", "exec", ns, "sysctl", "-qw",
+                     f"net.ipv6.conf.{dev}.seg6_enabled=1"])
+                run(["ip", "-n", ns, "addr", "add", f"{link_addr(link, side)}/64", "dev", dev,
+                     "nodad"])
+                run(["ip", "-n", ns, "link", "set", dev, "up"])
+        # routes: left of node i is link i-1, right is link i
+        for i, name in enumerate(self.names):
+            if i > 0:   # toward the client: every link left of this node
+                for link in range(0, i - 1):
+                    run(["ip", "-n", name, "-6", "route", "add", f"{link_addr(link, 0)}/64",
+                         "via", link_addr(i - 1, 1), "dev", "l0"])
+            if i < n + 1:   # toward the server: later links, SIDs right of this node
+                for link in range(i + 1, n + 1):
+                    run(["ip", "-n", name, "-6", "route", "add", f"{link_addr(link, 0)}/64",
+                         "via", link_addr(i, 2), "dev", "r0"])
+                for k in range(i + 1, n + 1):
+                    run(["ip", "-n", name, "-6", "route", "add", f"{node_sid(k)}/128",
+                         "via", link_addr(i, 2), "dev", "r0"])
+                run(["ip", "-n", name, "-6", "route", "add", f"{SERVER_SID}/128",
+                     "via", link_addr(i, 2), "dev", "r0"])
+            if 0 < i <= n:
+                run(["ip", "-n", name, "sr", "tunsrc", "set", link_addr(i, 1)])
+        client, server = self.names[0], self.names[-1]
+        run(["ip", "-n", client, "sr", "tunsrc", "set", self.client_ip6])
+        self._steer_client()
+        run(["ip", "-n", server, "-6", "route", "add", f"{SERVER_SID}/128", "encap",
+             "seg6local", "action", "End.DT6", "table", "255", "dev", "l0"])
+
+    def _steer_client(self) -> None:
+        """The client's H.Encaps route to the server (replaced when roles change)."""
+        run(["ip", "-n", self.names[0], "-6", "route", "replace", f"{self.server_ip6}/128",
+             "encap", "seg6", "mode", "encap", "segs", ",".join(self.segments_after(0)),
+             "via", link_addr(0, 2), "dev", "r0"])
+
+    def segments_after(self, k: int) -> list[str]:
+        """The segment list node ``k`` (0: the client) encapsulates with: the SIDs of the
+        following nodes up to the next proxy (which decapsulates: End.DX6 needs Segments
+        Left 0), else up to the server's SID."""
+        segs = []
+        for j in range(k + 1, len(self.roles) + 1):
+            segs.append(node_sid(j))
+            if self.roles[j - 1] != ROUTER:
+                return segs
+        return segs + [SERVER_SID]
+
+    def _configure(self, k: int, role: str, relay_path: object) -> None:
+        n = len(self.roles)
+        node = pipes.PipesNode(
+            sid=node_sid(k), out_if="r0", out_nh=link_addr(k, 2),
+            next_segs=tuple(self.segments_after(k)),
+            dst_prefix=f"{self.server_ip6}/128",
+            function=None if role == ROUTER else role)
+        if k in self._envs:   # stop the running relay before its binary is pushed again
+            pipes.clean(self.node(k), self._envs.pop(k))
+        self._envs[k] = pipes.configure(self.node(k), node, self.options,
+                                        relay_path)  # type: ignore[arg-type]
+
+
+__all__ = ["PipesChain", "ROUTER", "SERVER_SID", "node_sid", "link_addr"]

@@ -1,0 +1,273 @@
+"""The stateful plan of one run: configurations x repetitions, stored as they end.
+
+Entered from the orchestrator's loop when the experiment's ``kind`` is not ``pdr``, on the
+same session (testbed, lock, SUT, store).  A configuration is a behavior with a VNF mode,
+a segment-list length and a number of chains; for each, the SUT is configured, the TCP
+steered through it (:mod:`srperf.stateful.steering`), the runner's servers started, and
+each repetition stored (one ``stateful`` row) with the SUT's counter deltas and Table I.
+
+``goodput.streams: calibrated`` takes the stream count of the latest calibration in the
+store, or runs one first: the function bypassed (forwarder linux, plain ``ipv6``), streams
+added one at a time until goodput grows by no more than ``calibration.growth_pct``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from srperf import behaviors as catalogue
+from srperf import forwarders
+from srperf.config.model import Experiment
+from srperf.errors import CfgError, UnsupportedBehavior, VerificationError
+from srperf.stateful import runner as make_runner
+from srperf.stateful.base import Endpoints, StatefulError, StatefulSample, Variant
+from srperf.stateful.counters import table_i
+from srperf.stateful.endpoints import make_endpoints
+from srperf.stateful.settings import CALIBRATED, GoodputConfig
+from srperf.stateful.steering import Steering
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str], None]
+CALIBRATION = "calibration"
+"""``kind`` of the stored calibration rows."""
+CHOSEN = "chosen"
+"""``variant`` of the calibration row that records the stream count chosen."""
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """One measured configuration of a stateful run."""
+
+    behavior: str
+    vnf_mode: str | None
+    segments: int
+    chains: int
+
+    @property
+    def setting(self) -> str:
+        """The configuration without its behavior (``vnf forward, 2 segs``)."""
+        return ", ".join(self.label.split(", ")[1:])
+
+    @property
+    def label(self) -> str:
+        parts = [self.behavior]
+        if self.vnf_mode:
+            parts.append(f"vnf {self.vnf_mode}")
+        if self.behavior != "ipv6":
+            parts.append(f"{self.segments} segs")
+        if self.chains > 1:
+            parts.append(f"{self.chains} chains")
+        return ", ".join(parts)
+
+
+@dataclass
+class StatefulRows:
+    """What a stateful run stored, for the command line's table."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    calibrated_streams: int | None = None
+
+
+def configurations(exp: Experiment) -> list[Configuration]:
+    g = exp.goodput
+    has_vnfs = "vnf_mode" in forwarders.get(exp.forwarder).options.json_schema()["properties"]
+    modes: list[str | None] = list(g.vnf_modes) if g.vnf_modes else \
+        [exp.options.get("vnf_mode", "forward") if has_vnfs else None]
+    out = []
+    for mode in modes:
+        for beh in exp.behaviors:
+            for chains in g.chains:
+                for segs in (g.segments if beh != "ipv6" else g.segments[:1]):
+                    out.append(Configuration(beh, mode, segs, chains))
+    return out
+
+
+class StatefulPlan:
+    """Runs an experiment of a stateful kind on an open session."""
+
+    def __init__(self, exp: Experiment, session: Any, store: Any, run_id: str,
+                 progress: Progress) -> None:
+        self.exp, self.session, self.store, self.run_id = exp, session, store, run_id
+        self.progress = progress
+        self.tb = session.testbed.config
+        self.result = StatefulRows()
+        self.config: Any = exp.goodput if exp.kind == "goodput" else exp.http
+
+    # -- top level ------------------------------------------------------------------
+    def run(self) -> StatefulRows:
+        handle = make_endpoints(self.session.testbed)
+        endpoints = handle.up()
+        try:
+            if self.exp.kind == "goodput" and self.config.streams == CALIBRATED:
+                streams = self._stored_calibration()
+                if streams is None:
+                    streams = self.calibrate(endpoints)
+                self.result.calibrated_streams = streams
+                self.config = dataclasses.replace(self.config, streams=streams)
+            for conf in configurations(self.exp):
+                self._configuration(endpoints, conf)
+        finally:
+            handle.down()
+        return self.result
+
+    # -- calibration -------------------------------------------------------------------
+    def _stored_calibration(self) -> int | None:
+        frame = self.store.frame("stateful_samples")
+        if frame.empty:
+            return None
+        cal = frame[(frame["kind"] == CALIBRATION) & (frame["status"] == "ok")
+                    & (frame["variant"] == CHOSEN)]
+        if cal.empty:
+            return None
+        last = cal.sort_values("id").iloc[-1]
+        metrics = json.loads(last["metrics"] or "{}")
+        chosen = metrics.get("calibrated_streams")
+        if chosen is None:
+            return None
+        self.progress(f"calibration: {int(chosen)} streams (stored by run {last['run_id']})")
+        return int(chosen)
+
+    def calibrate(self, endpoints: Endpoints) -> int:
+        """Streams that saturate the path with the function bypassed (plain IPv6 on
+        forwarder linux): stored, and returned."""
+        cal = self.exp.goodput.calibration
+        linux = forwarders.get("linux")
+        sut = self.session.testbed.sut(linux, linux.parse_options({}))
+        ipv6 = catalogue.get("ipv6")
+        sut.open()
+        chosen, best = 1, 0.0
+        try:
+            sut.configure(ipv6)
+            runner = make_runner("goodput")
+            config = dataclasses.replace(self.exp.goodput, streams=cal.max_streams)
+            with Steering(endpoints, self.tb, "ipv6"):
+                runner.start(endpoints, config)
+                try:
+                    for n in range(1, cal.max_streams + 1):
+                        values = []
+                        for rep in range(1, cal.repetitions + 1):
+                            sample = runner.run(endpoints, config, cal.duration_s,
+                                                Variant(f"{n} streams", {"streams": n}))
+                            self._store(CALIBRATION, Configuration("ipv6", None, 0, 1), n,
+                                        rep, sample, {}, "goodput_mbps")
+                            if not sample.ok:
+                                raise StatefulError(f"calibration with {n} streams: "
+                                                    f"{sample.reason}")
+                            values.append(sample.metrics["goodput_mbps"])
+                        mean = sum(values) / len(values)
+                        self.progress(f"calibration: {n} streams: {mean:.0f} Mb/s")
+                        if n > 1 and mean <= best * (1 + cal.growth_pct / 100):
+                            break
+                        if mean > best:
+                            chosen, best = n, mean
+                finally:
+                    runner.stop(endpoints)
+            sut.unconfigure(ipv6)
+        finally:
+            sut.close()
+        self.store.add_stateful_sample(
+            self.run_id, CALIBRATION, "ipv6", "linux", Variant(CHOSEN, {"streams": chosen}), 0,
+            StatefulSample({"calibrated_streams": float(chosen), "goodput_mbps": best,
+                            "growth_pct": float(cal.growth_pct)}),
+            duration_s=cal.duration_s, primary_metric="goodput_mbps")
+        self.progress(f"calibration: {chosen} streams saturate the path ({best:.0f} Mb/s; "
+                      f"one more grows goodput by <= {cal.growth_pct:g} %)")
+        return chosen
+
+    # -- one configuration --------------------------------------------------------------
+    def _configuration(self, endpoints: Endpoints, conf: Configuration) -> None:
+        session, beh = self.session, catalogue.get(conf.behavior)
+        runner = make_runner(self.exp.kind)
+        if conf.vnf_mode is not None:
+            options = dataclasses.replace(session.options, vnf_mode=conf.vnf_mode)
+            if conf.vnf_mode == "snat" and hasattr(options, "proxy"):
+                options = dataclasses.replace(options, proxy=dataclasses.replace(
+                    options.proxy, cache_nat_key=True))
+            session.use_options(options)
+        try:
+            session.configure(beh)
+            try:
+                steering = Steering(endpoints, self.tb, conf.behavior, conf.segments,
+                                    conf.chains)
+                with steering:
+                    self.progress(f"{conf.label}: {steering.describe()}")
+                    runner.start(endpoints, self.config)
+                    try:
+                        self._repetitions(endpoints, conf, runner, steering)
+                    finally:
+                        runner.stop(endpoints)
+            finally:
+                session.unconfigure(beh)
+        except UnsupportedBehavior as exc:
+            self._skip(conf, "unsupported", exc.reason)
+        except (CfgError, VerificationError, StatefulError) as exc:
+            self._skip(conf, "failed", str(exc))
+
+    def _repetitions(self, endpoints: Endpoints, conf: Configuration, runner: Any,
+                     steering: Steering) -> None:
+        sut = self.session.sut
+        duration = float(self.config.duration_s)
+        for variant in runner.variants(self.config):
+            params = {**variant.params, "addresses": steering.addresses}
+            variant = Variant(variant.label, params)
+            for rep in range(1, int(self.config.repetitions) + 1):
+                self.session.testbed.keep_claim()
+                before = sut.counters()
+                sample = runner.run(endpoints, self.config, duration, variant)
+                counters: dict[str, Any] = {}
+                if before is not None:
+                    after = sut.counters() or {}
+                    delta = {k: after[k] - before.get(k, 0) for k in after}
+                    counters = {"dataplane": {k: v for k, v in delta.items() if v},
+                                "table_i": table_i(delta)}
+                self._store(self.exp.kind, conf, variant, rep, sample, counters,
+                            runner.primary_metric)
+                value = sample.metrics.get(runner.primary_metric)
+                if not sample.ok and rep == 1:
+                    self.progress(f"{conf.label}: {sample.status}: {sample.reason} "
+                                  "(first repetition: the others are not run)")
+                    return
+                self.progress(f"{conf.label} {variant.label} rep {rep}: "
+                              + (f"{runner.primary_metric} {value:.1f}" if sample.ok
+                                 and value is not None else f"{sample.status}: {sample.reason}")
+                              + (f", table I {counters['table_i']}" if counters else ""))
+
+    def _store(self, kind: str, conf: Configuration, variant: Any, rep: int,
+               sample: StatefulSample, counters: dict[str, Any], metric: str) -> None:
+        label = variant.label if isinstance(variant, Variant) else f"{variant} streams"
+        if not sample.ok and not sample.reason.strip():
+            sample = dataclasses.replace(sample, reason=f"{sample.status}: the tool gave no "
+                                                        "reason")
+        streams = variant.params.get("streams") if isinstance(variant, Variant) else variant
+        row = dict(behavior=conf.behavior, forwarder=self.exp.forwarder if kind != CALIBRATION
+                   else "linux", packet_size=0, repetition=rep, kind=kind,
+                   configuration=conf.label, segments=conf.segments, streams=streams,
+                   variant=label, status=sample.status, reason=sample.reason,
+                   metric=metric, value=sample.metrics.get(metric),
+                   metrics=dict(sample.metrics), counters=counters, detail=dict(sample.detail))
+        # One stored configuration per behavior x (VNF mode, segments, chains) x variant:
+        # the store, report and compare group samples by (kind, behavior, variant).
+        params = dict(variant.params) if isinstance(variant, Variant) else {"streams": streams}
+        params.pop("addresses", None)
+        params.update(vnf_mode=conf.vnf_mode, segments=conf.segments, chains=conf.chains)
+        stored = Variant(f"{conf.setting}; {label}" if conf.setting else label, params)
+        self.store.add_stateful_sample(
+            self.run_id, kind, conf.behavior, row["forwarder"], stored, rep, sample,
+            duration_s=float(self.config.duration_s), primary_metric=metric,
+            counters=counters or None)
+        self.result.rows.append(row)
+
+    def _skip(self, conf: Configuration, status: str, reason: str) -> None:
+        self.progress(f"{conf.label}: {status}: {reason}")
+        self._store(self.exp.kind, conf, Variant("-", {}), 0,
+                    StatefulSample({}, status, reason), {}, "goodput_mbps"
+                    if self.exp.kind == "goodput" else "requests_per_s")
+
+
+__all__ = ["StatefulPlan", "StatefulRows", "Configuration", "configurations", "CALIBRATION",
+           "CHOSEN"]

@@ -1,0 +1,76 @@
+"""The per-configuration table of a stateful run: mean, CV and interval of the primary
+metric over repetitions, the SUT's CPU, and the proxy's Table I (summed)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable
+
+from srperf.stateful.stats import spread
+
+
+def _json(value: Any) -> dict[str, Any]:
+    if isinstance(value, dict):
+        return value
+    return json.loads(value) if value else {}
+
+
+def summarize(rows: Iterable[dict[str, Any]], confidence: float = 0.95) -> list[dict[str, Any]]:
+    """One dict per configuration (in first-seen order) from stored stateful rows."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        if row.get("kind") == "calibration":
+            continue
+        groups.setdefault((row["configuration"], row.get("variant") or ""), []).append(row)
+    out = []
+    for (conf, variant), group in groups.items():
+        ok = [r for r in group if r.get("status") == "ok"]
+        metric = group[0].get("metric") or "goodput_mbps"
+        entry: dict[str, Any] = {"configuration": conf, "variant": variant, "metric": metric,
+                                 "n": len(ok), "failed": len(group) - len(ok),
+                                 "reason": next((r.get("reason") for r in group
+                                                 if r.get("status") != "ok"), "")}
+        sp = spread([float(r["value"]) for r in ok if r.get("value") is not None], confidence)
+        entry["spread"] = sp
+        metrics = [_json(r.get("metrics")) for r in ok]
+        for name in ("retransmits", "sut_cpu_busy_pct"):
+            vals = [m[name] for m in metrics if name in m]
+            entry[name] = sum(vals) / len(vals) if vals else None
+        tables = [_json(r.get("counters")).get("table_i") for r in ok]
+        tables = [t for t in tables if t]
+        entry["table_i"] = ({k: sum(t.get(k, 0) for t in tables) for k in tables[0]}
+                            if tables else None)
+        out.append(entry)
+    return out
+
+
+def format_table(summary: list[dict[str, Any]]) -> str:
+    """A text table of :func:`summarize`'s output."""
+    head = (f"{'configuration':<34} {'n':>3} {'mean':>9} {'CV %':>6} {'95 % interval':>19} "
+            f"{'retr':>7} {'SUT cpu %':>9}  Table I: ingress ok / egress ok (ratio) / "
+            "not cached / dup")
+    lines = [head]
+    for e in summary:
+        sp = e["spread"]
+        name = e["configuration"] + (f" [{e['variant']}]" if e["variant"] else "")
+        if sp is None:
+            lines.append(f"{name:<34} {0:>3} {'-':>9}  {e['reason'][:90]}")
+            continue
+        cv = f"{sp.cv_pct:.1f}" if sp.cv_pct is not None else "-"
+        ci = f"{sp.low:.1f}-{sp.high:.1f}" if sp.low is not None else "-"
+        retr = f"{e['retransmits']:.0f}" if e["retransmits"] is not None else "-"
+        cpu = f"{e['sut_cpu_busy_pct']:.0f}" if e["sut_cpu_busy_pct"] is not None else "-"
+        t = e["table_i"]
+        tab = "-"
+        if t and t.get("ingress_ok"):
+            ratio = t["egress_ok"] / t["ingress_ok"]
+            tab = (f"{t['ingress_ok']} / {t['egress_ok']} ({ratio:.4f}) / {t['not_cached']}"
+                   f" / {t['duplicates']}")
+        lines.append(f"{name:<34} {sp.n:>3} {sp.mean:>9.1f} {cv:>6} {ci:>19} {retr:>7} "
+                     f"{cpu:>9}  {tab}" + (f"  ({e['failed']} failed)" if e["failed"] else ""))
+    unit = summary[0]["metric"] if summary else ""
+    return "\n".join(lines) + (f"\n(mean, interval: {unit}; retr: retransmits per repetition; "
+                               "Table I: packets summed over the repetitions)" if unit else "")
+
+
+__all__ = ["summarize", "format_table"]

@@ -38,6 +38,9 @@ readonly NFT_TABLE=srperf_pipes
 readonly MARK=0x5e6
 readonly VETH_IN=pipes0
 readonly VETH_PEER=pipes1
+# fixed (locally administered) MACs: a function run twice leaves the same state
+readonly VETH_IN_MAC=02:5e:06:00:00:00
+readonly VETH_PEER_MAC=02:5e:06:00:00:01
 # End.DX6 resolves its nh6 by a route lookup (a link-local one would leave by the
 # ingress port): a documentation address routed to the veth, with a static neighbour.
 readonly PEER_NH=2001:db8:5e6::2
@@ -150,13 +153,12 @@ pipes_proxy() {
 	check_common
 	check_proxy
 	clean
-	local mac
-	run ip link add "$VETH_IN" type veth peer name "$VETH_PEER"
+	run ip link add "$VETH_IN" address "$VETH_IN_MAC" type veth peer name "$VETH_PEER" \
+		address "$VETH_PEER_MAC"
 	run ip link set dev "$VETH_IN" up
 	run ip link set dev "$VETH_PEER" up
-	mac=$(cat "/sys/class/net/$VETH_PEER/address")
 	run ip -6 route add "$PEER_NH/128" dev "$VETH_IN"
-	run ip -6 neigh replace "$PEER_NH" lladdr "$mac" dev "$VETH_IN" nud permanent
+	run ip -6 neigh replace "$PEER_NH" lladdr "$VETH_PEER_MAC" dev "$VETH_IN" nud permanent
 	run ip -6 route add "$SRPERF_SID_SUT/128" encap seg6local action End.DX6 nh6 "$PEER_NH" \
 		dev "$VETH_IN"
 	run ip -6 rule add fwmark "$MARK" lookup "$SRPERF_PIPES_TABLE"

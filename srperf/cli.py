@@ -472,6 +472,9 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     built = [str(build_srgen()), str(sink_object())]
     built += [str(p) for p in build_all()]
+    from srperf.forwarders.pipes import build_relay
+
+    built.append(str(build_relay()))
     for path in built:
         print(f"built {path}")
     return EXIT_OK

@@ -69,6 +69,10 @@ CASES = [(name, fn) for name, path in SCRIPTS.items() for fn in functions(path)]
 
 def catalogue_functions(forwarder: str) -> set[str]:
     """CFG functions of the catalogue's behaviors for ``forwarder``."""
+    if forwarder == "pipes":   # stateful kinds only: outside the registry and catalogue
+        from srperf.forwarders import pipes
+
+        return set(pipes.BEHAVIOR_FUNCTIONS)
     return {B.get(name).cfg_function for name in forwarders.get(forwarder).behaviors}
 
 
@@ -130,7 +134,16 @@ def full_env() -> dict[str, str]:
     from srperf.forwarders.srnk import SrnkOptions, srnk_env
     from srperf.forwarders.vpp import VppOptions, vpp_env
 
-    return {**srnk_env(TB, SrnkOptions()), **vpp_env(TB, VppOptions()), **local_env(TB)}
+    from srperf.forwarders import pipes
+
+    node = pipes.PipesNode(sid=TB.addressing.sid_sut, out_if=TB.sut.out_port.name,
+                           out_nh=TB.addressing.tester_rx_ip6,
+                           next_segs=(TB.addressing.sid_next,),
+                           dst_prefix=TB.addressing.dst_prefix6, function="relay")
+    pipes_env = pipes.node_env(node, pipes.PipesOptions(), str(pipes.build_relay()),
+                               f"/tmp/{TB.prefix}-pipes-run")
+    return {**pipes_env, **srnk_env(TB, SrnkOptions()), **vpp_env(TB, VppOptions()),
+            **local_env(TB)}
 
 
 def script(name: str, *args: str, env: dict[str, str] | None = None,

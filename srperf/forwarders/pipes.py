@@ -33,6 +33,9 @@ FUNCTIONS = ("relay", "xor:N", "xormask")
 """The bytestream functions of pipes_relay (N: 1-1024, the passes are 2N)."""
 _FUNC = re.compile(r"^(relay|xormask|xor:([1-9][0-9]{0,3}))$")
 
+BEHAVIOR_FUNCTIONS = ("pipes_router", "pipes_proxy")
+"""pipes.sh's configuring functions (a router baseline and the bytestream proxy)."""
+
 RELAY_CFLAGS = ["-O2", "-Wall", "-Wextra", "-pthread"]
 
 
@@ -144,5 +147,5 @@ def clean(node_t: Transport, env: dict[str, str]) -> None:
                  env={k: v for k, v in env.items() if k.startswith("SRPERF_")})
 
 
-__all__ = ["FUNCTIONS", "PipesOptions", "PipesNode", "check_function", "build_relay",
+__all__ = ["FUNCTIONS", "BEHAVIOR_FUNCTIONS", "PipesOptions", "PipesNode", "check_function", "build_relay",
            "node_env", "configure", "counters", "clean", "relay_source"]

@@ -153,9 +153,9 @@ def drop_counts(applied: Applied) -> dict[str, int]:
                            str(_map_id(ns, dev, "vnf_drop_stats"))]).stdout)
     out = {}
     for entry in data:
-        key = int(entry["key"]) if not isinstance(entry["key"], list) else int(entry["key"][0], 16)
-        total = sum(int(v["value"]) for v in entry.get("values", []))
-        out["passed" if key == 0 else "dropped"] = total
+        formatted = entry.get("formatted", entry)   # bpftool's BTF-decoded form
+        total = sum(int(v["value"]) for v in formatted["values"])
+        out["passed" if int(formatted["key"]) == 0 else "dropped"] = total
     return out
 
 

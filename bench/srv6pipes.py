@@ -24,7 +24,7 @@ import time
 from srperf.stateful import impair
 from srperf.stateful.http_load import HttpRunner
 from srperf.stateful.pipes_chain import ROUTER, PipesChain
-from srperf.stateful.settings import HttpConfig, size_label
+from srperf.config.stateful import HttpConfig, size_label
 
 KB, MB = 1000, 1000 ** 2
 

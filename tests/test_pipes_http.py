@@ -16,7 +16,7 @@ import pytest
 from srperf.stateful.http_load import HttpRunner
 from srperf.stateful.http_server import object_name
 from srperf.stateful.pipes_chain import ROUTER, PipesChain
-from srperf.stateful.settings import HttpConfig
+from srperf.config.stateful import HttpConfig
 
 pytestmark = [pytest.mark.netns]
 

@@ -154,3 +154,14 @@ def test_goodput_through_end_with_calibration(tmp_path, capsys):
     # a second run uses the stored calibration instead of running one
     assert main(["run", str(exp), "--testbed", str(tb), "--results", str(results)]) == 0
     assert "stored by run" in capsys.readouterr().out
+
+
+def test_stateful_kind_refused_where_no_endpoints_are_made(tmp_path, capsys):
+    """A goodput experiment on a testbed kind srperf cannot place a client and server on
+    (here the simulated one) is refused before anything starts: exit 2 naming the key."""
+    exp = _exp(tmp_path, "name: s22a_sim\nkind: goodput\nbehaviors: [end]\n"
+                         "goodput: {streams: 1, duration_s: 1, repetitions: 2}\n")
+    code = main(["run", str(exp), "--testbed", "simulated", "--results", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "exp.yaml" in err and "kind" in err and "goodput" in err and "simulated" in err

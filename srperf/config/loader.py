@@ -232,9 +232,9 @@ def experiment_from_mapping(data: dict[str, Any], file: str) -> Experiment:
 
 
 def _stateful_blocks(file: str, data: dict[str, Any], kind: str) -> dict[str, Any]:
-    """The ``goodput:`` and ``http:`` blocks as settings (srperf.stateful.settings);
+    """The ``goodput:`` and ``http:`` blocks as settings (srperf.config.stateful);
     a block for another kind than the experiment's is refused (it would be ignored)."""
-    from srperf.stateful.settings import GoodputConfig, HttpConfig
+    from srperf.config.stateful import GoodputConfig, HttpConfig
 
     out: dict[str, Any] = {}
     for key, cls in (("goodput", GoodputConfig), ("http", HttpConfig)):

@@ -14,7 +14,7 @@ from typing import Any
 
 from srperf.config.rates import RATE_SCHEMA, RateSpec, parse_rate
 from srperf.config.settings import Settings, setting
-from srperf.stateful.settings import GoodputConfig, HttpConfig
+from srperf.config.stateful import GoodputConfig, HttpConfig
 
 
 @dataclass(frozen=True)

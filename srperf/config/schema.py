@@ -17,7 +17,7 @@ from srperf.config.provision import ProvisionSettings
 from srperf.config.rates import MAX_PPS
 from srperf.forwarders import names as forwarder_names
 from srperf.stateful import EXPERIMENT_KINDS
-from srperf.stateful.settings import GoodputConfig, HttpConfig
+from srperf.config.stateful import GoodputConfig, HttpConfig
 
 
 def testbed_kinds() -> tuple[str, ...]:

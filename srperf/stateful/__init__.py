@@ -9,7 +9,7 @@ the same orchestrator, store, report, compare and nightly as the PDR search.
 Modules, one job each:
 
 * :mod:`~srperf.stateful.base`: the runner interface, endpoints and samples;
-* :mod:`~srperf.stateful.settings`: the ``goodput:`` and ``http:`` experiment blocks;
+* :mod:`~srperf.config.stateful`: the ``goodput:`` and ``http:`` experiment blocks;
 * :mod:`~srperf.stateful.endpoints`: client and server nodes on either side of the SUT;
 * :mod:`~srperf.stateful.steering`: SRv6 steering of TCP through the behavior, both ways;
 * :mod:`~srperf.stateful.goodput`: the iperf3 runner;

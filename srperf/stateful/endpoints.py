@@ -142,11 +142,10 @@ def _sysctls(ns: str, values: dict[str, int]) -> None:
 
 def make_endpoints(testbed: Testbed) -> Any:
     """The endpoints of ``testbed`` (a context manager yielding :class:`Endpoints`)."""
-    if testbed.kind == "virtual":
-        return VirtualEndpoints(testbed)
-    from srperf.stateful.remote import RemoteEndpoints
-
-    return RemoteEndpoints(testbed)
+    if testbed.kind != "virtual":   # srperf.preflight.check_stateful refuses it earlier
+        raise StatefulError(f"stateful endpoints are made on the virtual testbed only, "
+                            f"not on a {testbed.kind} testbed")
+    return VirtualEndpoints(testbed)
 
 
 __all__ = ["VirtualEndpoints", "make_endpoints", "second_address", "TOOLS"]

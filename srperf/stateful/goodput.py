@@ -19,7 +19,7 @@ from typing import Any
 
 from srperf.stateful.base import (Endpoints, StatefulError, StatefulSample, Variant)
 from srperf.stateful.counters import busy_pct, read_cpu
-from srperf.stateful.settings import GoodputConfig
+from srperf.config.stateful import GoodputConfig
 
 log = logging.getLogger(__name__)
 

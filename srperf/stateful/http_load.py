@@ -14,11 +14,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import srperf.config  # noqa: F401  (config.model and stateful.settings import each other)
 from srperf.stateful.base import (OK, Endpoints, StatefulError, StatefulSample,
                                   Variant)
 from srperf.stateful.http_server import StaticHttpServer, object_name
-from srperf.stateful.settings import HttpConfig, size_label
+from srperf.config.stateful import HttpConfig, size_label
 from srperf.stateful.wrk import WrkParseError, WrkReport, parse_wrk, url, wrk_argv
 
 log = logging.getLogger(__name__)

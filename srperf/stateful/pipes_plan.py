@@ -20,9 +20,11 @@ from typing import Callable, Sequence
 
 from srperf.config.stateful import HttpConfig, PipesCase, size_label
 from srperf.stateful import impair
-from srperf.stateful.base import StatefulSample, Variant
+from srperf.stateful.base import Endpoints, StatefulSample, Variant
 from srperf.stateful.http_load import HttpRunner
+from srperf.stateful.http_server import object_name
 from srperf.stateful.pipes_chain import PipesChain
+from srperf.stateful.wrk import url
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +39,25 @@ def variant_of(case: PipesCase, size: int) -> Variant:
     """The stored variant of one object size fetched through ``case``."""
     return Variant(size_label(size), {"object_size_bytes": size, "chain": list(case.chain),
                                       "loss_pct": case.loss_pct, "delay_ms": case.delay_ms})
+
+
+WARM_UP_TRIES = 5
+"""Fetches tried before a configuration is measured (one second each at most)."""
+
+
+def warm_up(endpoints: Endpoints, cfg: HttpConfig, size: int) -> bool:
+    """Fetch one object through the freshly configured chain (not measured) until it
+    arrives: the first SYN through a just-started chain can wait for neighbour discovery
+    and a one-second retransmission, longer than a short wrk run.  False when no fetch
+    succeeded (the measurement then fails on its own, with wrk's words)."""
+    target = url(endpoints.server.ip6, cfg.port, object_name(size))
+    for _ in range(WARM_UP_TRIES):
+        res = endpoints.client.node.run(["curl", "-sS", "-o", "/dev/null", "-m", "1",
+                                         target], timeout=5.0)
+        if res.ok:
+            return True
+    log.warning("no fetch of %s succeeded in %d tries", target, WARM_UP_TRIES)
+    return False
 
 
 def impair_links(chain: PipesChain, case: PipesCase) -> list[impair.Applied]:
@@ -73,6 +94,7 @@ def run_cases(prefix: str, cases: Sequence[PipesCase], http: HttpConfig, repetit
         for rep in range(1, repetitions + 1):
             for case in cases:
                 chain.reconfigure(case.chain)
+                warm_up(endpoints, cfg, case.object_sizes[0])
                 try:
                     applied = impair_links(chain, case)
                 except impair.ImpairmentUnsupported as exc:

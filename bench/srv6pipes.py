@@ -21,12 +21,28 @@ import statistics
 import sys
 import time
 
+from srperf.config.stateful import HttpConfig, PipesCase, size_label
 from srperf.stateful import impair
-from srperf.stateful.http_load import HttpRunner
-from srperf.stateful.pipes_chain import ROUTER, PipesChain
-from srperf.config.stateful import HttpConfig, size_label
+from srperf.stateful.base import StatefulSample, Variant
+from srperf.stateful.pipes_chain import PipesChain
+from srperf.stateful.pipes_plan import run_cases
 
 KB, MB = 1000, 1000 ** 2
+ROUTER = "router"
+
+
+def delay_note(prefix: str, delay_ms: float) -> str:
+    """Whether this kernel can delay a link (netem), tried on a chain of its own."""
+    chain = PipesChain(prefix, [ROUTER])
+    try:
+        chain.up()
+        probe = impair.apply(chain, impair.Impairment(0, "forward", delay_ms=delay_ms))
+        impair.remove(probe)
+        return f"delay {delay_ms:g} ms: {probe[0].method}"
+    except impair.ImpairmentUnsupported as exc:
+        return f"delay: unsupported ({exc})"
+    finally:
+        chain.down()
 
 
 def main() -> int:
@@ -41,69 +57,50 @@ def main() -> int:
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
-    cases: list[tuple[str, list[str], int, bool]] = []   # (section, roles, size, lossy)
-    for size in (KB, 100 * KB):
-        cases += [("6", [ROUTER, ROUTER], size, False), ("6", ["relay", ROUTER], size, False)]
-    cases += [("9", ["relay", ROUTER], MB, False)]
-    cases += [("9", [f"xor:{n}", ROUTER], MB, False) for n in args.xor.split(",")]
-    cases += [("11", [ROUTER, ROUTER], MB, False), ("11", ["xormask", "xormask"], MB, False)]
-    cases += [("7", [ROUTER, ROUTER], MB, True), ("7", ["relay", ROUTER], MB, True)]
+    small = (KB, 100 * KB)
+    cases: list[tuple[str, PipesCase]] = [   # (section, configuration)
+        ("6", PipesCase((ROUTER, ROUTER), small)), ("6", PipesCase(("relay", ROUTER), small)),
+        ("9", PipesCase(("relay", ROUTER), (MB,)))]
+    cases += [("9", PipesCase((f"xor:{n}", ROUTER), (MB,))) for n in args.xor.split(",")]
+    cases += [("11", PipesCase((ROUTER, ROUTER), (MB,))),
+              ("11", PipesCase(("xormask", "xormask"), (MB,))),
+              ("7", PipesCase((ROUTER, ROUTER), (MB,), loss_pct=args.loss_pct)),
+              ("7", PipesCase(("relay", ROUTER), (MB,), loss_pct=args.loss_pct))]
 
     cfg = HttpConfig(object_sizes=(KB, 100 * KB, MB), connections=args.connections,
                      threads=1, duration_s=args.duration, port=8080)
-    results: dict[int, list[tuple[float, float]]] = {i: [] for i in range(len(cases))}
-    methods: set[str] = set()
-    chain = PipesChain(args.prefix, [ROUTER, ROUTER])
-    runner = HttpRunner()
-    try:
-        endpoints = chain.up()
-        runner.start(endpoints, cfg)
-        variants = {v.params["object_size_bytes"]: v for v in runner.variants(cfg)}
-        delay_note = ""
-        try:
-            probe = impair.apply(chain, impair.Impairment(0, "forward", delay_ms=args.delay_ms))
-            impair.remove(probe)
-            delay_note = f"delay {args.delay_ms} ms: {probe[0].method}"
-        except impair.ImpairmentUnsupported as exc:
-            delay_note = f"delay: unsupported ({exc})"
-        for rep in range(args.repeats):
-            for i, (_, roles, size, lossy) in enumerate(cases):
-                chain.reconfigure(roles)
-                applied = []
-                if lossy:
-                    for link in (0, 2):
-                        applied += impair.apply(chain, impair.Impairment(
-                            link, "both", loss_pct=args.loss_pct))
-                    methods.update(a.method for a in applied)
-                try:
-                    s = runner.run(endpoints, cfg, args.duration, variants[size])
-                finally:
-                    impair.remove(applied)
-                if s.ok:
-                    results[i].append((s.metrics["requests_per_s"], s.metrics["transfer_mbps"]))
-                else:
-                    print(f"# {roles} {size_label(size)} rep {rep}: {s.status}: {s.reason}",
-                          file=sys.stderr)
-    finally:
-        runner.stop(chain.endpoints()) if chain._nodes else None
-        chain.down()
+    # the bench lists a configuration in two sections: results keyed by identity
+    results: dict[tuple[int, int], list[tuple[float, float]]] = {}
+    index = {id(case): i for i, (_, case) in enumerate(cases)}
+
+    def on_sample(case: PipesCase, variant: Variant, rep: int, s: StatefulSample) -> None:
+        size = int(variant.params["object_size_bytes"])
+        if s.ok:
+            results.setdefault((index[id(case)], size), []).append(
+                (s.metrics["requests_per_s"], s.metrics["transfer_mbps"]))
+        else:
+            print(f"# {case.label} {size_label(size)} rep {rep}: {s.status}: {s.reason}",
+                  file=sys.stderr)
+
+    note = delay_note(args.prefix, args.delay_ms)
+    methods = run_cases(args.prefix, [c for _, c in cases], cfg, args.repeats, on_sample)
 
     print(f"# srv6pipes bench {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
           f"wrk -c {args.connections} -d {args.duration:g}s, median of {args.repeats}, "
           "shared 2-vCPU machine")
-    print(f"# loss by {', '.join(sorted(methods)) or '-'}; {delay_note}")
+    print(f"# loss by {', '.join(sorted(methods)) or '-'}; {note}")
     print(f"{'fig':>3}  {'m1 / m2':<22} {'object':>6} {'loss':>6} {'req/s':>10} {'Mb/s':>9}")
-    for i, (section, roles, size, lossy) in enumerate(cases):
-        vals = results[i]
-        loss = f"{args.loss_pct:g}%" if lossy else "-"
-        if not vals:
-            print(f"{section:>3}  {' / '.join(roles):<22} {size_label(size):>6} {loss:>6} "
-                  f"{'failed':>10}")
-            continue
-        rps = statistics.median(v[0] for v in vals)
-        mbps = statistics.median(v[1] for v in vals)
-        print(f"{section:>3}  {' / '.join(roles):<22} {size_label(size):>6} {loss:>6} "
-              f"{rps:>10.0f} {mbps:>9.1f}")
+    for i, (section, case) in enumerate(cases):
+        for size in case.object_sizes:
+            vals = results.get((i, size), [])
+            loss = f"{case.loss_pct:g}%" if case.loss_pct else "-"
+            head = f"{section:>3}  {' / '.join(case.chain):<22} {size_label(size):>6} {loss:>6}"
+            if not vals:
+                print(f"{head} {'failed':>10}")
+                continue
+            rps = statistics.median(v[0] for v in vals)
+            mbps = statistics.median(v[1] for v in vals)
+            print(f"{head} {rps:>10.0f} {mbps:>9.1f}")
     return 0
 
 

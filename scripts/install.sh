@@ -13,7 +13,7 @@ VENV="${SRPERF_VENV:-.venv}"
 # The report and store tests open reports in headless Chromium and start a PostgreSQL server.
 APT_PACKAGES+=(chromium postgresql)
 # Stateful experiments (goodput, http) and profile trials use the real programs.
-APT_PACKAGES+=(iperf3 wrk lighttpd nginx-light linux-perf)
+APT_PACKAGES+=(iperf3 wrk lighttpd nginx-light linux-perf curl)
 
 if [[ "$(id -u)" -ne 0 ]]; then
     echo "install.sh: run as root (apt-get, network namespaces, BPF)" >&2

@@ -328,7 +328,8 @@ def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = N
     if report.stateful is not None:
         from srperf.stateful import table
 
-        print(f"run {report.run_id}: {exp.kind} per configuration ({exp.forwarder}; "
+        print(f"run {report.run_id}: {exp.kind} per configuration "
+              f"({'pipes chains' if exp.pipes else exp.forwarder}; "
               f"machine shared: figures are noisy):")
         if report.stateful.calibrated_streams is not None:
             print(f"streams: {report.stateful.calibrated_streams} (calibrated)")

@@ -247,6 +247,17 @@ def _stateful_blocks(file: str, data: dict[str, Any], kind: str) -> dict[str, An
         except SettingError as exc:
             raise ConfigError(file, f"{key}.{exc.key}".rstrip("."), exc.value,
                               exc.reason) from None
+    if "pipes" in data:
+        from srperf.config.stateful import parse_pipes
+
+        if kind != "http":
+            raise ConfigError(file, "pipes", data["pipes"],
+                              f"SRv6Pipes chains are measured by wrk: set kind: http, "
+                              f"not {kind!r}")
+        try:
+            out["pipes"] = parse_pipes(data["pipes"], out["http"].object_sizes)
+        except SettingError as exc:
+            raise ConfigError(file, f"pipes.{exc.key}", exc.value, exc.reason) from None
     return out
 
 

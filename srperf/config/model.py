@@ -14,7 +14,7 @@ from typing import Any
 
 from srperf.config.rates import RATE_SCHEMA, RateSpec, parse_rate
 from srperf.config.settings import Settings, setting
-from srperf.config.stateful import GoodputConfig, HttpConfig
+from srperf.config.stateful import GoodputConfig, HttpConfig, PipesCase
 
 
 @dataclass(frozen=True)
@@ -420,3 +420,6 @@ class Experiment:
     """The ``goodput:`` block (read when ``kind`` is ``goodput``)."""
     http: HttpConfig = HttpConfig()
     """The ``http:`` block (read when ``kind`` is ``http``)."""
+    pipes: tuple[PipesCase, ...] = ()
+    """The ``pipes:`` block's SRv6Pipes configurations (kind ``http``): when set, the run
+    measures these chains (:mod:`srperf.stateful.pipes_plan`), not the testbed's SUT."""

@@ -17,7 +17,7 @@ from srperf.config.provision import ProvisionSettings
 from srperf.config.rates import MAX_PPS
 from srperf.forwarders import names as forwarder_names
 from srperf.stateful import EXPERIMENT_KINDS
-from srperf.config.stateful import GoodputConfig, HttpConfig
+from srperf.config.stateful import PIPES_SCHEMA, GoodputConfig, HttpConfig
 
 
 def testbed_kinds() -> tuple[str, ...]:
@@ -120,6 +120,7 @@ EXPERIMENT_SCHEMA: dict[str, Any] = {
                                 "goodput (iperf3), http (wrk): srperf.stateful"},
         "goodput": GoodputConfig.json_schema(),
         "http": HttpConfig.json_schema(),
+        "pipes": PIPES_SCHEMA,
         "traffic": TrafficConfig.json_schema(),
     },
 }

@@ -164,5 +164,88 @@ class HttpConfig(Settings):
                                "connection per thread)")
 
 
+PIPES_MAX_NODES = 8
+"""Most middle nodes of a SRv6Pipes chain (srperf.stateful.pipes_chain.MAX_MIDDLE)."""
+PIPES_ROLE = re.compile(r"^(router|relay|xormask|xor:([1-9][0-9]{0,3}))$")
+"""A middle node's role: ``router`` (End) or a bytestream function (xor:N, N 1-1024)."""
+
+PIPES_SCHEMA: dict[str, Any] = {
+    "description": "SRv6Pipes chains (kind http): client - nodes - server namespaces built "
+                   "for the run, one configuration per entry (srperf.stateful.pipes_plan)",
+    "type": "object", "additionalProperties": False, "required": ["configurations"],
+    "properties": {"configurations": {"type": "array", "minItems": 1, "items": {
+        "type": "object", "additionalProperties": False, "required": ["chain"],
+        "properties": {
+            "chain": {"type": "array", "minItems": 1, "maxItems": PIPES_MAX_NODES,
+                      "description": "one role per middle node: router, relay, xor:N, "
+                                     "xormask", "items": {"type": "string"}},
+            "object_sizes": {"type": "array", "minItems": 1, "items": SIZE_SCHEMA,
+                             "description": "object sizes (default: http.object_sizes)"},
+            "loss_pct": {"type": "number", "minimum": 0, "maximum": 100,
+                         "description": "loss (%) per direction on the first and last link"},
+            "delay_ms": {"type": "number", "minimum": 0, "maximum": 10000,
+                         "description": "delay (ms) per direction on the first and last "
+                                        "link (needs netem)"}}}}},
+}
+
+
+@dataclass(frozen=True)
+class PipesCase:
+    """One SRv6Pipes configuration: the middle nodes' roles, the objects fetched through
+    them, and the impairment of the client's and the server's links."""
+
+    chain: tuple[str, ...]
+    """Role per middle node, client side first: ``router`` or a function."""
+    object_sizes: tuple[int, ...]
+    """Sizes of the objects fetched (bytes)."""
+    loss_pct: float = 0.0
+    """Loss per direction on link 0 (client-m1) and the last link (mN-server), %."""
+    delay_ms: float = 0.0
+    """Delay per direction on the same links, ms."""
+
+    @property
+    def label(self) -> str:
+        """``relay_router``, ``xor4_router``, ``router_router_loss1%``: stored as the
+        behavior of the rows."""
+        name = "_".join(role.replace(":", "") for role in self.chain)
+        if self.loss_pct:
+            name += f"_loss{self.loss_pct:g}%"
+        if self.delay_ms:
+            name += f"_delay{self.delay_ms:g}ms"
+        return name
+
+
+def parse_pipes(data: Any, default_sizes: tuple[int, ...]) -> tuple[PipesCase, ...]:
+    """The ``pipes:`` block's configurations (schema-checked already); SettingError names
+    the key (``configurations[2].chain[0]``) and value of the first bad one."""
+    cases = []
+    for i, entry in enumerate(data["configurations"]):
+        key = f"configurations[{i}]"
+        roles = tuple(str(r) for r in entry["chain"])
+        for j, role in enumerate(roles):
+            m = PIPES_ROLE.match(role)
+            if not m or (m.group(2) and int(m.group(2)) > 1024):
+                raise SettingError(f"{key}.chain[{j}]", role, "a role is router, relay, "
+                                   "xor:N (N 1-1024) or xormask")
+        if cases and len(roles) != len(cases[0].chain):
+            raise SettingError(f"{key}.chain", list(roles),
+                               f"has {len(roles)} nodes, configurations[0] "
+                               f"{len(cases[0].chain)}: every chain of a run has as many "
+                               "nodes (the namespaces are built once)")
+        sizes = default_sizes
+        if "object_sizes" in entry:
+            try:
+                sizes = tuple(parse_size(s) for s in entry["object_sizes"])
+            except ValueError as exc:
+                raise SettingError(f"{key}.object_sizes", entry["object_sizes"],
+                                   str(exc)) from None
+        case = PipesCase(roles, sizes, float(entry.get("loss_pct", 0.0)),
+                         float(entry.get("delay_ms", 0.0)))
+        if any(c.label == case.label for c in cases):
+            raise SettingError(key, list(roles), f"{case.label!r} is listed twice")
+        cases.append(case)
+    return tuple(cases)
+
+
 __all__ = ["GoodputConfig", "HttpConfig", "CalibrationConfig", "CALIBRATED", "parse_size",
-           "size_label"]
+           "size_label", "PipesCase", "parse_pipes", "PIPES_SCHEMA"]

@@ -35,6 +35,8 @@ log = logging.getLogger(__name__)
 Progress = Callable[[str], None]
 CALIBRATION = "calibration"
 """``kind`` of the stored calibration rows."""
+PIPES_FORWARDER = "pipes"
+"""``forwarder`` of the rows of SRv6Pipes chains (srperf.forwarders.pipes)."""
 CHOSEN = "chosen"
 """``variant`` of the calibration row that records the stream count chosen."""
 
@@ -100,6 +102,8 @@ class StatefulPlan:
 
     # -- top level ------------------------------------------------------------------
     def run(self) -> StatefulRows:
+        if self.exp.pipes:
+            return self.run_pipes()
         handle = make_endpoints(self.session.testbed)
         endpoints = handle.up()
         try:
@@ -113,6 +117,43 @@ class StatefulPlan:
                 self._configuration(endpoints, conf)
         finally:
             handle.down()
+        return self.result
+
+    # -- SRv6Pipes chains ----------------------------------------------------------------
+    def run_pipes(self) -> StatefulRows:
+        """The ``pipes:`` configurations on a chain of namespaces of their own
+        (``<testbed prefix>p-c``, ``-m1``...): the testbed's SUT is not on their path."""
+        from srperf.stateful.pipes_plan import run_cases
+
+        if self.tb.kind != "virtual":
+            raise StatefulError(f"{self.exp.source}: pipes: SRv6Pipes chains are built in "
+                                f"namespaces: a virtual testbed, not {self.tb.kind!r}")
+
+        def on_sample(case: Any, variant: Variant, rep: int, sample: StatefulSample) -> None:
+            self.session.testbed.keep_claim()
+            if not sample.ok and not sample.reason.strip():
+                sample = dataclasses.replace(sample, reason=f"{sample.status}: the tool "
+                                                            "gave no reason")
+            metric = "requests_per_s"
+            self.store.add_stateful_sample(
+                self.run_id, self.exp.kind, case.label, PIPES_FORWARDER, variant, rep, sample,
+                duration_s=float(self.config.duration_s), primary_metric=metric)
+            self.result.rows.append(dict(
+                behavior=case.label, forwarder=PIPES_FORWARDER, kind=self.exp.kind,
+                configuration=case.label, variant=variant.label, repetition=rep,
+                status=sample.status, reason=sample.reason, metric=metric,
+                value=sample.metrics.get(metric), metrics=dict(sample.metrics), counters={},
+                detail=dict(sample.detail)))
+            value = sample.metrics.get(metric)
+            self.progress(f"{case.label} {variant.label} rep {rep}: "
+                          + (f"{value:.0f} req/s, {sample.metrics['transfer_mbps']:.1f} Mb/s"
+                             if sample.ok and value is not None
+                             else f"{sample.status}: {sample.reason}"))
+
+        methods = run_cases(f"{self.tb.prefix}p", self.exp.pipes, self.config,
+                            int(self.config.repetitions), on_sample)
+        if methods:
+            self.progress(f"loss made by {', '.join(sorted(methods))}")
         return self.result
 
     # -- calibration -------------------------------------------------------------------

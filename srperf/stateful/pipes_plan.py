@@ -1,0 +1,121 @@
+"""SRv6Pipes configurations measured with wrk: the loop shared by ``srperf run`` (an
+``http`` experiment with a ``pipes:`` block) and ``bench/srv6pipes.py``.
+
+One chain of namespaces (:class:`srperf.stateful.pipes_chain.PipesChain`) is built for
+the whole run; per repetition, each configuration in turn gives the middle nodes their
+roles, impairs the client's and the server's links (:mod:`srperf.stateful.impair`), and
+fetches each of its objects for ``duration_s`` with wrk (:class:`HttpRunner`).  The
+configurations are interleaved within a repetition, so a slow spell of a shared machine
+hits them all.  The chain and the HTTP server are always removed.
+
+An impairment the kernel cannot make (a delay without netem) gives samples with status
+``unsupported`` and the reason, never a number.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Callable, Sequence
+
+from srperf.config.stateful import HttpConfig, PipesCase, size_label
+from srperf.stateful import impair
+from srperf.stateful.base import Endpoints, StatefulSample, Variant
+from srperf.stateful.http_load import HttpRunner
+from srperf.stateful.http_server import object_name
+from srperf.stateful.pipes_chain import PipesChain
+from srperf.stateful.wrk import url
+
+log = logging.getLogger(__name__)
+
+UNSUPPORTED = "unsupported"
+"""Status of a sample whose impairment this kernel cannot make."""
+
+OnSample = Callable[[PipesCase, Variant, int, StatefulSample], None]
+"""Called with (configuration, object variant, repetition 1.., sample) after each wrk run."""
+
+
+def variant_of(case: PipesCase, size: int) -> Variant:
+    """The stored variant of one object size fetched through ``case``."""
+    return Variant(size_label(size), {"object_size_bytes": size, "chain": list(case.chain),
+                                      "loss_pct": case.loss_pct, "delay_ms": case.delay_ms})
+
+
+WARM_UP_TRIES = 5
+"""Fetches tried before a configuration is measured (one second each at most)."""
+
+
+def warm_up(endpoints: Endpoints, cfg: HttpConfig, size: int) -> bool:
+    """Fetch one object through the freshly configured chain (not measured) until it
+    arrives: the first SYN through a just-started chain can wait for neighbour discovery
+    and a one-second retransmission, longer than a short wrk run.  False when no fetch
+    succeeded (the measurement then fails on its own, with wrk's words)."""
+    target = url(endpoints.server.ip6, cfg.port, object_name(size))
+    for _ in range(WARM_UP_TRIES):
+        res = endpoints.client.node.run(["curl", "-sS", "-o", "/dev/null", "-m", "1",
+                                         target], timeout=5.0)
+        if res.ok:
+            return True
+    log.warning("no fetch of %s succeeded in %d tries", target, WARM_UP_TRIES)
+    return False
+
+
+def impair_links(chain: PipesChain, case: PipesCase) -> list[impair.Applied]:
+    """Impair both directions of the first and the last link as ``case`` asks (nothing
+    when it asks for none); ImpairmentUnsupported when the kernel cannot."""
+    if not case.loss_pct and not case.delay_ms:
+        return []
+    applied: list[impair.Applied] = []
+    try:
+        for link in sorted({0, len(case.chain)}):
+            applied += impair.apply(chain, impair.Impairment(
+                link, "both", loss_pct=case.loss_pct, delay_ms=case.delay_ms))
+    except BaseException:
+        impair.remove(applied)
+        raise
+    return applied
+
+
+def run_cases(prefix: str, cases: Sequence[PipesCase], http: HttpConfig, repetitions: int,
+              on_sample: OnSample) -> set[str]:
+    """Measure every case x object size x repetition on a chain of namespaces named
+    ``<prefix>-c``, ``<prefix>-m1``...; the impairment methods used (netem, bpf-drop)."""
+    if not cases:
+        return set()
+    sizes = tuple(sorted({s for case in cases for s in case.object_sizes}))
+    cfg = dataclasses.replace(http, object_sizes=sizes)
+    chain = PipesChain(prefix, list(cases[0].chain))
+    runner = HttpRunner()
+    methods: set[str] = set()
+    endpoints = None
+    try:
+        endpoints = chain.up()
+        runner.start(endpoints, cfg)
+        for rep in range(1, repetitions + 1):
+            for case in cases:
+                chain.reconfigure(case.chain)
+                warm_up(endpoints, cfg, case.object_sizes[0])
+                try:
+                    applied = impair_links(chain, case)
+                except impair.ImpairmentUnsupported as exc:
+                    for size in case.object_sizes:
+                        on_sample(case, variant_of(case, size), rep,
+                                  StatefulSample({}, UNSUPPORTED, str(exc)))
+                    continue
+                methods.update(a.method for a in applied)
+                try:
+                    for size in case.object_sizes:
+                        sample = runner.run(endpoints, cfg, cfg.duration_s,
+                                            Variant(size_label(size),
+                                                    {"object_size_bytes": size}))
+                        on_sample(case, variant_of(case, size), rep, sample)
+                finally:
+                    impair.remove(applied)
+    finally:
+        if endpoints is not None:
+            runner.stop(endpoints)
+        chain.down()
+    return methods
+
+
+__all__ = ["run_cases", "variant_of", "impair_links", "OnSample", "UNSUPPORTED"]

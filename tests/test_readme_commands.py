@@ -55,6 +55,9 @@ SLOW: list[tuple[str, str]] = [
     (r"^python bench/", "a benchmark, minutes on a quiet machine (tests/test_bench_commands.py "
                         "runs each with --help)"),
     (r"^make (run|test)\b", "the whole set-up and a run or the suite: run as 'make -n'"),
+    (r"^srperf run experiments/(caching_proxy_goodput|srv6pipes)\.yaml\b",
+     "minutes of real TCP on the virtual testbed (a stateful run; tests/test_stateful.py and "
+     "tests/test_pipes_run.py run short ones)"),
 ]
 """Pattern on a normalized line -> why it is only parsed (or, make, dry-run) here."""
 

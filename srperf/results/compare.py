@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
@@ -129,32 +130,27 @@ class Comparison:
         return pd.DataFrame([{
             "kind": c.kind, "behavior": c.behavior, "variant": c.variant,
             "metric": c.metric, "higher_is_better": c.higher_is_better,
-            "baseline_mean": c.baseline.mean if c.baseline else math.nan,
-            "baseline_n": c.baseline.n if c.baseline else 0,
-            "current_mean": c.current.mean if c.current else math.nan,
-            "current_n": c.current.n if c.current else 0,
-            "change_pct": c.diff.delta_pct if c.diff else math.nan,
-            "ci_low_pct": c.diff.low_pct if c.diff else math.nan,
-            "ci_high_pct": c.diff.high_pct if c.diff else math.nan,
-            "baseline_status": c.baseline_status, "current_status": c.current_status,
-            "verdict": c.verdict, "reason": c.reason} for c in self.stateful])
+            **_figures(c, "")} for c in self.stateful])
 
     def to_frame(self) -> pd.DataFrame:
-        rows = []
-        for c in self.changes:
-            rows.append({
-                "behavior": c.behavior, "packet_size": c.packet_size,
-                "threshold_pct": c.threshold_pct,
-                "baseline_mean_kpps": c.baseline.mean if c.baseline else math.nan,
-                "baseline_n": c.baseline.n if c.baseline else 0,
-                "current_mean_kpps": c.current.mean if c.current else math.nan,
-                "current_n": c.current.n if c.current else 0,
-                "change_pct": c.diff.delta_pct if c.diff else math.nan,
-                "ci_low_pct": c.diff.low_pct if c.diff else math.nan,
-                "ci_high_pct": c.diff.high_pct if c.diff else math.nan,
-                "baseline_status": c.baseline_status, "current_status": c.current_status,
-                "verdict": c.verdict, "reason": c.reason})
-        return pd.DataFrame(rows)
+        return pd.DataFrame([{
+            "behavior": c.behavior, "packet_size": c.packet_size,
+            "threshold_pct": c.threshold_pct, **_figures(c, "_kpps")} for c in self.changes])
+
+
+def _figures(c: "BehaviorChange | StatefulChange", unit: str) -> dict[str, Any]:
+    """The columns a compared figure has in a frame: means (``unit`` names their unit in
+    the column, e.g. ``_kpps``), counts, change and its 95 % interval in %, statuses."""
+    return {
+        f"baseline_mean{unit}": c.baseline.mean if c.baseline else math.nan,
+        "baseline_n": c.baseline.n if c.baseline else 0,
+        f"current_mean{unit}": c.current.mean if c.current else math.nan,
+        "current_n": c.current.n if c.current else 0,
+        "change_pct": c.diff.delta_pct if c.diff else math.nan,
+        "ci_low_pct": c.diff.low_pct if c.diff else math.nan,
+        "ci_high_pct": c.diff.high_pct if c.diff else math.nan,
+        "baseline_status": c.baseline_status, "current_status": c.current_status,
+        "verdict": c.verdict, "reason": c.reason}
 
 
 def judge(diff: Difference, threshold_pct: float) -> tuple[str, str]:

@@ -409,13 +409,15 @@ def cmd_pdr(args: argparse.Namespace) -> int:
     """A default experiment of one behavior, its search set from the flags and ``--set``."""
     from srperf.config.loader import apply_overrides, experiment_from_mapping
 
-    search: dict[str, object] = {}
+    behaviors = args.behavior or _pdr_default_behaviors(args.forwarder)
+    # Measuring the default experiment's behaviors, measure them the way it does (its
+    # search: bisection, 1 s trials), so that the command as typed ends in minutes.
+    search: dict[str, object] = {} if args.behavior else _pdr_default_search(behaviors)
     for key, value in (("thresholds_pct", args.threshold), ("algorithm", args.algorithm),
                        ("trial_duration_s", args.trial_duration), ("accuracy", args.accuracy),
                        ("min_rate", args.min_rate), ("max_rate", args.max_rate)):
         if value is not None:
             search[key] = value
-    behaviors = args.behavior or _pdr_default_behaviors(args.forwarder)
     data = {"name": f"pdr-{behaviors[0]}" if len(behaviors) == 1 else "pdr",
             "forwarder": args.forwarder,
             "behaviors": behaviors, "packet_sizes": [args.packet_size],
@@ -425,6 +427,22 @@ def cmd_pdr(args: argparse.Namespace) -> int:
     args.mapping = data
     args.algorithm = None
     return _run(exp, args)
+
+
+def _pdr_default_search(behaviors: list[str]) -> dict[str, object]:
+    """The search block of :data:`PDR_EXPERIMENT` when ``behaviors`` are its own (the
+    forwarder offers them), else none (the search's defaults)."""
+    from srperf.config.yamlfile import read_mapping
+
+    path = resources.find_config(PDR_EXPERIMENT, "experiment")
+    data = read_mapping(path)
+    if not set(behaviors) <= set(data.get("behaviors") or ()):
+        return {}
+    search = dict(data.get("search") or {})
+    print(f"pdr: searching as experiment {PDR_EXPERIMENT} does: "
+          + ", ".join(f"{k} {v}" for k, v in search.items())
+          + " (flags such as --algorithm override)", flush=True)
+    return search
 
 
 def _pdr_default_behaviors(forwarder: str) -> list[str]:

@@ -81,3 +81,23 @@ def test_a_forwarder_offering_none_of_quick_gets_its_own(
     first = out.splitlines()[0]
     assert first.startswith("pdr: no --behavior given: measuring end_ad") and \
         "every behavior ebpf offers" in first, first
+
+
+def test_as_typed_it_searches_as_quick_does_and_flags_override(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Without --behavior, quick's search block is the base (bisection), so the command as
+    typed ends in minutes; --algorithm still overrides it."""
+    rc = main(["pdr", "--threshold", "0.5", "--testbed", "simulated",
+               "--results", str(tmp_path / "a")])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "searching as experiment quick does: algorithm bisect" in out
+    assert "algorithm bisect;" in out
+    rc = main(["pdr", "--threshold", "0.5", "--algorithm", "mlr", "--testbed", "simulated",
+               "--results", str(tmp_path / "b")])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "algorithm mlr;" in out
+    rc = main(["pdr", "-b", "end", "--testbed", "simulated", "--results", str(tmp_path / "c")])
+    out = capsys.readouterr().out
+    assert rc == 0 and "searching as experiment quick does" not in out, out

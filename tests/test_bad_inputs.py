@@ -19,6 +19,7 @@ import yaml
 
 from srperf.cli import main
 from srperf.netns import netns_names
+from refusals import assert_refused
 
 PREFIX = "srphd"
 GOOD_EXP: dict[str, Any] = {"name": "hd", "behaviors": ["ipv6"],
@@ -214,15 +215,6 @@ def _call(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str
     return code, err
 
 
-def _assert_refused(code: int, err: str, file: str, needles: tuple[str, ...]) -> None:
-    assert code == 2, err
-    assert "Traceback" not in err and "internal error" not in err, err
-    assert file in err, err
-    for needle in needles:
-        assert needle in err, f"{needle!r} not in: {err}"
-    assert len(err) < 2000, f"message too long ({len(err)} chars)"
-
-
 def _write(path: Path, text: str | bytes) -> Path:
     if isinstance(text, bytes):
         path.write_bytes(text)
@@ -238,10 +230,10 @@ def test_bad_experiment(clean: Path, text: str | bytes, needles: tuple[str, ...]
     exp = _write(clean / "bad-exp.yaml", text)
     tb = _write(clean / "tb.yaml", _tb({}))
     code, err = _call(["validate", str(exp), "--testbed", str(tb)], capsys)
-    _assert_refused(code, err, "bad-exp.yaml", needles)
+    assert_refused(code, err, "bad-exp.yaml", needles)
     code, err = _call(["run", str(exp), "--testbed", str(tb), "--results",
                        str(clean / "res")], capsys)
-    _assert_refused(code, err, "bad-exp.yaml", needles)
+    assert_refused(code, err, "bad-exp.yaml", needles)
 
 
 @pytest.mark.parametrize(("text", "needles"), [c[1:] for c in TESTBEDS],
@@ -251,10 +243,10 @@ def test_bad_testbed(clean: Path, text: str, needles: tuple[str, ...],
     tb = _write(clean / "bad-tb.yaml", text)
     exp = _write(clean / "exp.yaml", _exp({}))
     code, err = _call(["validate", str(tb)], capsys)
-    _assert_refused(code, err, "bad-tb.yaml", needles)
+    assert_refused(code, err, "bad-tb.yaml", needles)
     code, err = _call(["run", str(exp), "--testbed", str(tb), "--results",
                        str(clean / "res")], capsys)
-    _assert_refused(code, err, "bad-tb.yaml", needles)
+    assert_refused(code, err, "bad-tb.yaml", needles)
 
 
 @pytest.mark.parametrize(("argv", "needles"), [c[1:] for c in COMMANDS],
@@ -272,7 +264,7 @@ def test_bad_command_line(clean: Path, argv: list[str], needles: tuple[str, ...]
     # a command line has no file: the message names the option or <command line>
     file = next((n for n in ("<command line>", "--", "tb.yaml", "exp.yaml", "no-such",
                              "adir") if n in err), "")
-    _assert_refused(code, err, file or "<no file named>", needles)
+    assert_refused(code, err, file or "<no file named>", needles)
 
 
 def test_matrix_size() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from srperf.cli import main
 from srperf.config.loader import load_experiment
-from srperf.errors import ConfigError
+from refusals import assert_experiment_refused
 
 HEAD = "name: x\nbehaviors: [end]\n"
 
@@ -37,12 +37,7 @@ HEAD = "name: x\nbehaviors: [end]\n"
 def test_validate_refuses_bad_pipes_values(tmp_path, capsys, body, key, value):
     path = tmp_path / "exp.yaml"
     path.write_text(HEAD + body + "\n")
-    with pytest.raises(ConfigError) as err:
-        load_experiment(path)
-    assert err.value.key == key and str(path) in str(err.value)
-    assert main(["validate", str(path)]) == 2
-    message = capsys.readouterr().err
-    assert key in message and value in message
+    assert_experiment_refused(path, key, value, capsys)
 
 
 def test_shipped_experiment_parses():

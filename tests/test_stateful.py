@@ -12,10 +12,10 @@ import pytest
 
 from srperf.cli import main
 from srperf.config.loader import load_experiment
-from srperf.errors import ConfigError
 from srperf.results.store import ResultStore
 from srperf.stateful.stats import spread
 from srperf.stateful.base import StatefulSample, Variant
+from refusals import assert_experiment_refused
 
 TB = "name: s22a\nkind: virtual\nprefix: s22a\n"
 
@@ -43,12 +43,7 @@ def _exp(tmp_path: Path, text: str) -> Path:
 ])
 def test_validate_refuses_bad_stateful_values(tmp_path, capsys, body, key, value):
     path = _exp(tmp_path, f"name: x\nbehaviors: [end]\n{body}\n")
-    with pytest.raises(ConfigError) as err:
-        load_experiment(path)
-    assert err.value.key == key and str(path) in str(err.value)
-    assert main(["validate", str(path)]) == 2
-    message = capsys.readouterr().err
-    assert key in message and value in message
+    assert_experiment_refused(path, key, value, capsys)
 
 
 def test_goodput_settings_parse():

@@ -13,7 +13,6 @@ import os
 import shutil
 import socket
 import subprocess
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -26,7 +25,7 @@ from srperf.bench_support import EBPF_TB as TB
 from srperf.drivers.base import DistinctUnsupported, TrafficGenerator
 from srperf.drivers.linux import LinuxGenerator, build_srgen
 from srperf.errors import GeneratorError
-from srperf.netns import run
+from veth_pair import veth_pair_namespace
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
                                 reason="needs root and iproute2")
@@ -162,17 +161,8 @@ def test_linux_driver_checks_the_offset() -> None:
 @pytest.fixture(scope="module")
 def pair() -> Iterator[str]:
     """Namespace hvary-<tag> with a veth pair t0 <-> t1 (no IPv6: no ND noise)."""
-    ns = f"hvary-{uuid.uuid4().hex[:6]}"
-    try:
-        run(["ip", "netns", "add", ns])
-        run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1",
-             "net.ipv6.conf.default.disable_ipv6=1"], ns=ns)
-        run(["ip", "link", "add", "t0", "type", "veth", "peer", "name", "t1"], ns=ns)
-        for dev in ("lo", "t0", "t1"):
-            run(["ip", "link", "set", "dev", dev, "up"], ns=ns)
+    with veth_pair_namespace("hvary") as ns:
         yield ns
-    finally:
-        run(["ip", "netns", "del", ns], check=False)
 
 
 @needs_root

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from srperf.bench_support import EBPF_TB as TB
 from srperf.drivers.linux import LinuxGenerator
 from srperf.errors import GeneratorError
 from srperf.flows import Flows, flow_fields, flow_frames
-from srperf.netns import run
+from veth_pair import veth_pair_namespace
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
                                 reason="needs root and iproute2")
@@ -117,17 +116,8 @@ def test_a_range_beyond_16_bits_is_refused() -> None:
 @pytest.fixture(scope="module")
 def pair() -> Iterator[str]:
     """Namespace s24a-<tag> with a veth pair t0 <-> t1 (no IPv6: no ND noise)."""
-    ns = f"s24a-{uuid.uuid4().hex[:6]}"
-    try:
-        run(["ip", "netns", "add", ns])
-        run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1",
-             "net.ipv6.conf.default.disable_ipv6=1"], ns=ns)
-        run(["ip", "link", "add", "t0", "type", "veth", "peer", "name", "t1"], ns=ns)
-        for dev in ("lo", "t0", "t1"):
-            run(["ip", "link", "set", "dev", dev, "up"], ns=ns)
+    with veth_pair_namespace("s24a") as ns:
         yield ns
-    finally:
-        run(["ip", "netns", "del", ns], check=False)
 
 
 @needs_root

@@ -140,18 +140,17 @@ def check_run(exp: Experiment, tb: TestbedConfig) -> None:
     check_frames(exp, tb)
 
 
-STATEFUL_TESTBEDS = ("virtual",)
-"""Testbed kinds whose client and server endpoints srperf can make for a stateful
-experiment (kind goodput or http): namespaces either side of the SUT."""
-
-
 def check_stateful(exp: Experiment, tb: TestbedConfig) -> None:
-    """A stateful experiment runs where srperf can place its client and server: refused
-    before anything starts elsewhere (an SSH testbed's endpoint hosts are not built yet)."""
-    if exp.kind != "pdr" and tb.kind not in STATEFUL_TESTBEDS:
+    """A stateful experiment runs where srperf can place its client and server
+    (:attr:`Testbed.makes_endpoints`): refused before anything starts elsewhere (an SSH
+    testbed's endpoint hosts are not built yet)."""
+    from srperf import testbeds
+
+    if exp.kind != "pdr" and not testbeds.KINDS[tb.kind].makes_endpoints:
+        able = [k for k, cls in testbeds.KINDS.items() if cls.makes_endpoints]
         raise ConfigError(exp.source, "kind", exp.kind,
                           f"a {exp.kind} experiment needs client and server endpoints, which "
-                          f"srperf makes on a {' or '.join(STATEFUL_TESTBEDS)} testbed only; "
+                          f"srperf makes on a {' or '.join(able)} testbed only; "
                           f"testbed {tb.source or tb.name!r} is {tb.kind}")
 
 

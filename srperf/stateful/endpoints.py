@@ -142,7 +142,7 @@ def _sysctls(ns: str, values: dict[str, int]) -> None:
 
 def make_endpoints(testbed: Testbed) -> Any:
     """The endpoints of ``testbed`` (a context manager yielding :class:`Endpoints`)."""
-    if testbed.kind != "virtual":   # srperf.preflight.check_stateful refuses it earlier
+    if not testbed.makes_endpoints:   # srperf.preflight.check_stateful refuses it earlier
         raise StatefulError(f"stateful endpoints are made on the virtual testbed only, "
                             f"not on a {testbed.kind} testbed")
     return VirtualEndpoints(testbed)

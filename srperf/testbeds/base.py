@@ -78,6 +78,9 @@ class Testbed(abc.ABC):
     kind: ClassVar[str] = "abstract"
     is_model: ClassVar[bool] = False
     """True when results come from a model, not from a measurement."""
+    makes_endpoints: ClassVar[bool] = False
+    """True when srperf can place a stateful experiment's client and server (and
+    SRv6Pipes chains) on this testbed: namespaces either side of the SUT."""
     lock_roles: ClassVar[tuple[str, ...]] = ROLES
     """Nodes whose files the lock's node can reach (their work directories are named
     in the lock, and removed by whoever takes over the lock of a killed run)."""

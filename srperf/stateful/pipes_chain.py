@@ -219,7 +219,6 @@ class PipesChain:
         return segs + [SERVER_SID]
 
     def _configure(self, k: int, role: str, relay_path: object) -> None:
-        n = len(self.roles)
         node = pipes.PipesNode(
             sid=node_sid(k), out_if="r0", out_nh=link_addr(k, 2),
             next_segs=tuple(self.segments_after(k)),

@@ -3,12 +3,18 @@
 client - m1 - m2 - server, m1/m2 routers (End) or bytestream proxies.
 
 Prints one table: requests/s and Mb/s per configuration, median of --repeats runs
-interleaved across configurations.  Sections (the paper's figures):
-  6   proxy (relay on m1) vs router, 1 KB and 100 KB objects
+interleaved across configurations (and across relay builds with --compare-relay).
+Sections (the paper's figures):
+  6   proxy (relay on m1) vs router, 1 KB, 100 KB and 1 MB objects
   9   XOR passes (xor:N on m1 = 2N passes), 1 MB objects
   11  two chained xormask proxies (function + inverse) vs two routers, 1 MB
   7   1 % loss per direction on links client-m1 and m2-server (bpf-drop where no netem),
       relay vs router, 1 MB; a delay is reported unsupported where netem is missing
+With --rate-mbit R (e.g. 10000, the paper's 10 Gb/s links) sections 6 and 9 are run again
+with every link capped at R Mb/s, and section 11 at --chain-rate-mbit (1000: the paper ran
+its chained proxies over 1 Gb/s links); the uncapped rows stay in the table.
+With --compare-relay PATH every repetition also runs the cases with that pipes_relay
+binary (e.g. an older build), and the table shows both and their ratio.
 
     flock /tmp/srperf-heavy.lock .venv/bin/python bench/srv6pipes.py --duration 2
 """
@@ -20,8 +26,10 @@ import logging
 import statistics
 import sys
 import time
+from pathlib import Path
 
 from srperf.config.stateful import HttpConfig, PipesCase, size_label
+from srperf.forwarders.pipes import PipesOptions
 from srperf.stateful import impair
 from srperf.stateful.base import StatefulSample, Variant
 from srperf.stateful.pipes_chain import PipesChain
@@ -29,6 +37,7 @@ from srperf.stateful.pipes_plan import run_cases
 
 KB, MB = 1000, 1000 ** 2
 ROUTER = "router"
+BUILT = "built"
 
 
 def delay_note(prefix: str, delay_ms: float) -> str:
@@ -45,62 +54,104 @@ def delay_note(prefix: str, delay_ms: float) -> str:
         chain.down()
 
 
+def plan(args: argparse.Namespace) -> list[tuple[str, PipesCase]]:
+    """(section, configuration) in the order they run."""
+    sections = set(args.sections.split(","))
+    rates = [0.0] + ([args.rate_mbit] if args.rate_mbit else [])
+    cases: list[tuple[str, PipesCase]] = []
+    for rate in rates:
+        if "6" in sections:
+            cases += [("6", PipesCase((role, ROUTER), (KB, 100 * KB, MB), rate_mbit=rate))
+                      for role in (ROUTER, "relay")]
+        if "9" in sections:
+            cases += [("9", PipesCase((f"xor:{n}", ROUTER), (MB,), rate_mbit=rate))
+                      for n in args.xor.split(",")]
+    for rate in [0.0] + ([args.chain_rate_mbit] if args.rate_mbit else []):
+        if "11" in sections:
+            cases += [("11", PipesCase((ROUTER, ROUTER), (MB,), rate_mbit=rate)),
+                      ("11", PipesCase(("xormask", "xormask"), (MB,), rate_mbit=rate))]
+    if "7" in sections:
+        cases += [("7", PipesCase((role, ROUTER), (MB,), loss_pct=args.loss_pct))
+                  for role in (ROUTER, "relay")]
+    return cases
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--prefix", default="s22b")
     ap.add_argument("--duration", type=float, default=2.0, help="seconds per wrk run")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--connections", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=1, help="relay worker threads")
+    ap.add_argument("--sections", default="6,9,11,7")
     ap.add_argument("--xor", default="1,4,16", help="XOR pass counts N (xor:N)")
     ap.add_argument("--loss-pct", type=float, default=1.0)
     ap.add_argument("--delay-ms", type=float, default=10.0)
+    ap.add_argument("--rate-mbit", type=float, default=0.0,
+                    help="also run sections 6 and 9 with every link at this rate (Mb/s)")
+    ap.add_argument("--chain-rate-mbit", type=float, default=1000.0,
+                    help="section 11's link rate when --rate-mbit is set (Mb/s)")
+    ap.add_argument("--compare-relay", type=Path, metavar="PATH",
+                    help="another pipes_relay binary, run beside the built one")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
-    small = (KB, 100 * KB)
-    cases: list[tuple[str, PipesCase]] = [   # (section, configuration)
-        ("6", PipesCase((ROUTER, ROUTER), small)), ("6", PipesCase(("relay", ROUTER), small)),
-        ("9", PipesCase(("relay", ROUTER), (MB,)))]
-    cases += [("9", PipesCase((f"xor:{n}", ROUTER), (MB,))) for n in args.xor.split(",")]
-    cases += [("11", PipesCase((ROUTER, ROUTER), (MB,))),
-              ("11", PipesCase(("xormask", "xormask"), (MB,))),
-              ("7", PipesCase((ROUTER, ROUTER), (MB,), loss_pct=args.loss_pct)),
-              ("7", PipesCase(("relay", ROUTER), (MB,), loss_pct=args.loss_pct))]
-
+    cases = plan(args)
+    builds: list[tuple[str, Path | None]] = [(BUILT, None)]
+    if args.compare_relay:
+        builds.append(("other", args.compare_relay.resolve()))
     cfg = HttpConfig(object_sizes=(KB, 100 * KB, MB), connections=args.connections,
                      threads=1, duration_s=args.duration, port=8080)
-    # the bench lists a configuration in two sections: results keyed by identity
-    results: dict[tuple[int, int], list[tuple[float, float]]] = {}
+    options = PipesOptions(threads=args.threads)
     index = {id(case): i for i, (_, case) in enumerate(cases)}
+    results: dict[tuple[str, int, int], list[tuple[float, float]]] = {}
+    build = BUILT
 
     def on_sample(case: PipesCase, variant: Variant, rep: int, s: StatefulSample) -> None:
         size = int(variant.params["object_size_bytes"])
         if s.ok:
-            results.setdefault((index[id(case)], size), []).append(
+            results.setdefault((build, index[id(case)], size), []).append(
                 (s.metrics["requests_per_s"], s.metrics["transfer_mbps"]))
         else:
-            print(f"# {case.label} {size_label(size)} rep {rep}: {s.status}: {s.reason}",
+            print(f"# {build} {case.label} {size_label(size)}: {s.status}: {s.reason}",
                   file=sys.stderr)
 
-    note = delay_note(args.prefix, args.delay_ms)
-    methods = run_cases(args.prefix, [c for _, c in cases], cfg, args.repeats, on_sample)
+    note = delay_note(args.prefix, args.delay_ms) if "7" in args.sections.split(",") else ""
+    methods: set[str] = set()
+    for _ in range(args.repeats):   # builds interleaved per repetition
+        for build, relay in builds:
+            methods |= run_cases(args.prefix, [c for _, c in cases], cfg, 1, on_sample,
+                                 options=options, relay=relay)
 
     print(f"# srv6pipes bench {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
           f"wrk -c {args.connections} -d {args.duration:g}s, median of {args.repeats}, "
-          "shared 2-vCPU machine")
-    print(f"# loss by {', '.join(sorted(methods)) or '-'}; {note}")
-    print(f"{'fig':>3}  {'m1 / m2':<22} {'object':>6} {'loss':>6} {'req/s':>10} {'Mb/s':>9}")
+          f"relay threads {args.threads}, shared 2-vCPU machine")
+    print(f"# loss by {', '.join(sorted(methods)) or '-'}; {note or 'no delay probe'}")
+    if args.compare_relay:
+        print(f"# other = {args.compare_relay}")
+    head = f"{'fig':>3}  {'m1 / m2':<18} {'object':>6} {'loss':>5} {'rate':>7}"
+    cols = "".join(f" {b + ' req/s':>13} {'Mb/s':>8}" for b, _ in builds)
+    print(head + cols + (f" {'built/other':>11}" if len(builds) > 1 else ""))
     for i, (section, case) in enumerate(cases):
         for size in case.object_sizes:
-            vals = results.get((i, size), [])
             loss = f"{case.loss_pct:g}%" if case.loss_pct else "-"
-            head = f"{section:>3}  {' / '.join(case.chain):<22} {size_label(size):>6} {loss:>6}"
-            if not vals:
-                print(f"{head} {'failed':>10}")
-                continue
-            rps = statistics.median(v[0] for v in vals)
-            mbps = statistics.median(v[1] for v in vals)
-            print(f"{head} {rps:>10.0f} {mbps:>9.1f}")
+            rate = f"{case.rate_mbit:g}M" if case.rate_mbit else "-"
+            line = (f"{section:>3}  {' / '.join(case.chain):<18} {size_label(size):>6} "
+                    f"{loss:>5} {rate:>7}")
+            med = []
+            for b, _ in builds:
+                vals = results.get((b, i, size), [])
+                if not vals:
+                    line += f" {'failed':>13} {'':>8}"
+                    med.append(None)
+                    continue
+                rps = statistics.median(v[0] for v in vals)
+                med.append(rps)
+                line += f" {rps:>13.0f} {statistics.median(v[1] for v in vals):>8.1f}"
+            if len(builds) > 1:
+                line += (f" {med[0] / med[1]:>10.2f}x" if med[0] and med[1] else
+                         f" {'-':>11}")
+            print(line)
     return 0
 
 

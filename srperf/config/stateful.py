@@ -185,7 +185,12 @@ PIPES_SCHEMA: dict[str, Any] = {
                          "description": "loss (%) per direction on the first and last link"},
             "delay_ms": {"type": "number", "minimum": 0, "maximum": 10000,
                          "description": "delay (ms) per direction on the first and last "
-                                        "link (needs netem)"}}}}},
+                                        "link (needs netem)"},
+            "rate_mbit": {"type": "number", "minimum": 1, "maximum": 400000,
+                          "description": "line rate (Mb/s) of every link, each direction "
+                                         "(tbf): veth has none, SRv6Pipes' lab had 10 Gb/s "
+                                         "(Fig. 6, 9) and 1 Gb/s (Fig. 11) links; absent: "
+                                         "no rate cap"}}}}},
 }
 
 
@@ -202,16 +207,20 @@ class PipesCase:
     """Loss per direction on link 0 (client-m1) and the last link (mN-server), %."""
     delay_ms: float = 0.0
     """Delay per direction on the same links, ms."""
+    rate_mbit: float = 0.0
+    """Line rate of every link per direction (Mb/s, tbf); 0: none (veth's own speed)."""
 
     @property
     def label(self) -> str:
-        """``relay_router``, ``xor4_router``, ``router_router_loss1%``: stored as the
-        behavior of the rows."""
+        """``relay_router``, ``xor4_router``, ``router_router_loss1%``,
+        ``relay_router_10000Mbit``: stored as the behavior of the rows."""
         name = "_".join(role.replace(":", "") for role in self.chain)
         if self.loss_pct:
             name += f"_loss{self.loss_pct:g}%"
         if self.delay_ms:
             name += f"_delay{self.delay_ms:g}ms"
+        if self.rate_mbit:
+            name += f"_{self.rate_mbit:g}Mbit"
         return name
 
 
@@ -240,7 +249,7 @@ def parse_pipes(data: Any, default_sizes: tuple[int, ...]) -> tuple[PipesCase, .
                 raise SettingError(f"{key}.object_sizes", entry["object_sizes"],
                                    str(exc)) from None
         case = PipesCase(roles, sizes, float(entry.get("loss_pct", 0.0)),
-                         float(entry.get("delay_ms", 0.0)))
+                         float(entry.get("delay_ms", 0.0)), float(entry.get("rate_mbit", 0.0)))
         if any(c.label == case.label for c in cases):
             raise SettingError(key, list(roles), f"{case.label!r} is listed twice")
         cases.append(case)

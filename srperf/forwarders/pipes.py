@@ -36,7 +36,7 @@ _FUNC = re.compile(r"^(relay|xormask|xor:([1-9][0-9]{0,3}))$")
 BEHAVIOR_FUNCTIONS = ("pipes_router", "pipes_proxy")
 """pipes.sh's configuring functions (a router baseline and the bytestream proxy)."""
 
-RELAY_CFLAGS = ["-O2", "-Wall", "-Wextra", "-pthread"]
+RELAY_CFLAGS = ["-O3", "-Wall", "-Wextra", "-pthread"]
 
 
 def check_function(value: str) -> str:

@@ -13,7 +13,10 @@ only at Segments Left 0), terminates the connection (:mod:`srperf.forwarders.pip
 re-encapsulates toward the following nodes up to the next proxy or the server.  Replies go back by plain IPv6 routing through the same
 nodes (SRv6Pipes' on-path mode), where the proxies divert them to their relay.
 
-Every link is a veth pair with the given MTU, offloads as the kernel sets them.
+Every link is a veth pair with the given MTU, offloads as the kernel sets them.  veth
+has no line rate (a transfer goes as fast as the CPUs copy it); :meth:`PipesChain.set_rate`
+gives every link one, per direction, with a tbf qdisc on each end's egress (SRv6Pipes'
+lab: 10 Gb/s links, 1 Gb/s for the chained proxies).
 :meth:`PipesChain.down` removes everything (namespaces, hence processes' sockets; the
 relays are stopped by their script's ``clean`` first).
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Sequence
 
 from srperf.forwarders import pipes
@@ -35,6 +39,23 @@ ROUTER = "router"
 """Role of a middle node that forwards (End) instead of running a function."""
 SERVER_SID = "fc00:0:0:ff::100"
 MAX_MIDDLE = 8
+RATE_BURST_S = 0.004
+"""tbf bucket of a rate cap, in seconds of the rate (one tick of a 250 Hz kernel)."""
+RATE_MIN_BURST = 256 * 1024
+"""Smallest tbf bucket (bytes): above two 64 KiB GSO packets, so tbf never splits them."""
+RATE_LATENCY_MS = 20
+"""Longest a packet waits in a rate cap's queue (tbf latency, ms)."""
+
+
+class RateUnsupported(RuntimeError):
+    """A link's rate cap could not be set (tc's words)."""
+
+
+def tbf_args(rate_mbit: float) -> list[str]:
+    """``tc qdisc add ... root`` arguments of a rate cap of ``rate_mbit`` Mb/s."""
+    burst = max(int(rate_mbit * 1e6 / 8 * RATE_BURST_S), RATE_MIN_BURST)
+    return ["tbf", "rate", f"{rate_mbit:g}mbit", "burst", str(burst),
+            "latency", f"{RATE_LATENCY_MS}ms"]
 
 
 def link_addr(link: int, side: int) -> str:
@@ -59,6 +80,11 @@ class PipesChain:
     """MTU of every link (bytes)."""
     options: pipes.PipesOptions = field(default_factory=pipes.PipesOptions)
     """How the relays run."""
+    relay: Path | None = None
+    """pipes_relay binary to run (None: the one ``srperf build`` makes); a benchmark
+    sets it to compare two builds."""
+    rate_mbit: float = 0.0
+    """Current line rate of every link per direction (Mb/s); 0: none."""
     _envs: dict[int, dict[str, str]] = field(default_factory=dict, init=False)
     _nodes: dict[str, NetnsTransport] = field(default_factory=dict, init=False)
 
@@ -101,7 +127,7 @@ class PipesChain:
         """Build the chain and configure every middle node; the endpoints across it."""
         try:
             self._build()
-            relay = pipes.build_relay()
+            relay = self._relay_path()
             for k, role in enumerate(self.roles, start=1):
                 self._configure(k, role, relay)
         except BaseException:
@@ -119,7 +145,7 @@ class PipesChain:
         """Give the middle nodes new roles (same count), keeping the chain."""
         if len(roles) != len(self.roles):
             raise ValueError("reconfigure keeps the number of middle nodes")
-        relay = pipes.build_relay()
+        relay = self._relay_path()
         for role in roles:
             if role != ROUTER:
                 pipes.check_function(role)
@@ -127,6 +153,40 @@ class PipesChain:
         for k, role in enumerate(self.roles, start=1):
             self._configure(k, role, relay)
         self._steer_client()
+
+    def _relay_path(self) -> Path:
+        return self.relay if self.relay is not None else pipes.build_relay()
+
+    def _devices(self) -> list[tuple[str, str]]:
+        """(namespace, device) of both ends of every link."""
+        return [end for link in range(len(self.roles) + 1) for end in self.link_devs(link)]
+
+    def set_rate(self, rate_mbit: float) -> None:
+        """Give every link ``rate_mbit`` Mb/s per direction (0: remove the caps).
+
+        A tbf qdisc at the root of each veth end's egress; RateUnsupported (tc's words)
+        when tc refuses, e.g. a netem impairment holds the root of that device.  On
+        failure no cap is left.
+        """
+        if rate_mbit == self.rate_mbit:
+            return
+        if self.rate_mbit:
+            for ns, dev in self._devices():
+                run(["tc", "qdisc", "del", "dev", dev, "root"], ns=ns, check=False)
+            self.rate_mbit = 0.0
+        if not rate_mbit:
+            return
+        done: list[tuple[str, str]] = []
+        for ns, dev in self._devices():
+            res = run(["tc", "qdisc", "add", "dev", dev, "root", *tbf_args(rate_mbit)],
+                      ns=ns, check=False)
+            if res.returncode != 0:
+                for dns, ddev in done:
+                    run(["tc", "qdisc", "del", "dev", ddev, "root"], ns=dns, check=False)
+                raise RateUnsupported(f"{rate_mbit:g} Mb/s on {ns}/{dev}: tc qdisc add "
+                                      f"tbf: {(res.stderr or res.stdout).strip()}")
+            done.append((ns, dev))
+        self.rate_mbit = rate_mbit
 
     def counters(self) -> dict[str, dict[str, int]]:
         """Relay counters per proxy node (namespace -> counters)."""
@@ -230,4 +290,5 @@ class PipesChain:
                                         relay_path)  # type: ignore[arg-type]
 
 
-__all__ = ["PipesChain", "ROUTER", "SERVER_SID", "node_sid", "link_addr"]
+__all__ = ["PipesChain", "ROUTER", "SERVER_SID", "node_sid", "link_addr", "tbf_args",
+           "RateUnsupported"]

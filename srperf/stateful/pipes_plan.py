@@ -3,27 +3,31 @@
 
 One chain of namespaces (:class:`srperf.stateful.pipes_chain.PipesChain`) is built for
 the whole run; per repetition, each configuration in turn gives the middle nodes their
-roles, impairs the client's and the server's links (:mod:`srperf.stateful.impair`), and
-fetches each of its objects for ``duration_s`` with wrk (:class:`HttpRunner`).  The
+roles, impairs the client's and the server's links (:mod:`srperf.stateful.impair`), caps
+every link's rate when it asks (:meth:`PipesChain.set_rate`: SRv6Pipes' 10 Gb/s or 1 Gb/s
+links; veth alone has no line rate), and fetches each of its objects for ``duration_s``
+with wrk (:class:`HttpRunner`).  The
 configurations are interleaved within a repetition, so a slow spell of a shared machine
 hits them all.  The chain and the HTTP server are always removed.
 
-An impairment the kernel cannot make (a delay without netem) gives samples with status
-``unsupported`` and the reason, never a number.
+An impairment or a rate cap the kernel cannot make (a delay without netem) gives samples
+with status ``unsupported`` and the reason, never a number.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+from pathlib import Path
 from typing import Callable, Sequence
 
 from srperf.config.stateful import HttpConfig, PipesCase, size_label
+from srperf.forwarders.pipes import PipesOptions
 from srperf.stateful import impair
 from srperf.stateful.base import Endpoints, StatefulSample, Variant
 from srperf.stateful.http_load import HttpRunner
 from srperf.stateful.http_server import object_name
-from srperf.stateful.pipes_chain import PipesChain
+from srperf.stateful.pipes_chain import PipesChain, RateUnsupported
 from srperf.stateful.wrk import url
 
 log = logging.getLogger(__name__)
@@ -38,7 +42,8 @@ OnSample = Callable[[PipesCase, Variant, int, StatefulSample], None]
 def variant_of(case: PipesCase, size: int) -> Variant:
     """The stored variant of one object size fetched through ``case``."""
     return Variant(size_label(size), {"object_size_bytes": size, "chain": list(case.chain),
-                                      "loss_pct": case.loss_pct, "delay_ms": case.delay_ms})
+                                      "loss_pct": case.loss_pct, "delay_ms": case.delay_ms,
+                                      "rate_mbit": case.rate_mbit})
 
 
 WARM_UP_TRIES = 5
@@ -77,14 +82,18 @@ def impair_links(chain: PipesChain, case: PipesCase) -> list[impair.Applied]:
 
 
 def run_cases(prefix: str, cases: Sequence[PipesCase], http: HttpConfig, repetitions: int,
-              on_sample: OnSample) -> set[str]:
+              on_sample: OnSample, options: PipesOptions | None = None,
+              relay: Path | None = None) -> set[str]:
     """Measure every case x object size x repetition on a chain of namespaces named
-    ``<prefix>-c``, ``<prefix>-m1``...; the impairment methods used (netem, bpf-drop)."""
+    ``<prefix>-c``, ``<prefix>-m1``...; the impairment methods used (netem, bpf-drop).
+    ``options``: how the relays run; ``relay``: a pipes_relay binary other than the
+    built one (benchmarks comparing builds)."""
     if not cases:
         return set()
     sizes = tuple(sorted({s for case in cases for s in case.object_sizes}))
     cfg = dataclasses.replace(http, object_sizes=sizes)
-    chain = PipesChain(prefix, list(cases[0].chain))
+    chain = PipesChain(prefix, list(cases[0].chain), options=options or PipesOptions(),
+                       relay=relay)
     runner = HttpRunner()
     methods: set[str] = set()
     endpoints = None
@@ -103,6 +112,14 @@ def run_cases(prefix: str, cases: Sequence[PipesCase], http: HttpConfig, repetit
                                   StatefulSample({}, UNSUPPORTED, str(exc)))
                     continue
                 methods.update(a.method for a in applied)
+                try:
+                    chain.set_rate(case.rate_mbit)
+                except RateUnsupported as exc:
+                    impair.remove(applied)
+                    for size in case.object_sizes:
+                        on_sample(case, variant_of(case, size), rep,
+                                  StatefulSample({}, UNSUPPORTED, str(exc)))
+                    continue
                 try:
                     for size in case.object_sizes:
                         sample = runner.run(endpoints, cfg, cfg.duration_s,

@@ -14,7 +14,9 @@ With --rate-mbit R (e.g. 10000, the paper's 10 Gb/s links) sections 6 and 9 are 
 with every link capped at R Mb/s, and section 11 at --chain-rate-mbit (1000: the paper ran
 its chained proxies over 1 Gb/s links); the uncapped rows stay in the table.
 With --compare-relay PATH every repetition also runs the cases with that pipes_relay
-binary (e.g. an older build), and the table shows both and their ratio.
+binary (e.g. an older build), and the table shows both and their ratio.  With
+--compare-pinned NODE,ENDPOINT it also runs them with the middle nodes on CPU NODE and
+client and server on CPU ENDPOINT (options node_cpu, endpoint_cpu); --pinned runs only so.
 
     flock /tmp/srperf-heavy.lock .venv/bin/python bench/srv6pipes.py --duration 2
 """
@@ -93,16 +95,28 @@ def main() -> int:
                     help="section 11's link rate when --rate-mbit is set (Mb/s)")
     ap.add_argument("--compare-relay", type=Path, metavar="PATH",
                     help="another pipes_relay binary, run beside the built one")
+    ap.add_argument("--compare-pinned", metavar="NODE,ENDPOINT",
+                    help="also run with the middle nodes and the endpoints on these CPUs")
+    ap.add_argument("--pinned", metavar="NODE,ENDPOINT",
+                    help="run only with the middle nodes and the endpoints on these CPUs")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
     cases = plan(args)
-    builds: list[tuple[str, Path | None]] = [(BUILT, None)]
+    plain = PipesOptions(threads=args.threads)
+
+    def pinned(spec: str) -> PipesOptions:
+        node, endpoint = (int(x) for x in spec.split(","))
+        return PipesOptions(threads=args.threads, node_cpu=node, endpoint_cpu=endpoint)
+
+    builds: list[tuple[str, Path | None, PipesOptions]] = [
+        (BUILT, None, pinned(args.pinned) if args.pinned else plain)]
     if args.compare_relay:
-        builds.append(("other", args.compare_relay.resolve()))
+        builds.append(("other", args.compare_relay.resolve(), builds[0][2]))
+    if args.compare_pinned:
+        builds.append(("pinned", None, pinned(args.compare_pinned)))
     cfg = HttpConfig(object_sizes=(KB, 100 * KB, MB), connections=args.connections,
                      threads=1, duration_s=args.duration, port=8080)
-    options = PipesOptions(threads=args.threads)
     index = {id(case): i for i, (_, case) in enumerate(cases)}
     results: dict[tuple[str, int, int], list[tuple[float, float]]] = {}
     build = BUILT
@@ -119,19 +133,21 @@ def main() -> int:
     note = delay_note(args.prefix, args.delay_ms) if "7" in args.sections.split(",") else ""
     methods: set[str] = set()
     for _ in range(args.repeats):   # builds interleaved per repetition
-        for build, relay in builds:
+        for build, relay, options in builds:
             methods |= run_cases(args.prefix, [c for _, c in cases], cfg, 1, on_sample,
                                  options=options, relay=relay)
 
     print(f"# srv6pipes bench {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
           f"wrk -c {args.connections} -d {args.duration:g}s, median of {args.repeats}, "
-          f"relay threads {args.threads}, shared 2-vCPU machine")
+          f"relay threads {args.threads}, {builds[0][0]}: {builds[0][2]}, "
+          "shared 2-vCPU machine")
     print(f"# loss by {', '.join(sorted(methods)) or '-'}; {note or 'no delay probe'}")
     if args.compare_relay:
         print(f"# other = {args.compare_relay}")
     head = f"{'fig':>3}  {'m1 / m2':<18} {'object':>6} {'loss':>5} {'rate':>7}"
-    cols = "".join(f" {b + ' req/s':>13} {'Mb/s':>8}" for b, _ in builds)
-    print(head + cols + (f" {'built/other':>11}" if len(builds) > 1 else ""))
+    cols = "".join(f" {b + ' req/s':>13} {'Mb/s':>8}" for b, _, _ in builds)
+    print(head + cols + (f" {builds[0][0] + '/' + builds[1][0]:>11}" if len(builds) > 1
+                         else ""))
     for i, (section, case) in enumerate(cases):
         for size in case.object_sizes:
             loss = f"{case.loss_pct:g}%" if case.loss_pct else "-"
@@ -139,7 +155,7 @@ def main() -> int:
             line = (f"{section:>3}  {' / '.join(case.chain):<18} {size_label(size):>6} "
                     f"{loss:>5} {rate:>7}")
             med = []
-            for b, _ in builds:
+            for b, _, _ in builds:
                 vals = results.get((b, i, size), [])
                 if not vals:
                     line += f" {'failed':>13} {'':>8}"

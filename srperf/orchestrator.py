@@ -114,7 +114,9 @@ class Orchestrator:
         self.recipe = recipe or {}
         """How to make this experiment and testbed again (files, overrides), for resume."""
         self.settings = search_settings(exp, tb)
-        self.behaviors = [catalogue.get(name) for name in exp.behaviors]
+        self.behaviors = [] if exp.pipes else [catalogue.get(name) for name in exp.behaviors]
+        """The catalogue behaviors searched (none for SRv6Pipes chains: their behaviors
+        are bytestream functions, srperf.forwarders.pipes)."""
         if IMIX_SIZE in exp.packet_sizes and tb.tester.driver not in MIX_DRIVERS:
             raise ConfigError(exp.source, "packet_sizes", "imix",
                               f"an IMIX needs a driver that sends several frame sizes "
@@ -124,7 +126,7 @@ class Orchestrator:
     # -- top level ---------------------------------------------------------------
     def plan(self) -> dict[str, Any]:
         """What the run will do, as stored in its environment and compared on resume."""
-        return {"forwarder": self.exp.forwarder, "behaviors": [b.name for b in self.behaviors],
+        return {"forwarder": self.exp.forwarder, "behaviors": list(self.exp.behaviors),
                 "packet_sizes": list(self.exp.packet_sizes), "repetitions": self.exp.repetitions,
                 "algorithm": self.exp.search.algorithm,
                 "search": json.loads(json.dumps(dataclasses.asdict(self.settings), default=str))}

@@ -13,7 +13,7 @@ from srperf.cli import main
 from srperf.config.loader import load_experiment
 from refusals import assert_experiment_refused
 
-HEAD = "name: x\nbehaviors: [end]\n"
+HEAD = "name: x\nforwarder: pipes\nbehaviors: [relay]\n"
 
 
 @pytest.mark.parametrize("body, key, value", [
@@ -33,6 +33,10 @@ HEAD = "name: x\nbehaviors: [end]\n"
      "pipes.configurations[0].jitter", "1"),
     ("kind: http\npipes: {configurations: []}", "pipes.configurations", "[]"),
     ("kind: goodput\npipes: {configurations: [{chain: [relay]}]}", "pipes", "relay"),
+    ("kind: http\npipes: {configurations: [{chain: [relay], rate_mbit: 0}]}",
+     "pipes.configurations[0].rate_mbit", "0"),
+    ("kind: http\npipes: {configurations: [{chain: [relay], rate_mbit: 500000}]}",
+     "pipes.configurations[0].rate_mbit", "500000"),
 ])
 def test_validate_refuses_bad_pipes_values(tmp_path, capsys, body, key, value):
     path = tmp_path / "exp.yaml"
@@ -40,11 +44,67 @@ def test_validate_refuses_bad_pipes_values(tmp_path, capsys, body, key, value):
     assert_experiment_refused(path, key, value, capsys)
 
 
+PIPES = "pipes: {configurations: [{chain: [relay, router]}, {chain: [\"xor:4\", router]}]}\n"
+
+
+@pytest.mark.parametrize("text, key, value", [
+    # a pipes: block is not measured on the testbed's SUT (linux, named or by default)
+    ("name: x\nforwarder: linux\nbehaviors: [end]\nkind: http\n" + PIPES, "forwarder",
+     "linux"),
+    ("name: x\nbehaviors: [end]\nkind: http\n" + PIPES, "forwarder", "linux"),
+    # forwarder pipes measures chains with wrk only
+    ("name: x\nforwarder: pipes\nbehaviors: [relay]\n", "forwarder", "pipes"),
+    ("name: x\nforwarder: pipes\nbehaviors: [relay]\nkind: http\n", "forwarder", "pipes"),
+    # its behaviors are its functions, each used, every used one listed
+    ("name: x\nforwarder: pipes\nbehaviors: [end]\nkind: http\n" + PIPES, "behaviors[0]",
+     "end"),
+    ("name: x\nforwarder: pipes\nbehaviors: [relay, xor, xormask]\nkind: http\n" + PIPES,
+     "behaviors[2]", "xormask"),
+    ("name: x\nforwarder: pipes\nbehaviors: [relay]\nkind: http\n" + PIPES,
+     "pipes.configurations[1].chain[0]", "xor:4"),
+    # a xormask without its inverse would hand the client changed bytes
+    ("name: x\nforwarder: pipes\nbehaviors: [xormask]\nkind: http\n"
+     "pipes: {configurations: [{chain: [xormask, router]}]}\n",
+     "pipes.configurations[0].chain", "['xormask', 'router']"),
+    # its options: CPUs of this host, set together, apart
+    ("name: x\nforwarder: pipes\nbehaviors: [relay, xor]\nkind: http\n"
+     "options: {node_cpu: 4000, endpoint_cpu: 0}\n" + PIPES, "options.node_cpu", "4000"),
+    ("name: x\nforwarder: pipes\nbehaviors: [relay, xor]\nkind: http\n"
+     "options: {node_cpu: 1}\n" + PIPES, "options.endpoint_cpu", "None"),
+    ("name: x\nforwarder: pipes\nbehaviors: [relay, xor]\nkind: http\n"
+     "options: {node_cpu: 0, endpoint_cpu: 0}\n" + PIPES, "options.endpoint_cpu", "0"),
+    ("name: x\nforwarder: pipes\nbehaviors: [relay, xor]\nkind: http\n"
+     "options: {threads: 0}\n" + PIPES, "options.threads", "0"),
+])
+def test_validate_refuses_wrong_pipes_combinations(tmp_path, capsys, text, key, value):
+    path = tmp_path / "exp.yaml"
+    path.write_text(text)
+    assert_experiment_refused(path, key, value, capsys)
+
+
+def test_pipes_is_a_forwarder_whose_behaviors_are_its_functions(tmp_path):
+    from srperf import forwarders
+
+    fwd = forwarders.get("pipes")
+    assert fwd.script == "pipes.sh" and fwd.behaviors == ()
+    assert not fwd.offers("end") and "relay, xor, xormask" in fwd.why_not("end")
+    path = tmp_path / "exp.yaml"
+    path.write_text("name: x\nforwarder: pipes\nbehaviors: [relay, xor]\nkind: http\n"
+                    "options: {threads: 2}\n" + PIPES)
+    exp = load_experiment(path)
+    assert exp.forwarder == "pipes" and exp.behaviors == ("relay", "xor")
+    assert fwd.parse_options(exp.options).threads == 2
+
+
 def test_shipped_experiment_parses():
     exp = load_experiment(Path(__file__).parent.parent / "experiments" / "srv6pipes.yaml")
     labels = [case.label for case in exp.pipes]
-    assert exp.kind == "http" and "relay_router" in labels and "xor16_router" in labels
-    assert "xormask_xormask" in labels and "relay_router_loss1%" in labels
+    assert exp.kind == "http" and exp.forwarder == "pipes" and "relay_router" in labels
+    assert "xor16_router" in labels and "xormask_xormask" in labels
+    assert "relay_router_loss1%" in labels
+    # with and without the paper's line rates: 10 Gb/s (Fig. 6, 9), 1 Gb/s (Fig. 11)
+    assert {"relay_router_10000Mbit", "router_router_10000Mbit", "xor16_router_10000Mbit",
+            "xormask_xormask_1000Mbit", "router_router_1000Mbit"} <= set(labels)
 
 
 @pytest.mark.netns
@@ -53,7 +113,7 @@ def test_run_stores_a_pipes_chain(tmp_path, capsys):
     tb = tmp_path / "tb.yaml"
     tb.write_text("name: s22d\nkind: virtual\nprefix: s22d\n")
     exp = tmp_path / "exp.yaml"
-    exp.write_text("name: s22d_pipes\nkind: http\nbehaviors: [end]\n"
+    exp.write_text("name: s22d_pipes\nkind: http\nforwarder: pipes\nbehaviors: [relay]\n"
                    "http: {object_sizes: [1KB], duration_s: 1, repetitions: 1}\n"
                    "pipes: {configurations: [{chain: [relay, router]}]}\n")
     results = tmp_path / "res"

@@ -220,6 +220,7 @@ def experiment_from_mapping(data: dict[str, Any], file: str) -> Experiment:
                           "many flows are not sent with the 'imix' packet size")
     kind = str(data.get("kind", "pdr"))
     stateful = _stateful_blocks(file, data, kind)
+    _check_pipes(file, forwarder, kind, behaviors, stateful.get("pipes", ()), options)
     return Experiment(
         **stateful, kind=kind, traffic=traffic,
         name=str(data["name"]), forwarder=forwarder, behaviors=behaviors,
@@ -261,10 +262,24 @@ def _stateful_blocks(file: str, data: dict[str, Any], kind: str) -> dict[str, An
     return out
 
 
+def _check_pipes(file: str, forwarder: str, kind: str, behaviors: tuple[str, ...],
+                 cases: tuple[Any, ...], options: dict[str, Any]) -> None:
+    """Forwarder pipes and the ``pipes:`` block go together (srperf.forwarders.pipes)."""
+    from srperf.forwarders import pipes
+
+    wrong = pipes.check_experiment(forwarder, kind, behaviors, cases, options)
+    if wrong is not None:
+        raise ConfigError(file, *wrong)
+
+
 def _check_behaviors(file: str, forwarder: str, behaviors: tuple[str, ...]) -> None:
     from srperf import behaviors as catalogue
     from srperf import forwarders
 
+    from srperf.forwarders import pipes
+
+    if forwarder == pipes.FORWARDER.name:   # its behaviors are its functions: _check_pipes
+        return
     known = set(catalogue.names())
     for i, name in enumerate(behaviors):
         if name not in known:

@@ -6,11 +6,12 @@ measurement session all derive from :data:`REGISTRY`.
 
 from __future__ import annotations
 
-from srperf.forwarders import ebpf, linux, srnk, vpp
+from srperf.forwarders import ebpf, linux, pipes, srnk, vpp
 from srperf.forwarders.base import Forwarder, Prepared
 
 REGISTRY: dict[str, Forwarder] = {f.name: f for f in (linux.FORWARDER, ebpf.FORWARDER,
-                                                    vpp.FORWARDER, srnk.FORWARDER)}
+                                                    vpp.FORWARDER, srnk.FORWARDER,
+                                                    pipes.FORWARDER)}
 
 
 def names() -> list[str]:

@@ -13,6 +13,11 @@ only at Segments Left 0), terminates the connection (:mod:`srperf.forwarders.pip
 re-encapsulates toward the following nodes up to the next proxy or the server.  Replies go back by plain IPv6 routing through the same
 nodes (SRv6Pipes' on-path mode), where the proxies divert them to their relay.
 
+With ``options.node_cpu`` (and ``endpoint_cpu``) the middle nodes get a CPU of their own,
+as SRv6Pipes' M1 was a machine of its own: their relays are pinned to it and the receive
+processing of their links' ends is steered to it (RPS), while wrk, the HTTP server and
+their links' ends go to the endpoint CPU.  Without them the scheduler places everything.
+
 Every link is a veth pair with the given MTU, offloads as the kernel sets them.  veth
 has no line rate (a transfer goes as fast as the CPUs copy it); :meth:`PipesChain.set_rate`
 gives every link one, per direction, with a tbf qdisc on each end's egress (SRv6Pipes'
@@ -24,6 +29,7 @@ relays are stopped by their script's ``clean`` first).
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -94,6 +100,10 @@ class PipesChain:
         for role in self.roles:
             if role != ROUTER:
                 pipes.check_function(role)
+        for name in ("node_cpu", "endpoint_cpu"):
+            cpu = getattr(self.options, name)
+            if cpu is not None and cpu >= (os.cpu_count() or 1):
+                raise ValueError(f"{name} {cpu}: this host has CPUs 0-{(os.cpu_count() or 1) - 1}")
 
     # -- names -----------------------------------------------------------------------
     @property
@@ -136,10 +146,11 @@ class PipesChain:
         return self.endpoints()
 
     def endpoints(self) -> Endpoints:
-        n = len(self.roles)
-        return Endpoints(client=Endpoint("client", self.node(0), self.client_ip6),
-                         server=Endpoint("server", self.node(n + 1), self.server_ip6),
-                         sut=self.node(1))
+        n, cpu = len(self.roles), self.options.endpoint_cpu
+        return Endpoints(client=Endpoint("client", self.node(0), self.client_ip6, cpu=cpu),
+                         server=Endpoint("server", self.node(n + 1), self.server_ip6,
+                                         cpu=cpu),
+                         sut=self.node(1), sut_cpu=self.options.node_cpu)
 
     def reconfigure(self, roles: Sequence[str]) -> None:
         """Give the middle nodes new roles (same count), keeping the chain."""
@@ -255,11 +266,25 @@ class PipesChain:
                      "via", link_addr(i, 2), "dev", "r0"])
             if 0 < i <= n:
                 run(["ip", "-n", name, "sr", "tunsrc", "set", link_addr(i, 1)])
+        if self.options.node_cpu is not None:
+            self._steer_receive()
         client, server = self.names[0], self.names[-1]
         run(["ip", "-n", client, "sr", "tunsrc", "set", self.client_ip6])
         self._steer_client()
         run(["ip", "-n", server, "-6", "route", "add", f"{SERVER_SID}/128", "encap",
              "seg6local", "action", "End.DT6", "table", "255", "dev", "l0"])
+
+    def _steer_receive(self) -> None:
+        """RPS: each link end's receive processing on its node's CPU (the middle nodes'
+        or the endpoints')."""
+        last = len(self.roles) + 1
+        for link in range(last):
+            for (ns, dev) in self.link_devs(link):
+                index = self.names.index(ns)
+                cpu = self.options.endpoint_cpu if index in (0, last) else self.options.node_cpu
+                mask = format(1 << int(cpu or 0), "x")
+                run(["sh", "-c", f"for q in /sys/class/net/{dev}/queues/rx-*/rps_cpus; do "
+                     f"echo {mask} > \"$q\"; done"], ns=ns)
 
     def _steer_client(self) -> None:
         """The client's H.Encaps route to the server (replaced when roles change)."""
@@ -288,6 +313,8 @@ class PipesChain:
             pipes.clean(self.node(k), self._envs.pop(k))
         self._envs[k] = pipes.configure(self.node(k), node, self.options,
                                         relay_path)  # type: ignore[arg-type]
+        if self.options.node_cpu is not None:
+            pipes.pin_relay(self.node(k), self._envs[k], self.options.node_cpu)
 
 
 __all__ = ["PipesChain", "ROUTER", "SERVER_SID", "node_sid", "link_addr", "tbf_args",

@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 Progress = Callable[[str], None]
 CALIBRATION = "calibration"
 """``kind`` of the stored calibration rows."""
-PIPES_FORWARDER = "pipes"
+PIPES_FORWARDER = forwarders.pipes.FORWARDER.name
 """``forwarder`` of the rows of SRv6Pipes chains (srperf.forwarders.pipes)."""
 CHOSEN = "chosen"
 """``variant`` of the calibration row that records the stream count chosen."""
@@ -151,7 +151,8 @@ class StatefulPlan:
                              else f"{sample.status}: {sample.reason}"))
 
         methods = run_cases(f"{self.tb.prefix}p", self.exp.pipes, self.config,
-                            int(self.config.repetitions), on_sample)
+                            int(self.config.repetitions), on_sample,
+                            options=self.session.options)
         if methods:
             self.progress(f"loss made by {', '.join(sorted(methods))}")
         return self.result

@@ -480,6 +480,10 @@ def cmd_behaviors(args: argparse.Namespace) -> int:
         print(f"{b.name:<16} {b.display:<16} {b.kind:<9} {offered}")
         for name, why in forwarders.not_offering(b.name).items():
             print(f"{'':<16} not {name}: {why}")
+    for fwd in forwarders.REGISTRY.values():
+        if fwd.functions:
+            print(f"{fwd.name} offers no packet behavior; its behaviors are "
+                  f"{', '.join(fwd.functions)}: {fwd.description}")
     return EXIT_OK
 
 

@@ -34,8 +34,10 @@ def offering(behavior: str) -> list[str]:
 
 
 def not_offering(behavior: str) -> dict[str, str]:
-    """Forwarder name -> why it does not offer ``behavior``, for those that do not."""
-    return {f.name: f.why_not(behavior) for f in REGISTRY.values() if not f.offers(behavior)}
+    """Forwarder name -> why it does not offer ``behavior``, for the per-packet forwarders
+    that do not (pipes, whose behaviors are bytestream functions, is not listed)."""
+    return {f.name: f.why_not(behavior) for f in REGISTRY.values()
+            if not f.offers(behavior) and not f.functions}
 
 
 __all__ = ["Forwarder", "Prepared", "REGISTRY", "names", "get", "offering", "not_offering"]

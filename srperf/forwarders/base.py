@@ -65,6 +65,9 @@ class Forwarder:
     of :meth:`counters` of which one must count such a drop."""
     deviations: ClassVar[tuple[Deviation, ...]] = ()
     """Documented differences from the catalogue's expected frames (verification)."""
+    functions: ClassVar[tuple[str, ...]] = ()
+    """A forwarder that is no per-packet dataplane (pipes): the behaviors an experiment
+    names instead of catalogue entries (its bytestream functions); empty for the others."""
 
     def offers(self, behavior: str) -> bool:
         """True when this forwarder implements catalogue entry ``behavior``."""

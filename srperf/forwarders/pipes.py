@@ -283,5 +283,6 @@ def check_experiment(forwarder: str, kind: str, behaviors: tuple[str, ...],
 
 
 __all__ = ["FORWARDER", "PipesForwarder", "BEHAVIORS", "check_experiment", "family",
-           "FUNCTIONS", "BEHAVIOR_FUNCTIONS", "PipesOptions", "PipesNode", "check_function", "build_relay",
-           "node_env", "configure", "counters", "clean", "relay_source", "pin_relay"]
+           "FUNCTIONS", "BEHAVIOR_FUNCTIONS", "PipesOptions", "PipesNode", "check_function",
+           "build_relay", "node_env", "configure", "counters", "clean", "relay_source",
+           "pin_relay"]

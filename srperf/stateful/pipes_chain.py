@@ -102,8 +102,9 @@ class PipesChain:
                 pipes.check_function(role)
         for name in ("node_cpu", "endpoint_cpu"):
             cpu = getattr(self.options, name)
-            if cpu is not None and cpu >= (os.cpu_count() or 1):
-                raise ValueError(f"{name} {cpu}: this host has CPUs 0-{(os.cpu_count() or 1) - 1}")
+            last = (os.cpu_count() or 1) - 1
+            if cpu is not None and cpu > last:
+                raise ValueError(f"{name} {cpu}: this host has CPUs 0-{last}")
 
     # -- names -----------------------------------------------------------------------
     @property

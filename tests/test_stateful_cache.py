@@ -102,3 +102,12 @@ def test_carried_segments_and_interleaved_repetitions(tmp_path, capsys):
             assert counters["srh_carry"]["carried"] > 0, counters
         else:
             assert "carried" not in r["variant"] and "srh_carry" not in counters
+
+
+def test_validate_refuses_an_unknown_segment_mode(tmp_path, capsys):
+    from refusals import assert_experiment_refused
+
+    path = tmp_path / "exp.yaml"
+    path.write_text("name: x\nbehaviors: [end_cache]\nforwarder: ebpf\nkind: goodput\n"
+                    "goodput: {segment_mode: skipped}\n")
+    assert_experiment_refused(path, "goodput.segment_mode", "skipped", capsys)

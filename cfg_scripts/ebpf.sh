@@ -39,7 +39,9 @@
 #   SRPERF_CACHE_SIZE     LRU entries of the caching proxy: selects the object
 #                         srproxy-c<SIZE>.o, so every proxy needs it
 #   SRPERF_CACHE_MISS     caching proxy: drop | pass
-#   SRPERF_CACHE_NAT_KEY  caching proxy: 1 = inner source left out of the key, 0 = not
+#   SRPERF_CACHE_NAT_KEY  caching proxy: 1 = a source-NAT VNF: the inner source (address
+#                         and port) of packets from the in-port, the inner destination
+#                         of the others (answers, de-NATed), left out of the key; 0 = not
 #   SRPERF_CACHE_STALE    caching proxy: seconds after which an entry is stale (its packet
 #                         was lost in the VNF) and replaced by a packet with the same key;
 #                         0 = never (such a packet is dropped while the entry exists)
@@ -309,6 +311,8 @@ load_proxy() {
     run mkdir -p "$dir"
     run bpftool prog loadall "$obj" "$dir" pinmaps "$dir/maps"
     [[ -e "$dir/srp_inbound" && -e "$dir/srp_from_vnf" ]] || die "programs missing in $dir"
+    # the NAT's inside (SRPERF_CACHE_NAT_KEY): packets entering on the in-port
+    map_update srp_inside "$(le32 0)" "$(le32 "$(cat "/sys/class/net/$SRPERF_IN_IF/ifindex")")"
     for ((i = 0; i < VNF_N; i++)); do
         dev="${SRPERF_VNF_IF_PREFIX}$i"
         ifindex=$(cat "/sys/class/net/$dev/ifindex")

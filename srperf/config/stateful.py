@@ -109,10 +109,16 @@ class GoodputConfig(Settings):
                                schema={"type": "integer", "minimum": 2, "maximum": 1000})
     segments: tuple[int, ...] = setting(
         (2,), "lengths of the segment list steered through the behavior (one configuration "
-        "each; segments after the SUT's are End SIDs of the server edge)", unit="segments",
+        "each; the segments beyond the SUT's and the server's last SID: segment_mode)", unit="segments",
         schema={"type": "array", "minItems": 1,
                 "items": {"type": "integer", "minimum": 2, "maximum": 16}},
         parse=_segments)
+    segment_mode: str = setting(
+        "carried", "how segments beyond the behavior's SID and the server's last one are "
+        "made: carried (in the SRH as segments already visited: the caching-proxy paper's "
+        "label stack, carried through the proxy and processed by nobody) or visited (End "
+        "SIDs of the server, each a pass through its stack: on the virtual testbed that "
+        "work runs on the SUT's vCPU)", schema={"enum": ["carried", "visited"]})
     port_base: int = setting(5201, "TCP port of the first iperf3 server (one port per stream)",
                              unit="port", schema={"type": "integer", "minimum": 1024,
                                                   "maximum": 65000})

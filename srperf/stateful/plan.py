@@ -28,7 +28,8 @@ from srperf.stateful.base import Endpoints, StatefulError, StatefulSample, Varia
 from srperf.stateful.counters import table_i
 from srperf.stateful.endpoints import make_endpoints
 from srperf.config.stateful import CALIBRATED, GoodputConfig
-from srperf.stateful.steering import Steering
+from srperf.stateful.carry import CARRIED, VISITED
+from srperf.stateful.steering import VISITED_SIDS, Steering
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,10 @@ class Configuration:
     vnf_mode: str | None
     segments: int
     chains: int
+    segment_mode: str = VISITED
+    """How the segments beyond the two that process a packet are made (goodput's
+    segment_mode): carried ones are named in the label, visited ones are not (the
+    meaning of 'N segs' in runs stored before carried existed)."""
 
     @property
     def setting(self) -> str:
@@ -61,7 +66,9 @@ class Configuration:
         if self.vnf_mode:
             parts.append(f"vnf {self.vnf_mode}")
         if self.behavior != "ipv6":
-            parts.append(f"{self.segments} segs")
+            extra = self.segments - VISITED_SIDS
+            parts.append(f"{self.segments} segs" + (f" ({extra} carried)" if extra > 0 and
+                                                    self.segment_mode == CARRIED else ""))
         if self.chains > 1:
             parts.append(f"{self.chains} chains")
         return ", ".join(parts)
@@ -77,6 +84,7 @@ class StatefulRows:
 
 def configurations(exp: Experiment) -> list[Configuration]:
     g = exp.goodput
+    seg_mode = g.segment_mode if exp.kind == "goodput" else VISITED
     has_vnfs = "vnf_mode" in forwarders.get(exp.forwarder).options.json_schema()["properties"]
     modes: list[str | None] = list(g.vnf_modes) if g.vnf_modes else \
         [exp.options.get("vnf_mode", "forward") if has_vnfs else None]
@@ -85,7 +93,7 @@ def configurations(exp: Experiment) -> list[Configuration]:
         for beh in exp.behaviors:
             for chains in g.chains:
                 for segs in (g.segments if beh != "ipv6" else g.segments[:1]):
-                    out.append(Configuration(beh, mode, segs, chains))
+                    out.append(Configuration(beh, mode, segs, chains, seg_mode))
     return out
 
 
@@ -113,8 +121,13 @@ class StatefulPlan:
                     streams = self.calibrate(endpoints)
                 self.result.calibrated_streams = streams
                 self.config = dataclasses.replace(self.config, streams=streams)
-            for conf in configurations(self.exp):
-                self._configuration(endpoints, conf)
+            # Repetitions interleaved across configurations (rep 1 of each, then rep 2...):
+            # a slow spell of the shared machine hits every configuration alike.  Each
+            # round configures, steers and starts the servers anew; a configuration that
+            # cannot be set up, or whose first repetition fails, leaves the rounds.
+            live = configurations(self.exp)
+            for rep in range(1, int(self.config.repetitions) + 1):
+                live = [conf for conf in live if self._configuration(endpoints, conf, rep)]
         finally:
             handle.down()
         return self.result
@@ -222,7 +235,10 @@ class StatefulPlan:
         return chosen
 
     # -- one configuration --------------------------------------------------------------
-    def _configuration(self, endpoints: Endpoints, conf: Configuration) -> None:
+    def _configuration(self, endpoints: Endpoints, conf: Configuration, rep: int) -> bool:
+        """Set up ``conf`` and run its repetition ``rep`` (each variant once); False when
+        it is to be left out of the later rounds (it could not be set up, or its first
+        repetition failed)."""
         session, beh = self.session, catalogue.get(conf.behavior)
         runner = make_runner(self.exp.kind)
         if conf.vnf_mode is not None:
@@ -235,49 +251,57 @@ class StatefulPlan:
             session.configure(beh)
             try:
                 steering = Steering(endpoints, self.tb, conf.behavior, conf.segments,
-                                    conf.chains)
+                                    conf.chains, conf.segment_mode)
                 with steering:
                     self.progress(f"{conf.label}: {steering.describe()}")
                     runner.start(endpoints, self.config)
                     try:
-                        self._repetitions(endpoints, conf, runner, steering)
+                        return self._repetition(endpoints, conf, runner, steering, rep)
                     finally:
                         runner.stop(endpoints)
             finally:
                 session.unconfigure(beh)
         except UnsupportedBehavior as exc:
-            self._skip(conf, "unsupported", exc.reason)
+            self._skip(conf, "unsupported", exc.reason, rep)
         except (CfgError, VerificationError, StatefulError) as exc:
-            self._skip(conf, "failed", str(exc))
+            self._skip(conf, "failed", str(exc), rep)
+        return False
 
-    def _repetitions(self, endpoints: Endpoints, conf: Configuration, runner: Any,
-                     steering: Steering) -> None:
+    def _repetition(self, endpoints: Endpoints, conf: Configuration, runner: Any,
+                    steering: Steering, rep: int) -> bool:
+        """Repetition ``rep`` of each of the runner's variants, stored; False when the
+        first repetition failed (the others are then not run)."""
         sut = self.session.sut
         duration = float(self.config.duration_s)
         for variant in runner.variants(self.config):
             params = {**variant.params, "addresses": steering.addresses}
             variant = Variant(variant.label, params)
-            for rep in range(1, int(self.config.repetitions) + 1):
-                self.session.testbed.keep_claim()
-                before = sut.counters()
-                sample = runner.run(endpoints, self.config, duration, variant)
-                counters: dict[str, Any] = {}
-                if before is not None:
-                    after = sut.counters() or {}
-                    delta = {k: after[k] - before.get(k, 0) for k in after}
-                    counters = {"dataplane": {k: v for k, v in delta.items() if v},
-                                "table_i": table_i(delta)}
-                self._store(self.exp.kind, conf, variant, rep, sample, counters,
-                            runner.primary_metric)
-                value = sample.metrics.get(runner.primary_metric)
-                if not sample.ok and rep == 1:
-                    self.progress(f"{conf.label}: {sample.status}: {sample.reason} "
-                                  "(first repetition: the others are not run)")
-                    return
-                self.progress(f"{conf.label} {variant.label} rep {rep}: "
-                              + (f"{runner.primary_metric} {value:.1f}" if sample.ok
-                                 and value is not None else f"{sample.status}: {sample.reason}")
-                              + (f", table I {counters['table_i']}" if counters else ""))
+            self.session.testbed.keep_claim()
+            before = sut.counters()
+            carried = steering.carry_counts()
+            sample = runner.run(endpoints, self.config, duration, variant)
+            counters: dict[str, Any] = {}
+            if before is not None:
+                after = sut.counters() or {}
+                delta = {k: after[k] - before.get(k, 0) for k in after}
+                counters = {"dataplane": {k: v for k, v in delta.items() if v},
+                            "table_i": table_i(delta)}
+            if carried is not None:   # packets whose extra SIDs the client marked visited
+                now = steering.carry_counts() or {}
+                counters["srh_carry"] = {k: now[k] - carried.get(k, 0) for k in now}
+            self._store(self.exp.kind, conf, variant, rep, sample, counters,
+                        runner.primary_metric)
+            value = sample.metrics.get(runner.primary_metric)
+            if not sample.ok and rep == 1:
+                self.progress(f"{conf.label}: {sample.status}: {sample.reason} "
+                              "(first repetition: the others are not run)")
+                return False
+            self.progress(f"{conf.label} {variant.label} rep {rep}: "
+                          + (f"{runner.primary_metric} {value:.1f}" if sample.ok
+                             and value is not None else f"{sample.status}: {sample.reason}")
+                          + (f", table I {counters['table_i']}" if "table_i" in counters
+                             else ""))
+        return True
 
     def _store(self, kind: str, conf: Configuration, variant: Any, rep: int,
                sample: StatefulSample, counters: dict[str, Any], metric: str) -> None:
@@ -296,7 +320,8 @@ class StatefulPlan:
         # the store, report and compare group samples by (kind, behavior, variant).
         params = dict(variant.params) if isinstance(variant, Variant) else {"streams": streams}
         params.pop("addresses", None)
-        params.update(vnf_mode=conf.vnf_mode, segments=conf.segments, chains=conf.chains)
+        params.update(vnf_mode=conf.vnf_mode, segments=conf.segments, chains=conf.chains,
+                      segment_mode=conf.segment_mode)
         stored = Variant(f"{conf.setting}; {label}" if conf.setting else label, params)
         self.store.add_stateful_sample(
             self.run_id, kind, conf.behavior, row["forwarder"], stored, rep, sample,
@@ -304,9 +329,11 @@ class StatefulPlan:
             counters=counters or None)
         self.result.rows.append(row)
 
-    def _skip(self, conf: Configuration, status: str, reason: str) -> None:
+    def _skip(self, conf: Configuration, status: str, reason: str, rep: int = 1) -> None:
+        """Store why ``conf`` could not be set up: as repetition 0 in the first round (the
+        configuration refused), else as the repetition it cost."""
         self.progress(f"{conf.label}: {status}: {reason}")
-        self._store(self.exp.kind, conf, Variant("-", {}), 0,
+        self._store(self.exp.kind, conf, Variant("-", {}), 0 if rep == 1 else rep,
                     StatefulSample({}, status, reason), {}, "goodput_mbps"
                     if self.exp.kind == "goodput" else "requests_per_s")
 

@@ -3,8 +3,11 @@
 The client is an H.Encaps edge: a ``seg6 encap`` route sends its packets to the server's
 address inside an outer IPv6 header whose segment list starts with the behavior's SID
 on the SUT (``sid_sut`` for End, the VNF's SID for the proxies) and ends at the server,
-which decapsulates (End.DT6; the segments between are End SIDs of the server, so the
-list can be made as long as an experiment asks).  The server is the reverse edge: its
+which decapsulates (End.DT6).  A list longer than those two SIDs is made in one of two
+ways (``segment_mode``): ``carried`` (default), the extra SIDs ride in the SRH as
+segments already visited (:mod:`srperf.stateful.carry`: the caching-proxy paper's label
+stack, carried through the proxy, used by nobody); ``visited``, they are End SIDs of the
+server between the two, each processed on the way.  The server is the reverse edge: its
 answers go encapsulated to the client's End.DT6 SID, through End on the SUT for
 ``end``, through the caching proxy and its VNF for ``end_cache`` (its header is cached
 per packet, so the two directions are two chains through one VNF), and by plain
@@ -26,6 +29,7 @@ from dataclasses import dataclass
 
 from srperf.config.model import TestbedConfig, vnf_sid
 from srperf.errors import UnsupportedBehavior
+from srperf.stateful import carry
 from srperf.stateful.base import Endpoints, StatefulError
 from srperf.stateful.endpoints import second_address
 from srperf.transports.base import Transport
@@ -43,6 +47,9 @@ FILTER_PREF = 4242
 PROXY_PREF = 4243
 """tc filter preference of the caching proxy attached to the SUT's out port."""
 PROXIES = ("end_ad", "end_as", "end_cache", "end_baseline")
+VISITED_SIDS = 2
+"""SIDs of a steered forward list that process a packet: the behavior's and the server's
+End.DT6 (every Route's ``forward`` has one SID)."""
 
 
 @dataclass(frozen=True)
@@ -90,23 +97,33 @@ def chain_sids(tb: TestbedConfig, chain: int, count: int) -> list[str]:
     return pads + [str(ipaddress.IPv6Address(last))]
 
 
-def segment_lists(route: Route, tb: TestbedConfig, segments: int,
-                  chains: int) -> list[list[str]]:
-    """The forward segment list of each chain (empty lists for plain IPv6)."""
+def segment_lists(route: Route, tb: TestbedConfig, segments: int, chains: int,
+                  mode: str = carry.VISITED) -> list[list[str]]:
+    """The forward segment list of each chain, in path order (empty lists for plain
+    IPv6): ``visited``, the behavior's SIDs then the server's (End SIDs, its End.DT6
+    last); ``carried``, the extra SIDs first (marked visited by srh_carry), then the
+    behavior's and the server's End.DT6."""
     if route.forward is None:
         return [[] for _ in range(chains)]
     server_count = segments - len(route.forward)
     if server_count < 1:
         raise StatefulError(f"{segments} segments: the list needs the behavior's "
                             f"{len(route.forward)} and at least one of the server")
-    return [list(route.forward) + chain_sids(tb, k, server_count) for k in range(chains)]
+    lists = []
+    for k in range(chains):
+        server = chain_sids(tb, k, server_count)
+        if mode == carry.CARRIED:
+            lists.append(server[:-1] + list(route.forward) + server[-1:])
+        else:
+            lists.append(list(route.forward) + server)
+    return lists
 
 
 class Steering:
     """Install and remove the routes that steer the endpoints' TCP through a behavior."""
 
     def __init__(self, endpoints: Endpoints, tb: TestbedConfig, behavior: str,
-                 segments: int = 2, chains: int = 1) -> None:
+                 segments: int = 2, chains: int = 1, mode: str = carry.CARRIED) -> None:
         self.ep, self.tb, self.behavior = endpoints, tb, behavior
         self.route = route_for(behavior, tb)
         if self.route.fixed_segments and segments != self.route.fixed_segments:
@@ -115,8 +132,16 @@ class Steering:
         if chains > 1 and self.route.one_chain:
             raise UnsupportedBehavior(behavior, f"{chains} chains through one VNF: "
                                       f"{self.route.one_chain}")
+        if mode not in carry.MODES:
+            raise ValueError(f"segment mode {mode!r}: must be one of {carry.MODES}")
         self.segments, self.chains = segments, chains
-        self.lists = segment_lists(self.route, tb, segments, chains)
+        self.visit = 1 + len(self.route.forward or ())
+        """SIDs of the forward list that process a packet (the behavior's, the server's
+        End.DT6); the others are carried, or visited as End SIDs of the server."""
+        self.carried = segments - self.visit if self.route.forward is not None and \
+            mode == carry.CARRIED else 0
+        self.lists = segment_lists(self.route, tb, segments, chains,
+                                   carry.CARRIED if self.carried > 0 else carry.VISITED)
         self.addresses = [endpoints.server.ip6, second_address(endpoints.server.ip6)][:chains]
         self._undo: list[tuple[Transport, list[str]]] = []
 
@@ -125,8 +150,10 @@ class Steering:
             return "plain IPv6 both ways"
         back = "plain IPv6" if not self.route.reverse else \
             f"[{', '.join([*self.route.reverse, CLIENT_SID])}]"
+        carried = f" (the first {self.carried} carried, not visited)" if self.carried else ""
         return "; ".join(f"to {addr}: [{', '.join(segs)}]"
-                         for addr, segs in zip(self.addresses, self.lists)) + f"; back: {back}"
+                         for addr, segs in zip(self.addresses, self.lists)) + \
+            f"{carried}; back: {back}"
 
     def _do(self, node: Transport, argv: list[str], undo: list[str] | None = None) -> None:
         """Run ``argv`` on ``node``; remember ``undo`` (default, for ``ip -6 route replace
@@ -172,7 +199,7 @@ class Steering:
             table = str(CHAIN_TABLE + k)
             self._do(server, ["ip", "-6", "route", "replace", "local", f"{addr}/128",
                               "dev", "lo", "table", table])
-            server_sids = segs[len(self.route.forward or ()):]
+            server_sids = segs[self.carried + len(self.route.forward or ()):]
             for sid in server_sids[:-1]:
                 self._do(server, ["ip", "-6", "route", "replace", f"{sid}/128", "encap",
                                   "seg6local", "action", "End", "dev", ep.server.dev])
@@ -193,6 +220,14 @@ class Steering:
                                   ep.server.dev])
         if self.route.proxy_both_ways:
             self._attach_reverse_proxy()
+        if self.carried:
+            dev = ep.client.dev
+            self._undo.append((client, carry.detach_argv(dev)))
+            carry.attach(client, dev, self.visit)
+
+    def carry_counts(self) -> dict[str, int] | None:
+        """Packets the client's srh_carry changed and left alone (None: not attached)."""
+        return carry.counts(self.ep.client.node, self.ep.client.dev) if self.carried else None
 
     def _attach_reverse_proxy(self) -> None:
         """The caching proxy's inbound program (the one attached to the SUT's in port)

@@ -47,8 +47,10 @@ class ProxySettings(Settings):
                                    "key replaces it instead of being dropped (0 = never "
                                    "stale, the caching-proxy paper)", unit="s",
                                    schema={"type": "number", "minimum": 0, "maximum": 3600})
-    cache_nat_key: bool = setting(False, "caching proxy: leave the inner source address "
-                                  "and port out of the key (VNFs that source-NAT)",
+    cache_nat_key: bool = setting(False, "caching proxy, a VNF that source-NATs: leave out "
+                                  "of the key the inner source address and port of packets "
+                                  "from the in-port, the destination of the others (answers "
+                                  "the VNF de-NATs)",
                                   schema={"type": "boolean"})
     fib: bool = setting(True, "return path through bpf_fib_lookup + redirect (false: the "
                         "kernel stack)", schema={"type": "boolean"})

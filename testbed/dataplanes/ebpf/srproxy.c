@@ -98,6 +98,13 @@ struct {
 } srp_scratch SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} srp_inside SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, SRP_NSTATS);
 	__type(key, __u32);
@@ -147,13 +154,29 @@ static __always_inline __u32 payload_hash(struct __sk_buff *skb, __u32 off)
 	return h ^ n;
 }
 
+/* The side of a source-NAT VNF a packet is on (SRP_F_NAT_KEY). */
+#define SRP_NAT_INSIDE 0  /* from the clients: the VNF rewrites its source */
+#define SRP_NAT_OUTSIDE 1 /* an answer: the VNF rewrites its destination back */
+
+/* Leave out of key `k` what a source-NAT VNF rewrites on a packet of `side`. */
+static __always_inline void nat_key(struct srp_cache_key *k, int side)
+{
+	if (side == SRP_NAT_OUTSIDE) {
+		__builtin_memset(k->dst, 0, sizeof(k->dst));
+		k->dport = 0;
+	} else {
+		__builtin_memset(k->src, 0, sizeof(k->src));
+		k->sport = 0;
+	}
+}
+
 /*
- * Caching proxy key of the IPv6/IPv4 packet at `off` (see struct srp_cache_key).
+ * Caching proxy key of the IPv6/IPv4 packet at `off` (see struct srp_cache_key),
+ * every field in (the caller applies nat_key() under SRP_F_NAT_KEY).
  * Returns 0, or -1 when the packet cannot be parsed.
  */
 static __always_inline int cache_key(struct __sk_buff *skb, __u32 off, int fam4,
-				     __u32 vidx, __u32 flags,
-				     struct srp_cache_key *k)
+				     __u32 vidx, struct srp_cache_key *k)
 {
 	__u32 l4off, payload_off;
 	__u8 proto;
@@ -225,11 +248,6 @@ static __always_inline int cache_key(struct __sk_buff *skb, __u32 off, int fam4,
 			return -1;
 		k->l4seq = idseq;
 		payload_off = l4off + 8;
-	}
-	if (flags & SRP_F_NAT_KEY) {
-		/* a source-NAT VNF rewrites the source address and port */
-		__builtin_memset(k->src, 0, sizeof(k->src));
-		k->sport = 0;
 	}
 	k->payload = payload_hash(skb, payload_off);
 	return 0;
@@ -602,8 +620,16 @@ int srp_inbound(struct __sk_buff *skb)
 		s = load_outer(skb, &o, sl, &why);
 		if (!s)
 			return drop(why);
-		if (cache_key(skb, ETH_HLEN + hlen, fam4, vidx, vnf->flags, &k))
+		if (cache_key(skb, ETH_HLEN + hlen, fam4, vidx, &k))
 			return drop(SRP_in_bad);
+		if (vnf->flags & SRP_F_NAT_KEY) {
+			__u32 zero = 0;
+			__u32 *inside = bpf_map_lookup_elem(&srp_inside, &zero);
+
+			/* no in-port configured: every packet is from the inside */
+			nat_key(&k, inside && *inside && *inside != skb->ingress_ifindex ?
+					    SRP_NAT_OUTSIDE : SRP_NAT_INSIDE);
+		}
 		s->len = hlen;
 		s->inserted_ns = bpf_ktime_get_ns();
 		/* One entry per packet, created atomically: a packet with the same
@@ -758,14 +784,28 @@ int srp_from_vnf(struct __sk_buff *skb)
 	}
 
 	if (vnf->behavior == SRP_BEH_CACHE) {
-		struct srp_cache_key k;
+		struct srp_cache_key k, out;
 		struct srp_cache_val *v;
 
-		if (cache_key(skb, ETH_HLEN, fam4, vidx, vnf->flags, &k)) {
+		if (cache_key(skb, ETH_HLEN, fam4, vidx, &k)) {
 			count(SRP_cache_miss);
 			return miss(vnf);
 		}
-		v = bpf_map_lookup_elem(&srp_cache, &k);
+		if (vnf->flags & SRP_F_NAT_KEY) {
+			/* the side is not known here: a packet from the inside
+			 * (source rewritten) first, else an answer (destination
+			 * rewritten back) */
+			__builtin_memcpy(&out, &k, sizeof(out));
+			nat_key(&k, SRP_NAT_INSIDE);
+			v = bpf_map_lookup_elem(&srp_cache, &k);
+			if (!v) {
+				nat_key(&out, SRP_NAT_OUTSIDE);
+				__builtin_memcpy(&k, &out, sizeof(k));
+				v = bpf_map_lookup_elem(&srp_cache, &k);
+			}
+		} else {
+			v = bpf_map_lookup_elem(&srp_cache, &k);
+		}
 		if (!v) {
 			count(SRP_cache_miss);
 			return miss(vnf);

@@ -20,6 +20,8 @@
  *                     inserted with BPF_NOEXIST, deleted once by the packet
  *                     whose bpf_map_delete_elem succeeds)
  *   srp_scratch PERCPU_ARRAY[1] struct srp_cache_val (work area)
+ *   srp_inside ARRAY[1] u32: ifindex of the SUT in-port (the side of the
+ *                     clients a source-NAT VNF rewrites; see SRP_F_NAT_KEY)
  *   srp_stats  PERCPU_ARRAY[SRP_NSTATS] u64 (counters below, in packets)
  */
 #ifndef SRPERF_SRPROXY_H
@@ -53,8 +55,12 @@
                              * instead of dropping it */
 #define SRP_F_NO_FIB 0x2    /* return path: leave forwarding to the kernel
                              * stack instead of bpf_fib_lookup + redirect */
-#define SRP_F_NAT_KEY 0x4   /* caching proxy: leave the inner source address
-                             * and source port out of the key (SNAT VNFs) */
+#define SRP_F_NAT_KEY 0x4   /* caching proxy, a source-NAT VNF: leave out of
+                             * the key the address and port it rewrites:
+                             * the source of a packet that entered on the
+                             * in-port (srp_inside: the NAT's inside), the
+                             * destination of one that entered elsewhere
+                             * (an answer, de-NATed by the VNF) */
 
 struct srp_vnf {
 	__u32 behavior;   /* SRP_BEH_* */
@@ -92,15 +98,17 @@ struct srp_cache_key {
 	__u8 proto;      /* IPv6 next header / IPv4 protocol */
 	__u16 len;       /* IPv6 payload length / IPv4 total length */
 	__u32 ident;     /* IPv6 flow label / IPv4 identification */
-	__u16 sport;     /* TCP/UDP source port (0 with SRP_F_NAT_KEY) */
-	__u16 dport;     /* TCP/UDP destination port */
+	__u16 sport;     /* TCP/UDP source port (0 with SRP_F_NAT_KEY, inside) */
+	__u16 dport;     /* TCP/UDP destination port (0 with SRP_F_NAT_KEY,
+	                  * outside) */
 	__u32 l4seq;     /* TCP sequence number, ICMP identifier + sequence */
 	__u32 l4ack;     /* TCP acknowledgment number */
 	__u16 tcp_flags; /* TCP data offset and flags (header bytes 12-13) */
 	__u16 tcp_win;   /* TCP window */
 	__u32 payload;   /* FNV-1a of the first (at most 16) payload bytes and their count */
-	__u8 src[16];    /* IPv4 uses the first 4 bytes; zero with SRP_F_NAT_KEY */
-	__u8 dst[16];
+	__u8 src[16];    /* IPv4 uses the first 4 bytes; zero with
+	                  * SRP_F_NAT_KEY, inside */
+	__u8 dst[16];    /* zero with SRP_F_NAT_KEY, outside */
 };
 _Static_assert(sizeof(struct srp_cache_key) == 64, "srp_cache_key layout");
 

@@ -101,10 +101,12 @@ class VppRuntime(ProfileSource):
             profile.notes.append(self._why)
             return
         try:
-            nodes = parse_runtime(self._cli("show", "runtime"))
+            text = self._cli("show", "runtime")
         except RuntimeError as exc:
             profile.notes.append(f"VPP runtime not read: {exc}")
             return
+        log.debug("VPP show runtime:\n%s", text)
+        nodes = parse_runtime(text)
         if not nodes:
             profile.notes.append("VPP show runtime: no node rows found")
         profile.nodes.extend(busy_nodes(nodes))

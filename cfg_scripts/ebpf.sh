@@ -61,7 +61,11 @@
 #   clean, counters   none
 # with ROUTE_VARS and PROXY_VARS as defined below.
 #
-# Pins go to /sys/fs/bpf/srperf/<netns name, or "default">.  Under `ip netns
+# Pins go to /sys/fs/bpf/srperf-<netns name, or "default">, one directory per
+# namespace (per testbed) with no parent shared between testbeds: `clean` removes
+# its own directory only, so it never races another testbed's load, which once lost
+# the shared /sys/fs/bpf/srperf between its mkdir and its pins when a concurrent
+# `clean` removed that parent while empty.  Under `ip netns
 # exec` /sys is private to the command, so the pins last as long as the command;
 # the attached programs keep programs and maps alive, and `counters`/`clean`
 # find them through the attachments, never through the pins.
@@ -73,7 +77,8 @@ readonly HELPERS=(counters build)
 # shellcheck source=SCRIPTDIR/contract.bash
 source "$(dirname "${BASH_SOURCE[0]}")/contract.bash"
 
-readonly PIN_ROOT=/sys/fs/bpf/srperf
+readonly BPFFS=/sys/fs/bpf
+readonly PIN_PREFIX=srperf-  # pins of namespace N: $BPFFS/srperf-N
 readonly ROUTE_PROTO=83   # routes of this script carry this protocol number
 readonly FILTER_PREF=4242 # tc filter preference of our programs
 readonly PROG_PREFIX=srp_
@@ -125,7 +130,7 @@ ns_name() {
     echo "${name:-default}"
 }
 
-pin_dir() { echo "$PIN_ROOT/$(ns_name)"; }
+pin_dir() { echo "$BPFFS/$PIN_PREFIX$(ns_name)"; }
 
 # VNF_N: the number of VNF interfaces present, <prefix>0 .. <prefix>N-1.
 VNF_N=0
@@ -253,15 +258,11 @@ build() {
 
 # bpffs for the pins (see the header).  On a real SUT /sys/fs/bpf persists.
 ensure_bpffs() {
-    mkdir -p "$PIN_ROOT" 2>/dev/null || true
-    if [[ "$(stat -f -c %T "$PIN_ROOT" 2>/dev/null)" != "bpf_fs" ]]; then
-        if [[ "$(stat -f -c %T /sys/fs/bpf 2>/dev/null)" != "bpf_fs" ]]; then
-            local out
-            out=$(mount -t bpf bpf /sys/fs/bpf 2>&1) ||
-                unsupported "cannot mount a bpffs on /sys/fs/bpf: $out"
-        fi
-        run mkdir -p "$PIN_ROOT"
-        [[ "$(stat -f -c %T "$PIN_ROOT")" == "bpf_fs" ]] || die "$PIN_ROOT is not on a bpffs"
+    if [[ "$(stat -f -c %T "$BPFFS" 2>/dev/null)" != "bpf_fs" ]]; then
+        local out
+        out=$(mount -t bpf bpf "$BPFFS" 2>&1) ||
+            unsupported "cannot mount a bpffs on $BPFFS: $out"
+        [[ "$(stat -f -c %T "$BPFFS")" == "bpf_fs" ]] || die "$BPFFS is not on a bpffs"
     fi
 }
 
@@ -464,11 +465,8 @@ clean() {
     fi
     ip -6 route flush proto "$ROUTE_PROTO" 2>/dev/null || true
     ip -4 route flush proto "$ROUTE_PROTO" 2>/dev/null || true
-    if [[ "$(stat -f -c %T "$PIN_ROOT" 2>/dev/null)" == "bpf_fs" ]]; then
-        rm -rf "$(pin_dir)"
-        # the shared root goes too once no namespace has pins there (rmdir refuses
-        # a directory another testbed still uses)
-        rmdir "$PIN_ROOT" 2>/dev/null || true
+    if [[ "$(stat -f -c %T "$BPFFS" 2>/dev/null)" == "bpf_fs" ]]; then
+        rm -rf "$(pin_dir)"   # this namespace's own; nothing shared is removed
     fi
     if [[ -n "$(attached)" ]]; then
         die "clean: srp_* programs still attached: $(attached | tr '\n' ' ')"

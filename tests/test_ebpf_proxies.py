@@ -224,12 +224,12 @@ def host_bpffs(tmp_path: Path):
                                       "end_baseline"])
 def test_clean_removes_everything(function: str, host_bpffs: Path) -> None:
     env = local_env(TB)
-    # ebpf.sh pins under /sys/fs/bpf/srperf; `ip netns exec` gives each command
+    # ebpf.sh pins under /sys/fs/bpf/srperf-<ns>; `ip netns exec` gives each command
     # a private /sys, so the host bpffs is bind-mounted there to watch the pins.
     argv = ["sh", "-c", 'mount --bind "$0" /sys/fs/bpf && exec "$@"', str(host_bpffs),
             "env", *[f"{k}={v}" for k, v in env.items()], "bash", str(cfg_script("ebpf"))]
     run(argv + [function], ns=SUT)
-    pins = host_bpffs / "srperf" / SUT
+    pins = host_bpffs / f"srperf-{SUT}"
     progs = _attached(SUT)
     if function == "end_baseline":
         assert progs == [] and not pins.exists()
@@ -250,3 +250,28 @@ def test_clean_removes_everything(function: str, host_bpffs: Path) -> None:
         assert "clsact" not in run(["tc", "qdisc", "show", "dev", dev], ns=SUT).stdout
     for family in ("-6", "-4"):
         assert run(["ip", family, "route", "show", "proto", "83"], ns=SUT).stdout == ""
+
+
+def test_clean_removes_only_its_own_pins(host_bpffs: Path) -> None:
+    """Another testbed's pin directory, made empty a moment ago by its `load` (the state
+    in which the shared /sys/fs/bpf/srperf parent once vanished under it, removed by a
+    concurrent `clean`'s rmdir), and any other directory on the bpffs stay as they were:
+    `clean` in a namespace removes that namespace's own pins and nothing else."""
+    ns = "p8v-pins-a"
+    own = host_bpffs / f"srperf-{ns}" / "maps"
+    # B's directory just made, and an empty srperf/ as B's load made it under the
+    # old layout before its own subdirectory
+    others = [host_bpffs / "srperf-p8v-pins-b", host_bpffs / "srperf"]
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        own.mkdir(parents=True)
+        for d in others:
+            d.mkdir(exist_ok=True)
+        before = set(host_bpffs.rglob("*"))
+        argv = ["sh", "-c", 'mount --bind "$0" /sys/fs/bpf && exec "$@"', str(host_bpffs),
+                "bash", str(cfg_script("ebpf")), "clean"]
+        run(argv, ns=ns)
+        assert not own.parent.exists()
+        assert set(host_bpffs.rglob("*")) == before - {own, own.parent}
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], check=False)

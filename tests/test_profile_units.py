@@ -116,6 +116,26 @@ def test_vpp_show_runtime_parsed() -> None:
     assert busy[0].node == "ip6-drop" and all(n.vectors for n in busy)
 
 
+@pytest.mark.parametrize("behavior,node", [("end", "sr-localsid"),
+                                           ("end_ad", "srv6-ad-localsid")])
+def test_vpp_show_runtime_recorded_from_a_real_vpp_is_parsed(behavior: str, node: str) -> None:
+    """Real `show runtime` of VPP v26.06 after a profile trial on the virtual testbed
+    (tests/data/profile, recorded by srperf's own VppRuntime): every node row of the
+    text is parsed, the behavior's own node handled vectors at a cost per packet."""
+    text = (DATA / f"vpp_show_runtime_v26.06_{behavior}.txt").read_text()
+    nodes = parse_runtime(text)
+    lines = text.splitlines()
+    header = next(i for i, line in enumerate(lines) if "Vectors/Call" in line)
+    rows = [line for line in lines[header + 1:] if line.strip()]
+    assert len(nodes) == len(rows) > 5
+    by = {n.node: n for n in nodes}
+    own = by[node]
+    assert own.vectors > 0 and own.clocks > 0 and own.vectors_per_call >= 1.0
+    assert own.clocks_per_packet == own.clocks
+    assert own in busy_nodes(nodes) and by["af-packet-input"].vectors >= own.vectors
+    assert all(n.state for n in nodes), [n for n in nodes if not n.state]
+
+
 def test_vpp_runtime_source_clears_then_reads_through_vppctl(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The command sequence at the vppctl boundary, with FakeVppctl (a recording test
@@ -235,6 +255,37 @@ def test_compare_and_report_name_the_suspect_from_the_store(tmp_path: Path) -> N
     assert [p["rows"][0].ns_per_packet for p in data.profiles] == [1000.0, 1650.0]
     assert "Where the time goes" in html and "First suspects for end" in html
     assert html.count('alt="ns per packet by function"') == 2
+
+
+def test_report_shows_ebpf_program_cost_and_vpp_node_cost_of_two_runs(
+        tmp_path: Path) -> None:
+    """A store with an eBPF run (per-program run time) and a VPP run (per-node clocks,
+    parsed from a real ``show runtime``): one report, each in its own section, with
+    the VPP nodes' clocks per packet and vectors per call."""
+    from srperf.results.report import render_html, write_report
+    from srperf.results.store import ResultStore, TrialKey
+
+    real = parse_runtime((DATA / "vpp_show_runtime_v26.06_end.txt").read_text())
+    with ResultStore(tmp_path / "srperf.sqlite") as store:
+        runs = []
+        for fwd, beh in (("ebpf", "end_ad"), ("vpp", "end")):
+            run = store.begin_run("exp", "tb", fwd, {"synthetic": True})
+            key = TrialKey(beh, fwd, 64, 1, 1)
+            p = _profile(1000.0, {"ip6_forward": 0.3})
+            if fwd == "ebpf":
+                p.programs.append(ProgramCost("srp_inbound", 3, 1000, 95000))
+            else:
+                p.nodes.extend(busy_nodes(real))
+            store.add_profile(run, key, p)
+            store.end_run(run, "finished")
+            runs.append(run)
+        data = write_report(store, runs, tmp_path / "r.html")
+        html = render_html(data)
+    assert "eBPF programs: run time per run" in html and "srp_inbound" in html
+    assert "VPP graph nodes: clocks per packet and vectors per call" in html
+    sr = next(n for n in real if n.node == "sr-localsid" and n.vectors)
+    assert f"<td class=\"l\">sr-localsid</td><td>{sr.clocks:.1f}</td>" in html.replace(
+        "\n", "")
 
 
 def test_a_model_sut_has_no_cpu_to_profile(tmp_path: Path) -> None:

@@ -80,7 +80,7 @@ def test_down_leaves_nothing() -> None:
     vt.down()  # twice is fine
     out = run(["ip", "netns", "list"]).stdout
     assert "srpt-" not in out
-    assert not Path("/sys/fs/bpf/srperf/srpt-sut").exists()
+    assert not Path("/sys/fs/bpf/srperf-srpt-sut").exists()
 
 
 def test_two_prefixes_coexist() -> None:

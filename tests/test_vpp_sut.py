@@ -114,7 +114,10 @@ def test_srperf_run_with_vpp_as_sut(tmp_path: Path, capsys: pytest.CaptureFixtur
     deviating = {"h_encaps", "end_b6_encaps", "end_ad", "end_as", "end_am"}
     exp = {"name": "vpp-e2e", "forwarder": "vpp", "behaviors": behaviors + ["h_insert"],
            "repetitions": 1,
-           "search": {"algorithm": "bisect", "thresholds_pct": [0.5], "trial_duration_s": 0.2,
+           # 1 s trials: VPP's af_packet rx ring (TPACKET_V3, 160 blocks of 64 KiB) holds
+           # about 70k 64-byte frames, so a 0.2 s trial at 200 kpps (40k packets) fits in it
+           # whole and never shows a loss (every search ended at_max against VPP v26.06)
+           "search": {"algorithm": "bisect", "thresholds_pct": [0.5], "trial_duration_s": 1.0,
                       "accuracy": "10%", "min_rate": "5%", "max_rate": "100%"}}
     tb = {"name": "vpp-e2e", "kind": "virtual", "prefix": "srpvp",
           "tester": {"line_rate_pps": 200000}, "sut": {"vpp_binary": VPP_BIN}}
@@ -164,3 +167,47 @@ def test_vpp_sockets_stay_within_the_unix_socket_path_limit(
     deep.mkdir()
     monkeypatch.setattr("tempfile.tempdir", str(deep))
     assert vpp_sut._socket_parent() == "/tmp"
+
+
+@pytest.mark.netns
+@pytest.mark.slow
+@pytest.mark.skipif(not VPP_BIN, reason="SRPERF_VPP_BIN names no VPP binary")
+def test_profile_trial_with_vpp_stores_and_reports_per_node_cost(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A real profile trial with VPP as the SUT: ``show runtime`` per graph node read
+    after the trial, the nodes that forwarded (clocks and vectors) stored with the
+    search, and shown in the HTML report."""
+    import json
+
+    from srperf.cli import main
+
+    exp = {"name": "vpp-prof", "forwarder": "vpp", "behaviors": ["end", "end_ad"],
+           "repetitions": 1,
+           "search": {"algorithm": "bisect", "thresholds_pct": [0.5], "trial_duration_s": 0.2,
+                      "accuracy": "10%", "min_rate": "5%", "max_rate": "100%"},
+           "profile": {"enabled": True, "fraction": 0.9, "duration_s": 0.5}}
+    tb = {"name": "vpp-prof", "kind": "virtual", "prefix": "p8v",
+          "tester": {"line_rate_pps": 200000}, "sut": {"vpp_binary": VPP_BIN}}
+    (tmp_path / "exp.yaml").write_text(yaml.safe_dump(exp))
+    (tmp_path / "tb.yaml").write_text(yaml.safe_dump(tb))
+    res = tmp_path / "res"
+    rc = main(["run", str(tmp_path / "exp.yaml"), "--testbed", str(tmp_path / "tb.yaml"),
+               "--results", str(res)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    db = sqlite3.connect(res / "srperf.sqlite")
+    rows = db.execute("SELECT behavior, rate_pps, packets, detail FROM profiles").fetchall()
+    assert sorted(b for b, *_ in rows) == ["end", "end_ad"], rows
+    expected = {"end": "sr-localsid", "end_ad": "srv6-ad-localsid"}
+    for behavior, rate, packets, detail in rows:
+        assert rate > 0 and packets > 0, (behavior, rate, packets)
+        nodes = {n["node"]: n for n in json.loads(detail)["nodes"]}
+        node = nodes.get(expected[behavior])
+        assert node is not None, f"{behavior}: no {expected[behavior]} in {sorted(nodes)}"
+        # the node handled about the trial's packets, at a real cost per packet
+        assert node["vectors"] >= 0.5 * packets and node["clocks"] > 0, node
+        assert node["vectors_per_call"] >= 1.0, node
+    run_id = db.execute("SELECT run_id FROM runs").fetchone()[0]
+    assert main(["report", run_id, "--results", str(res), "-o", str(tmp_path / "r.html")]) == 0
+    html = (tmp_path / "r.html").read_text()
+    assert "VPP graph nodes" in html and "srv6-ad-localsid" in html and "sr-localsid" in html

@@ -7,9 +7,12 @@ Clocks Vectors/Call``, a row for instance::
 
     sr-localsid        active     12345     1580160     0     4.12e1     128.00
 
-``Clocks`` is clocks per vector for a node that handled vectors, else per call.  A
-long node name may run into its state column (``...-pinterrupt wa``), so rows are
-split from the right: the last five columns are numbers.
+``Clocks`` (``Packet-Clocks`` in VPP 26.06) is clocks per vector for a node that
+handled vectors, else per call.  A long node name may run into its state column
+(``...-pinterrupt wa``), so rows are split from the right: the last five columns are
+numbers.  Checked against a real VPP v26.06 (tests/data/profile): with one thread
+there is no ``Thread`` header, process nodes' states are quoted (``"any wait"``), and
+a vectors/call below one prints without its leading zero (``.01``).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ log = logging.getLogger(__name__)
 
 STATES = ("event wait", "any wait", "time wait", "interrupt wa", "interrupt", "active",
           "polling", "disabled", "done", "running", "suspended")
+_QUOTED_STATE = re.compile(r'\s*"(?P<state>[^"]*)"$')
 _THREAD = re.compile(r"^\s*Thread\s+\d+\s+(?P<name>\S+)")
 
 
@@ -58,8 +62,12 @@ def parse_runtime(text: str) -> list[NodeCost]:
             in_table = False
             continue
         head = head.strip()
-        state = next((s for s in STATES if head.endswith(s)), "")
-        name = head[: len(head) - len(state)].strip() if state else head.split()[0]
+        quoted = _QUOTED_STATE.search(head)
+        if quoted:   # a process node: VPP 26.06 prints its state in quotes
+            state, name = quoted["state"], head[: quoted.start()].strip()
+        else:
+            state = next((s for s in STATES if head.endswith(s)), "")
+            name = head[: len(head) - len(state)].strip() if state else head.split()[0]
         nodes.append(NodeCost(thread, name, state, *numbers))  # type: ignore[arg-type]
     return nodes
 
@@ -101,10 +109,12 @@ class VppRuntime(ProfileSource):
             profile.notes.append(self._why)
             return
         try:
-            nodes = parse_runtime(self._cli("show", "runtime"))
+            text = self._cli("show", "runtime")
         except RuntimeError as exc:
             profile.notes.append(f"VPP runtime not read: {exc}")
             return
+        log.debug("VPP show runtime:\n%s", text)
+        nodes = parse_runtime(text)
         if not nodes:
             profile.notes.append("VPP show runtime: no node rows found")
         profile.nodes.extend(busy_nodes(nodes))

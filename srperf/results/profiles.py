@@ -57,6 +57,8 @@ class BehaviorProfile:
     """Load of the trials used: ``PDR`` (a fraction of the behavior's own PDR: the SUT
     near its limit, comparable across behaviors) or ``highest passing rate`` (every
     search was generator-limited: a lighter load, where time per packet is larger)."""
+    node_vectors: dict[str, float] = field(default_factory=dict)
+    """VPP graph node -> median vectors per call (the batch it ran on)."""
 
     def group_ns(self, prefixes: tuple[str, ...]) -> float | None:
         """ns per packet in the sampled functions whose names start with ``prefixes``
@@ -111,10 +113,12 @@ def summarize_profiles(profiles: pd.DataFrame,
                 if prog.ns_per_run is not None:
                     programs.setdefault(prog.name, []).append(prog.ns_per_run)
         nodes: dict[str, list[float]] = {}
+        vectors: dict[str, list[float]] = {}
         for p in details:
             for node in p.nodes:
                 if node.clocks_per_packet is not None:
                     nodes.setdefault(node.node, []).append(node.clocks_per_packet)
+                    vectors.setdefault(node.node, []).append(node.vectors_per_call)
         pdr = None
         if searches is not None and not searches.empty:
             s = searches[(searches["behavior"] == beh) & (searches["packet_size"] == size)]
@@ -130,7 +134,8 @@ def summarize_profiles(profiles: pd.DataFrame,
                      if p.instructions_per_packet is not None]),
             notes, {k: _median(v) or 0.0 for k, v in programs.items()},
             {k: _median(v) or 0.0 for k, v in nodes.items()},
-            [p.ns_per_packet for p in timed if p.ns_per_packet is not None], basis))
+            [p.ns_per_packet for p in timed if p.ns_per_packet is not None], basis,
+            {k: _median(v) or 0.0 for k, v in vectors.items()}))
     return out
 
 

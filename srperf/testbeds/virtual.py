@@ -46,7 +46,9 @@ from srperf.transports.netns import NetnsTransport
 
 log = logging.getLogger(__name__)
 
-BPFFS_ROOT = Path("/sys/fs/bpf/srperf")
+BPFFS = Path("/sys/fs/bpf")
+PIN_PREFIX = "srperf-"
+"""ebpf.sh pins namespace N's objects in ``BPFFS/srperf-N`` (no shared parent)."""
 OFFLOADS = ("rx", "tx", "sg", "tso", "gso", "gro", "lro", "rxvlan", "txvlan")
 
 
@@ -244,13 +246,9 @@ class VirtualTestbed(Testbed):
                 server.stop()
         for ns in self.namespaces():
             run(["ip", "netns", "del", ns], check=False)
-            pinned = BPFFS_ROOT / ns
+            pinned = BPFFS / f"{PIN_PREFIX}{ns}"
             if pinned.exists():
                 shutil.rmtree(pinned, ignore_errors=True)
-        try:
-            BPFFS_ROOT.rmdir()   # only when empty: another testbed's pins keep it
-        except OSError:
-            pass
         self.record_path.unlink(missing_ok=True)
 
     def status(self) -> list[str]:

@@ -8,8 +8,8 @@ fetches each of its objects for ``duration_s`` with wrk (:class:`HttpRunner`).  
 configurations are interleaved within a repetition, so a slow spell of a shared machine
 hits them all.  The chain and the HTTP server are always removed.
 
-An impairment the kernel cannot make (a delay without netem) gives samples with status
-``unsupported`` and the reason, never a number.
+An impairment the kernel cannot make gives samples with status ``unsupported`` and the
+reason, never a number (a delay without netem is made by the user-space delay line).
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def impair_links(chain: PipesChain, case: PipesCase) -> list[impair.Applied]:
 def run_cases(prefix: str, cases: Sequence[PipesCase], http: HttpConfig, repetitions: int,
               on_sample: OnSample) -> set[str]:
     """Measure every case x object size x repetition on a chain of namespaces named
-    ``<prefix>-c``, ``<prefix>-m1``...; the impairment methods used (netem, bpf-drop)."""
+    ``<prefix>-c``, ``<prefix>-m1``...; the impairment methods used (netem, delay-line, bpf-drop)."""
     if not cases:
         return set()
     sizes = tuple(sorted({s for case in cases for s in case.object_sizes}))

@@ -153,7 +153,7 @@ class StatefulPlan:
         methods = run_cases(f"{self.tb.prefix}p", self.exp.pipes, self.config,
                             int(self.config.repetitions), on_sample)
         if methods:
-            self.progress(f"loss made by {', '.join(sorted(methods))}")
+            self.progress(f"impairments made by {', '.join(sorted(methods))}")
         return self.result
 
     # -- calibration -------------------------------------------------------------------

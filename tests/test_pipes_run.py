@@ -29,6 +29,10 @@ HEAD = "name: x\nbehaviors: [end]\n"
      "pipes.configurations[0].object_sizes[0]", "1XB"),
     ("kind: http\npipes: {configurations: [{chain: [relay], loss_pct: 101}]}",
      "pipes.configurations[0].loss_pct", "101"),
+    ("kind: http\npipes: {configurations: [{chain: [relay], delay_ms: 10001}]}",
+     "pipes.configurations[0].delay_ms", "10001"),
+    ("kind: http\npipes: {configurations: [{chain: [relay], delay_ms: -1}]}",
+     "pipes.configurations[0].delay_ms", "-1"),
     ("kind: http\npipes: {configurations: [{chain: [relay], jitter: 1}]}",
      "pipes.configurations[0].jitter", "1"),
     ("kind: http\npipes: {configurations: []}", "pipes.configurations", "[]"),
@@ -44,7 +48,7 @@ def test_shipped_experiment_parses():
     exp = load_experiment(Path(__file__).parent.parent / "experiments" / "srv6pipes.yaml")
     labels = [case.label for case in exp.pipes]
     assert exp.kind == "http" and "relay_router" in labels and "xor16_router" in labels
-    assert "xormask_xormask" in labels and "relay_router_loss1%" in labels
+    assert "xormask_xormask" in labels and "relay_router_loss1%_delay5ms" in labels
 
 
 @pytest.mark.netns

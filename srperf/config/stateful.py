@@ -185,7 +185,7 @@ PIPES_SCHEMA: dict[str, Any] = {
                          "description": "loss (%) per direction on the first and last link"},
             "delay_ms": {"type": "number", "minimum": 0, "maximum": 10000,
                          "description": "delay (ms) per direction on the first and last "
-                                        "link (needs netem)"}}}}},
+                                        "link (netem, else the user-space delay line)"}}}}},
 }
 
 

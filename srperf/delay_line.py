@@ -186,8 +186,10 @@ class DelayLine:
 
     def counters(self) -> dict[str, int]:
         """The delay line's counters now, summed over its paths (frames, bytes)."""
-        if self._held is None or not self._held.alive():
+        if self._held is None:
             return _totals(self.final)
+        if not self._held.alive():
+            raise DelayLineError(f"the delay line in {self.line_ns} has ended")
         try:
             self._held.send("stats")
             line = self._held.readline(5.0)

@@ -14,6 +14,8 @@ VENV="${SRPERF_VENV:-.venv}"
 APT_PACKAGES+=(chromium postgresql)
 # Stateful experiments (goodput, http) and profile trials use the real programs.
 APT_PACKAGES+=(iperf3 wrk lighttpd nginx-light linux-perf curl)
+# The delay line's tests and bench measure the round trip it adds with ping.
+APT_PACKAGES+=(iputils-ping)
 
 if [[ "$(id -u)" -ne 0 ]]; then
     echo "install.sh: run as root (apt-get, network namespaces, BPF)" >&2

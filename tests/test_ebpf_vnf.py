@@ -5,21 +5,25 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import subprocess
+import statistics
+import time
 from typing import Iterator
 
 import pytest
+from scapy.layers.inet import UDP
+from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
+from scapy.packet import Raw
 
 from srperf import behaviors
 from srperf.config.model import TestbedConfig
 from srperf.drivers.linux import LinuxGenerator
 from srperf.forwarders.ebpf.counters import read_counters
-from srperf.errors import UnsupportedBehavior
 from srperf.netns import run
 from ebpf_helpers import configure, proxy_testbed
 from srperf.testbeds.virtual import VirtualTestbed
-from srperf.testbeds.vnf import MODES, VnfSet, sut_vnf_mac, vnf_mac, vnf_sid
+from srperf.testbeds.vnf import (MODES, VnfSet, ns_packet_socket, receive_frames, sut_vnf_mac,
+                                 vnf_mac, vnf_sid)
 
 TB = TestbedConfig(name="ebp", prefix="ebp")
 A = TB.addressing
@@ -65,22 +69,53 @@ def test_up_is_idempotent_and_down_removes_everything(testbed: VirtualTestbed) -
     assert one.existing() == [] and sut_links() == []
 
 
-@pytest.mark.netns
-def test_delay_mode_needs_netem(testbed: VirtualTestbed) -> None:
-    """netem is not built into every kernel: delay works, or is reported unsupported."""
-    probe = subprocess.run(["ip", "netns", "exec", TB.sut_ns, "tc", "qdisc", "add", "dev", "lo",
-                            "root", "netem", "delay", "1ms"], capture_output=True, text=True)
-    vnfs = VnfSet(TB, count=1, mode="delay", delay_ms=2.0)
+def _through_vnf_ms(sut_if: str, index: int, count: int = 5) -> list[float]:
+    """Times (ms) frames sent from the SUT's side into VNF ``index`` take to come back."""
+    sock = ns_packet_socket(TB.sut_ns, sut_if)
+    times = []
     try:
-        if probe.returncode == 0:
-            run(["tc", "qdisc", "del", "dev", "lo", "root"], ns=TB.sut_ns)
-            vnfs.up()
-            assert "netem" in run(["tc", "qdisc", "show", "dev", "eth0"], ns="ebp-vnf0").stdout
-        else:
-            with pytest.raises(UnsupportedBehavior, match="netem"):
-                vnfs.up()
+        for i in range(count):
+            marker = f"srperf-delay-{i}".encode()
+            frame = bytes(Ether(dst=vnf_mac(A, index), src=sut_vnf_mac(A, index))
+                          / IPv6(src="2001:db8::1", dst="2001:db8::2")
+                          / UDP(sport=4000, dport=4001) / Raw(marker))
+            start = time.monotonic()
+            sock.send(frame)
+            got = False
+            while not got and time.monotonic() - start < 2.0:
+                got = any(marker in f for f in receive_frames(sock, 0.5, count=1))
+            assert got, f"frame {i} did not come back from the VNF"
+            times.append(1000 * (time.monotonic() - start))
+    finally:
+        sock.close()
+    return times
+
+
+@pytest.mark.netns
+def test_delay_mode_delays_every_packet(testbed: VirtualTestbed) -> None:
+    """netem where the kernel has it, else the user-space delay line: a frame through the
+    VNF comes back delay_ms later (not before, at most 5 ms after on a shared machine)."""
+    fwd = VnfSet(TB, count=1).up()
+    try:
+        base = statistics.median(_through_vnf_ms(fwd.links[0].sut_if, 0))
+    finally:
+        fwd.down()
+    vnfs = VnfSet(TB, count=1, mode="delay", delay_ms=20.0)
+    try:
+        vnfs.up()
+        assert vnfs.delay_method in ("netem", "delay-line")
+        took = _through_vnf_ms(vnfs.links[0].sut_if, 0)
+        if vnfs.delay_method == "delay-line":
+            assert vnfs.delay_counts()["tx"] >= len(took)
+        vnfs.up()   # again (the mode re-applied): still one delay, not two
+        again = _through_vnf_ms(vnfs.links[0].sut_if, 0)
     finally:
         vnfs.down()
+    assert base < 5.0, base
+    for series in (took, again):
+        assert 20.0 <= min(series) and statistics.median(series) <= 25.0, series
+    left = run(["ip", "netns", "list"]).stdout
+    assert "ebp-vnf0" not in left   # the VNF and its delay line's namespace are gone
 
 
 def vnf_forwarded(tb: TestbedConfig, index: int) -> int:

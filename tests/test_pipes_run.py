@@ -29,6 +29,10 @@ HEAD = "name: x\nforwarder: pipes\nbehaviors: [relay]\n"
      "pipes.configurations[0].object_sizes[0]", "1XB"),
     ("kind: http\npipes: {configurations: [{chain: [relay], loss_pct: 101}]}",
      "pipes.configurations[0].loss_pct", "101"),
+    ("kind: http\npipes: {configurations: [{chain: [relay], delay_ms: 10001}]}",
+     "pipes.configurations[0].delay_ms", "10001"),
+    ("kind: http\npipes: {configurations: [{chain: [relay], delay_ms: -1}]}",
+     "pipes.configurations[0].delay_ms", "-1"),
     ("kind: http\npipes: {configurations: [{chain: [relay], jitter: 1}]}",
      "pipes.configurations[0].jitter", "1"),
     ("kind: http\npipes: {configurations: []}", "pipes.configurations", "[]"),
@@ -101,7 +105,7 @@ def test_shipped_experiment_parses():
     labels = [case.label for case in exp.pipes]
     assert exp.kind == "http" and exp.forwarder == "pipes" and "relay_router" in labels
     assert "xor16_router" in labels and "xormask_xormask" in labels
-    assert "relay_router_loss1%" in labels
+    assert "relay_router_loss1%_delay5ms" in labels
     # with and without the paper's line rates: 10 Gb/s (Fig. 6, 9), 1 Gb/s (Fig. 11)
     assert {"relay_router_10000Mbit", "router_router_10000Mbit", "xor16_router_10000Mbit",
             "xormask_xormask_1000Mbit", "router_router_1000Mbit"} <= set(labels)

@@ -191,7 +191,7 @@ PIPES_SCHEMA: dict[str, Any] = {
                          "description": "loss (%) per direction on the first and last link"},
             "delay_ms": {"type": "number", "minimum": 0, "maximum": 10000,
                          "description": "delay (ms) per direction on the first and last "
-                                        "link (needs netem)"},
+                                        "link (netem, else the user-space delay line)"},
             "rate_mbit": {"type": "number", "minimum": 1, "maximum": 400000,
                           "description": "line rate (Mb/s) of every link, each direction "
                                          "(tbf): veth has none, SRv6Pipes' lab had 10 Gb/s "

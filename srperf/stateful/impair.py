@@ -1,16 +1,19 @@
 """Loss and delay on one link of a :class:`~srperf.stateful.pipes_chain.PipesChain`, per
-direction: ``netem`` where the kernel has it, else loss by a tc cls_bpf program.
+direction: ``netem`` where the kernel has it, else a user-space delay line for a delay
+and a tc cls_bpf program for a loss alone.
 
 Methods, tried in this order for each (link, direction):
 
 * ``netem``: ``tc qdisc add dev SENDER root netem [delay D ms] [loss L %]``;
+* ``delay-line`` (a delay, with or without loss, where the kernel has no netem; eBPF
+  cannot delay without the fq qdisc's EDT, which this kernel lacks too): the user-space
+  delay line (:mod:`srperf.delay_line`) at the receiving port's ingress holds every
+  frame D ms and drops the loss share; TSO/GSO are off on the sending port when a loss
+  is asked, so that each TCP segment is one frame (as on a wire);
 * ``bpf-drop`` (loss only): the VNF drop program (``vnf_drop.c``) on the receiving
   port's tc ingress, drawing ``bpf_get_prandom_u32`` per packet, with TSO/GSO off on the
-  sending port so that each TCP segment is one packet (as on a wire).
+  sending port for the same reason.
 
-A delay on a kernel without netem (no ``CONFIG_NET_SCH_NETEM``, and eBPF cannot delay
-without the fq qdisc's EDT, which this kernel lacks too) raises
-:class:`ImpairmentUnsupported` naming both: there is no user-space delay line yet.
 :class:`Applied` records the method used, for the results.
 """
 
@@ -18,10 +21,12 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from srperf import delay_line
 from srperf.errors import SrperfError
 from srperf.netns import run
+from srperf.transports.netns import NetnsTransport
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +73,9 @@ class Applied:
     delay_ms: float
     """Delay asked for (ms)."""
     method: str
-    """``netem`` or ``bpf-drop``."""
+    """``netem``, ``delay-line`` or ``bpf-drop``."""
+    line: delay_line.DelayLine | None = field(default=None, compare=False, repr=False)
+    """The delay line (method ``delay-line``)."""
 
 
 def _ends(chain, link: int, direction: str) -> list[tuple[tuple[str, str], tuple[str, str]]]:
@@ -92,41 +99,65 @@ def netem_available(ns: str, dev: str) -> tuple[bool, str]:
 
 
 def apply(chain, imp: Impairment) -> list[Applied]:
-    """Make ``imp`` on ``chain``; what was made, per direction."""
-    from srperf.testbeds.vnf import drop_object
-
+    """Make ``imp`` on ``chain``; what was made, per direction.  On failure nothing of it
+    stays."""
     if not 0 <= imp.link <= len(chain.roles):
         raise ValueError(f"link {imp.link}: the chain has links 0-{len(chain.roles)}")
-    done = []
-    for (sns, sdev), (rns, rdev) in _ends(chain, imp.link, imp.direction):
-        has_netem, why = netem_available(sns, sdev)
-        if has_netem:
-            argv = ["tc", "qdisc", "add", "dev", sdev, "root", "netem", "limit", "100000"]
-            if imp.delay_ms:
-                argv += ["delay", f"{imp.delay_ms}ms"]
-            if imp.loss_pct:
-                argv += ["loss", f"{imp.loss_pct}%"]
-            run(argv, ns=sns)
-            method = "netem"
-        elif imp.delay_ms:
-            raise ImpairmentUnsupported(
-                f"delay {imp.delay_ms} ms on {sns}/{sdev}: this kernel has no netem ({why}) "
-                "and no fq qdisc (eBPF cannot delay without EDT); a user-space delay line "
-                "is not implemented")
-        else:
+    done: list[Applied] = []
+    try:
+        for sender, receiver in _ends(chain, imp.link, imp.direction):
+            done.append(_apply_one(sender, receiver, imp))
+    except BaseException:
+        remove(done)
+        raise
+    return done
+
+
+def _apply_one(sender: tuple[str, str], receiver: tuple[str, str],
+               imp: Impairment) -> Applied:
+    from srperf.testbeds.vnf import drop_object
+
+    (sns, sdev), (rns, rdev) = sender, receiver
+    line = None
+    has_netem, why = netem_available(sns, sdev)
+    if has_netem:
+        argv = ["tc", "qdisc", "add", "dev", sdev, "root", "netem", "limit", "100000"]
+        if imp.delay_ms:
+            argv += ["delay", f"{imp.delay_ms}ms"]
+        if imp.loss_pct:
+            argv += ["loss", f"{imp.loss_pct}%"]
+        run(argv, ns=sns)
+        method = "netem"
+    elif imp.delay_ms:
+        log.debug("%s/%s: no netem (%s): a delay line", sns, sdev, why)
+        if imp.loss_pct:
             run(["ethtool", "-K", sdev, "tso", "off", "gso", "off"], ns=sns)
-            run(["tc", "qdisc", "add", "dev", rdev, "clsact"], ns=rns)
+        try:
+            line = delay_line.insert(NetnsTransport(None), rns, rdev, imp.delay_ms,
+                                     imp.loss_pct)
+        except BaseException:
+            if imp.loss_pct:
+                run(["ethtool", "-K", sdev, "tso", "on", "gso", "on"], ns=sns, check=False)
+            raise
+        method = "delay-line"
+    else:
+        run(["ethtool", "-K", sdev, "tso", "off", "gso", "off"], ns=sns)
+        run(["tc", "qdisc", "add", "dev", rdev, "clsact"], ns=rns)
+        try:
             run(["tc", "filter", "add", "dev", rdev, "ingress", "pref", "1", "handle", "1",
-                 "bpf", "direct-action", "object-file", drop_object(), "section", "tc"], ns=rns)
+                 "bpf", "direct-action", "object-file", drop_object(), "section", "tc"],
+                ns=rns)
             ppm = round(imp.loss_pct * 10_000)
             value = [f"{(ppm >> s) & 0xff:02x}" for s in (0, 8, 16, 24)]
             run(["bpftool", "map", "update", "id", str(_map_id(rns, rdev, "vnf_drop_cfg")),
                  "key", "hex", "00", "00", "00", "00", "value", "hex", *value])
-            method = "bpf-drop"
-        log.info("%s/%s -> %s/%s: loss %g %%, delay %g ms by %s", sns, sdev, rns, rdev,
-                 imp.loss_pct, imp.delay_ms, method)
-        done.append(Applied((sns, sdev), (rns, rdev), imp.loss_pct, imp.delay_ms, method))
-    return done
+        except BaseException:
+            remove([Applied(sender, receiver, imp.loss_pct, 0.0, "bpf-drop")])
+            raise
+        method = "bpf-drop"
+    log.info("%s/%s -> %s/%s: loss %g %%, delay %g ms by %s", sns, sdev, rns, rdev,
+             imp.loss_pct, imp.delay_ms, method)
+    return Applied(sender, receiver, imp.loss_pct, imp.delay_ms, method, line)
 
 
 def _map_id(ns: str, dev: str, name: str) -> int:
@@ -145,7 +176,13 @@ def _map_id(ns: str, dev: str, name: str) -> int:
 
 
 def drop_counts(applied: Applied) -> dict[str, int]:
-    """passed/dropped unicast IP packets counted by a ``bpf-drop`` impairment."""
+    """passed/dropped unicast IP packets counted by a ``bpf-drop`` impairment; for a
+    ``delay-line`` one, the frames it passed (sent on, or still held) and dropped by its
+    loss share, plus ``overflow`` (dropped because its FIFO was full)."""
+    if applied.method == "delay-line" and applied.line is not None:
+        c = applied.line.counters()
+        return {"passed": c["rx"] - c["lost"] - c["overflow"], "dropped": c["lost"],
+                "overflow": c["overflow"]}
     if applied.method != "bpf-drop":
         return {}
     ns, dev = applied.receiver
@@ -165,6 +202,11 @@ def remove(applied: list[Applied]) -> None:
         (sns, sdev), (rns, rdev) = a.sender, a.receiver
         if a.method == "netem":
             run(["tc", "qdisc", "del", "dev", sdev, "root"], ns=sns, check=False)
+        elif a.method == "delay-line":
+            if a.line is not None:
+                a.line.remove()
+            if a.loss_pct:
+                run(["ethtool", "-K", sdev, "tso", "on", "gso", "on"], ns=sns, check=False)
         else:
             run(["tc", "qdisc", "del", "dev", rdev, "clsact"], ns=rns, check=False)
             run(["ethtool", "-K", sdev, "tso", "on", "gso", "on"], ns=sns, check=False)

@@ -10,8 +10,9 @@ with wrk (:class:`HttpRunner`).  The
 configurations are interleaved within a repetition, so a slow spell of a shared machine
 hits them all.  The chain and the HTTP server are always removed.
 
-An impairment or a rate cap the kernel cannot make (a delay without netem) gives samples
-with status ``unsupported`` and the reason, never a number.
+An impairment or a rate cap the kernel cannot make gives samples with status
+``unsupported`` and the reason, never a number (a delay without netem is made by the
+user-space delay line).
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ def run_cases(prefix: str, cases: Sequence[PipesCase], http: HttpConfig, repetit
               on_sample: OnSample, options: PipesOptions | None = None,
               relay: Path | None = None) -> set[str]:
     """Measure every case x object size x repetition on a chain of namespaces named
-    ``<prefix>-c``, ``<prefix>-m1``...; the impairment methods used (netem, bpf-drop).
+    ``<prefix>-c``, ``<prefix>-m1``...; the impairment methods used (netem, delay-line,
+    bpf-drop).
     ``options``: how the relays run; ``relay``: a pipes_relay binary other than the
     built one (benchmarks comparing builds)."""
     if not cases:

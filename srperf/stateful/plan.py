@@ -167,7 +167,7 @@ class StatefulPlan:
                             int(self.config.repetitions), on_sample,
                             options=self.session.options)
         if methods:
-            self.progress(f"loss made by {', '.join(sorted(methods))}")
+            self.progress(f"impairments made by {', '.join(sorted(methods))}")
         return self.result
 
     # -- calibration -------------------------------------------------------------------

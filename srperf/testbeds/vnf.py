@@ -16,8 +16,9 @@ Modes (the same for every VNF of a set):
     drop     drop a share (``drop_share``, 0..1) of IP packets at ingress,
              with a tc cls_bpf program (``vnf_drop.c``: no tc gact here)
     sink     drop every IP packet (a VNF that keeps what it gets)
-    delay    delay every packet by ``delay_ms`` (tc netem; this kernel may
-             not have it: then UnsupportedBehavior with the kernel's reason)
+    delay    delay every packet by ``delay_ms``: tc netem on the VNF's egress, or,
+             on a kernel without netem, the user-space delay line
+             (:mod:`srperf.delay_line`) on its ingress (:attr:`VnfSet.delay_method`)
     snat     source-NAT forwarded packets to ``vnf_snat4``/``vnf_snat6``
              (nftables; UnsupportedBehavior when ``nft`` is not installed)
 
@@ -38,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from srperf import delay_line
 from srperf.build import ensure_built
 from srperf.config.model import (TestbedConfig, sut_vnf_if, sut_vnf_mac,  # noqa: F401
                                  vnf_mac, vnf_sid)
@@ -166,6 +168,9 @@ class VnfSet:
         self.machine = self.host.machine()
         """The machine the SUT lives on: VNF namespaces are made and entered there."""
         self.drop_share, self.delay_ms = drop_share, delay_ms
+        self.delay_method: str | None = None
+        """How the delay mode was made: ``netem`` or ``delay-line`` (None: not delay)."""
+        self._delay_lines: list[delay_line.DelayLine] = []
         a = tb.addressing
         self.links = [VnfLink(i, tb.vnf_ns(i), sut_vnf_if(a, i), sut_vnf_mac(a, i),
                               vnf_mac(a, i), vnf_sid(a, i)) for i in range(count)]
@@ -229,8 +234,12 @@ class VnfSet:
         return self
 
     def down(self) -> None:
-        """Remove every VNF namespace of the testbed (their veths go with them)."""
+        """Remove every VNF namespace of the testbed (their veths go with them), and
+        their delay lines."""
+        self._remove_delay_lines()
         for ns in self.existing():
+            for stale in delay_line.stale_namespaces(self._netns_names(), ns):
+                self.machine.run(["ip", "netns", "del", stale])   # of a killed run
             self.machine.run(["ip", "netns", "del", ns])
         deadline = time.monotonic() + 5.0
         while self._sut_vnf_links():
@@ -289,6 +298,7 @@ class VnfSet:
 
     # -- modes -------------------------------------------------------------------
     def _apply_mode(self) -> None:
+        self._remove_delay_lines()
         for link in self.links:
             self._reset_mode(link)
         if self.mode == "forward":
@@ -299,14 +309,7 @@ class VnfSet:
             for link in self.links:
                 self._attach_drop(link, obj, round(share * 1_000_000))
         elif self.mode == "delay":
-            for link in self.links:
-                res = self._run(["tc", "qdisc", "replace", "dev", VNF_IF, "root", "netem",
-                                 "delay", f"{self.delay_ms}ms", "limit", "1000000"],
-                                ns=link.ns, check=False)
-                if not res.ok:
-                    raise UnsupportedBehavior(
-                        "vnf mode delay", f"tc netem refused by this kernel: "
-                        f"{(res.stderr or res.stdout).strip()}")
+            self._apply_delay()
         elif self.mode == "snat":
             if not self._has_tool("nft"):
                 raise UnsupportedBehavior("vnf mode snat", "nft (nftables) is not installed "
@@ -323,7 +326,46 @@ class VnfSet:
                     raise UnsupportedBehavior("vnf mode snat", f"nft refused the SNAT rules: "
                                               f"{res.stderr.strip()}")
 
+    def _apply_delay(self) -> None:
+        """netem on each VNF's egress where the kernel has it, else a delay line on its
+        ingress: either way every packet through the VNF waits ``delay_ms`` once."""
+        probe = self._run(["tc", "qdisc", "replace", "dev", VNF_IF, "root", "netem",
+                           "delay", f"{self.delay_ms}ms", "limit", "1000000"],
+                          ns=self.links[0].ns, check=False)
+        if probe.ok:
+            for link in self.links[1:]:
+                self._run(["tc", "qdisc", "replace", "dev", VNF_IF, "root", "netem", "delay",
+                           f"{self.delay_ms}ms", "limit", "1000000"], ns=link.ns)
+            self.delay_method = "netem"
+            return
+        log.info("vnf mode delay: no netem (%s): a user-space delay line per VNF",
+                 (probe.stderr or probe.stdout).strip())
+        for link in self.links:
+            try:
+                self._delay_lines.append(delay_line.insert(self.machine, link.ns, VNF_IF,
+                                                           self.delay_ms))
+            except delay_line.DelayLineError as exc:
+                raise UnsupportedBehavior("vnf mode delay", f"no netem, and the delay line "
+                                          f"could not be inserted: {exc}") from exc
+        self.delay_method = "delay-line"
+
+    def _remove_delay_lines(self) -> None:
+        lines, self._delay_lines = self._delay_lines, []
+        for line in lines:
+            line.remove()
+        self.delay_method = None
+
+    def delay_counts(self) -> dict[str, int]:
+        """Frames the delay lines of the VNFs held and sent on, summed ({} with netem)."""
+        total: dict[str, int] = {}
+        for line in self._delay_lines:
+            for key, value in line.counters().items():
+                total[key] = total.get(key, 0) + value
+        return total
+
     def _reset_mode(self, link: VnfLink) -> None:
+        for stale in delay_line.stale_namespaces(self._netns_names(), link.ns):
+            self.machine.run(["ip", "netns", "del", stale])   # another VnfSet's delay line
         self._run(["tc", "qdisc", "del", "dev", VNF_IF, "clsact"], ns=link.ns, check=False)
         self._run(["tc", "qdisc", "del", "dev", VNF_IF, "root"], ns=link.ns, check=False)
         if self._has_tool("nft"):

@@ -233,8 +233,8 @@ def parse_script(text: str, comms: list[str] | None = None) -> Stacks:
         f = _FRAME.match(line)
         if f:
             if not frames:
-                dso = f["dso"] or ""
-                kernel = dso.startswith("[kernel") or (not dso and int(f["ip"], 16) >= 1 << 63)
+                # kernel text, modules and BPF programs live in the upper half
+                kernel = (f["dso"] or "").startswith("[kernel") or int(f["ip"], 16) >= 1 << 63
             frames.append(f["sym"])
     close()
     return stacks

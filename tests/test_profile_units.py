@@ -233,13 +233,14 @@ def test_vpp_runtime_source_clears_then_reads_through_vppctl(
 
 
 def _profile(ns: float, shares: dict[str, float], packets: int = 1_000_000,
-             stacks: dict[tuple[str, str], float] | None = None) -> Profile:
-    """SYNTHETIC profile; ``stacks``: (kind, name) -> share of the route lookup group."""
+             stacks: dict[tuple[str, str], float] | None = None,
+             group: str = "route lookup") -> Profile:
+    """SYNTHETIC profile; ``stacks``: (kind, name) -> share, of stack group ``group``."""
     total = 1000
     return Profile(0.9, 500e3, 2.0, 1, packets=packets, busy_ns=int(ns * packets),
                    functions=[FunctionShare(s, v, int(v * total)) for s, v in shares.items()],
                    samples=total, pmu_note="no hardware PMU: ...",
-                   stacks=[StackShare("route lookup", k, n, v, int(v * total))
+                   stacks=[StackShare(group, k, n, v, int(v * total))
                            for (k, n), v in (stacks or {}).items()])
 
 
@@ -345,7 +346,7 @@ def test_first_suspect_is_the_function_that_grew() -> None:
 
 
 def _stored_run(store: "ResultStore", pdrs: list[float],
-                shares: dict[str, float], ns: float) -> str:
+                shares: dict[str, float], ns: float, netfilter: float = 0.0) -> str:
     """A run of End with SYNTHETIC searches and profiles (made up here, no traffic)."""
     from srperf.results.store import TrialKey
     from srperf.search.base import GoalResult, SearchResult
@@ -355,7 +356,8 @@ def _stored_run(store: "ResultStore", pdrs: list[float],
         key = TrialKey("end", "linux", 64, rep, rep)
         store.add_search(run, key, SearchResult("bisect", [GoalResult(0.5, pdr, pdr * 1.01,
                                                                       "ok")]))
-        store.add_profile(run, key, _profile(ns, shares))
+        store.add_profile(run, key, _profile(ns, shares, stacks={
+            ("total", "netfilter"): netfilter}, group="netfilter"))
         store.add_outcome(run, "end", "linux", 64, "measured", repetition=rep,
                           search_seq=rep)
     store.end_run(run, "finished")
@@ -370,18 +372,23 @@ def test_compare_and_report_name_the_suspect_from_the_store(tmp_path: Path) -> N
     with ResultStore(tmp_path / "srperf.sqlite") as store:
         base = _stored_run(store, [800e3, 810e3, 790e3], {"ip6_forward": 0.3}, 1000.0)
         cur = _stored_run(store, [500e3, 510e3, 490e3],
-                          {"nft_do_chain": 0.4, "ip6_forward": 0.18}, 1650.0)
+                          {"nft_do_chain": 0.4, "ip6_forward": 0.18}, 1650.0, netfilter=0.45)
         same = _stored_run(store, [800e3, 805e3, 795e3], {"ip6_forward": 0.3}, 1000.0)
         c = compare_runs(store, base, cur)
         (change,) = c.changes
         assert change.verdict == "regression" and change.suspects[0].symbol == "nft_do_chain"
         text = format_markdown(c)
         assert "First suspects" in text and "nft_do_chain (new) 0.0 % -> 40.0 %" in text
+        # inclusive: the samples whose call chains pass through netfilter
+        assert change.stack_suspects[0].group == "netfilter"
+        assert "call chains through netfilter 0.0 % -> 45.0 % of samples, 0 -> 742 ns/pkt" \
+            in text
         assert not compare_runs(store, base, same).changes[0].suspects  # no regression
         data = write_report(store, [base, cur], tmp_path / "r.html", comparison=c)
         html = render_html(data)
     assert [p["rows"][0].ns_per_packet for p in data.profiles] == [1000.0, 1650.0]
     assert "Where the time goes" in html and "First suspects for end" in html
+    assert "call chains through netfilter 0.0 % -&gt; 45.0 %" in html
     assert html.count('alt="ns per packet by function"') == 2
 
 
@@ -428,3 +435,28 @@ def test_generator_limited_rates_are_judged_on_time_per_packet(tmp_path: Path) -
         (same,) = compare_runs(store, base, run(store, [2950.0, 2850.0, 2900.0],
                                                 {"veth_poll": 0.05})).changes
         assert same.verdict in ("no_change", "inconclusive") and not same.suspects
+
+
+def test_report_shows_the_route_lookup_diagnosis(tmp_path: Path) -> None:
+    """SYNTHETIC store data (End and End.X with inclusive route-lookup shares): the HTML
+    report's table of the extra time and of the ratios."""
+    from srperf.results.report import render_html, write_report
+    from srperf.results.store import ResultStore, TrialKey
+    from srperf.search.base import GoalResult, SearchResult
+
+    with ResultStore(tmp_path / "srperf.sqlite") as store:
+        run = store.begin_run("exp", "tb", "linux", {"synthetic": True})
+        for seq, (beh, ns, pdr, lookup) in enumerate(
+                [("end", 1000.0, 800e3, 0.2), ("end_x", 1250.0, 640e3, 0.32)], 1):
+            key = TrialKey(beh, "linux", 64, 1, seq)
+            store.add_search(run, key, SearchResult("bisect", [GoalResult(0.5, pdr, pdr, "ok")]))
+            store.add_profile(run, key, _profile(ns, {"ip6_forward": 0.3},
+                                                 stacks={("total", "route lookup"): lookup}))
+            store.add_outcome(run, beh, "linux", 64, "measured", repetition=1, search_seq=seq)
+        store.end_run(run, "finished")
+        html = render_html(write_report(store, [run], tmp_path / "r.html"))
+    assert "Where the extra time goes against end" in html
+    table = html[html.index("Where the extra time goes against end"):]
+    row = table[table.index("<td class=\"l\">end_x</td>"):].split("</tr>")[0]
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", row)
+    assert cells[2:] == ["1250", "400", "32.0", "250", "200 (80 %)", "1.25", "1.25", "yes (0 %)"]

@@ -248,4 +248,5 @@ def script_argv(perf: str, data: str, comms: list[str] | None = None) -> list[st
 
 
 __all__ = ["StackGroup", "Stack", "Stacks", "ROUTE_LOOKUP", "NETFILTER", "GROUPS",
-           "OTHER_PATH", "RCU_QUEUE", "DST_DROPPERS", "base_name", "chain", "parse_script", "script_argv"]
+           "OTHER_PATH", "RCU_QUEUE", "DST_DROPPERS", "base_name", "chain", "parse_script",
+           "script_argv"]

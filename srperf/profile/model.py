@@ -160,7 +160,8 @@ class Profile:
             return []
         return [(f.symbol, total * f.share) for f in self.functions]
 
-    def stack_share(self, group: str, kind: str = "total", name: str | None = None) -> float | None:
+    def stack_share(self, group: str, kind: str = "total",
+                    name: str | None = None) -> float | None:
         """Share of the samples through ``group`` (or one of its paths or functions),
         0 when the group was measured but none passed through it, None when there are
         no call chains."""

@@ -242,7 +242,8 @@ def format_profiles(rows: list[BehaviorProfile], top: int = 3) -> str:
 
 def _inclusive_lines(rows: list[BehaviorProfile], top: int = 3) -> list[str]:
     """The route-lookup diagnosis (:mod:`srperf.results.diagnosis`), then per behavior
-    the route lookup split by path and its costliest functions (inclusive ns/pkt)."""
+    the route lookup split by path and, against the reference, the lookup's functions
+    whose inclusive ns per packet grew most."""
     from srperf.profile.stacks import ROUTE_LOOKUP
     from srperf.results.diagnosis import diagnose, format_diagnosis
 

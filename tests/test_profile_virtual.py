@@ -96,6 +96,30 @@ def test_profile_trial_after_a_search_is_measured_and_stored(
     assert prof.packets >= received > 0   # the SUT's egress counter saw every attempt's
 
 
+def test_end_x_clones_its_route_per_packet(session: MeasurementSession) -> None:
+    """A real End.X trial (1 s at 150 kpps): the call chains show the route clone SRPerf
+    found behind End.X's cost (section IV-D), as today's kernel does it: End.X's lookup
+    of its given next hop allocates an uncached route per packet under ip6_pol_route
+    (ip6_rt_cache_alloc) and frees it through the route release path.  Should a kernel
+    cache that route, this test fails and says so."""
+    beh = catalogue.get("end_x")
+    session.configure(beh)
+    try:
+        session.prepare(beh, 64)
+        trial = ProfileTrial(session.sut.transport, 1, thread_prefix="napi/s0-",
+                             out_port="s1")
+        prof, _ = trial.run(session.generator(beh), 150e3, 1.0, 1.0)
+    finally:
+        session.unconfigure(beh)
+    assert prof.stacks, prof.stacks_note
+    clone = prof.stack_share("route lookup", "function", "ip6_rt_cache_alloc")
+    release = prof.stack_share("route lookup", "path",
+                               "route release (dst_release, dst_destroy)")
+    assert clone and clone > 0.01, f"no per-packet route clone on this kernel: {prof.stacks}"
+    assert release and release > 0.005, prof.stacks
+    assert prof.stack_share("route lookup") > clone + release
+
+
 def _db(session: MeasurementSession) -> str:
     return str(session.store.engine.url.database)
 

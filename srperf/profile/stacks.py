@@ -69,6 +69,14 @@ class StackGroup:
     paths: tuple[tuple[str, frozenset[str]], ...] = ()
     """(path name, its entry functions): a sample of the group belongs to the first
     path whose entry is the outermost matching frame; else to ``other``."""
+    layers: frozenset[str] = frozenset()
+    """Members every sample of a path passes through (entries and dispatch layers):
+    not named as functions that grew, since they contain the ones that did."""
+
+    def specific(self, function: str) -> bool:
+        """True for a member that is neither a path's entry nor a dispatch layer."""
+        return function not in self.layers and \
+            not any(function in entries for _, entries in self.paths)
 
     def matches(self, function: str) -> bool:
         name = base_name(function)
@@ -78,6 +86,11 @@ class StackGroup:
 _RECEIVE = frozenset({"ip6_route_input"})
 _SEG6 = frozenset({"seg6_lookup_any_nexthop", "seg6_lookup_nexthop"})
 _RELEASE = frozenset({"dst_release", "dst_destroy", "dst_destroy_rcu", "ip6_dst_destroy"})
+
+_LAYERS = frozenset({"ip6_route_input_lookup", "fib6_rule_lookup", "ip6_pol_route",
+                     "ip6_pol_route_input", "ip6_pol_route_output"})
+"""The lookup's dispatch layers: every lookup passes through them, so they are not
+named where the functions whose cost grew are listed."""
 
 ROUTE_LOOKUP = StackGroup(
     "route lookup",
@@ -90,6 +103,7 @@ ROUTE_LOOKUP = StackGroup(
     (("receive route (ip6_route_input)", _RECEIVE),
      ("seg6 next-hop lookup (seg6_lookup_*)", _SEG6),
      ("route release (dst_release, dst_destroy)", _RELEASE)),
+    _LAYERS,
 )
 """The IPv6 route lookup, with the reasons in this module's docstring."""
 
@@ -172,7 +186,7 @@ class Stacks:
         return float(depths[len(depths) // 2]) if depths else 0.0
 
     def inclusive(self, groups: tuple[StackGroup, ...] = GROUPS,
-                  functions: int = 8) -> list[StackShare]:
+                  functions: int = 16) -> list[StackShare]:
         """Per group: its total, its paths and its ``functions`` largest member
         functions, each as the samples whose chain passes through it (counted once)."""
         total = len(self.samples)

@@ -243,7 +243,8 @@ def format_profiles(rows: list[BehaviorProfile], top: int = 3) -> str:
 def _inclusive_lines(rows: list[BehaviorProfile], top: int = 3) -> list[str]:
     """The route-lookup diagnosis (:mod:`srperf.results.diagnosis`), then per behavior
     the route lookup split by path and, against the reference, the lookup's functions
-    whose inclusive ns per packet grew most."""
+    whose inclusive ns per packet grew most (not its entries and dispatch layers, which
+    contain them)."""
     from srperf.profile.stacks import ROUTE_LOOKUP
     from srperf.results.diagnosis import diagnose, format_diagnosis
 
@@ -265,10 +266,11 @@ def _inclusive_lines(rows: list[BehaviorProfile], top: int = 3) -> list[str]:
         if ref is not None and ref is not r and ref.stacks and ref.basis == r.basis:
             grown = sorted(((n, (r.stack_ns(group, "function", n) or 0.0)
                              - (ref.stack_ns(group, "function", n) or 0.0))
-                            for n, _ in r.stack_items(group, "function")), key=lambda kv: -kv[1])
+                            for n, _ in r.stack_items(group, "function")
+                            if ROUTE_LOOKUP.specific(n)), key=lambda kv: -kv[1])
             grown = [(n, d) for n, d in grown if d > 0][:top]
             if grown:
-                line += (f"; grown most against {ref_name} (inclusive): "
+                line += (f"; inside it, grown most against {ref_name} (inclusive): "
                          + ", ".join(f"{n} {d:+.0f}" for n, d in grown))
         lines.append(line)
     return lines

@@ -4,6 +4,7 @@ profile round trip, the per-behavior summary and the first suspects of a regress
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import re
@@ -303,6 +304,8 @@ def test_route_lookup_diagnosis_against_end() -> None:
     assert (d_end.behavior, d_end.extra_ns, d_end.group_pct) == ("end", 0.0, pytest.approx(20.0))
     assert d_x.extra_ns == pytest.approx(250.0) and d_x.extra_group_ns == pytest.approx(200.0)
     assert d_x.group_part_of_extra_pct == pytest.approx(80.0)
+    tiny = dataclasses.replace(d_x, ns_per_packet=1004.0)   # +4 ns: no share of it
+    assert tiny.extra_group_ns == pytest.approx(200.0) and tiny.group_part_of_extra_pct is None
     assert d_x.ns_ratio == pytest.approx(1.25) and d_x.pdr_ratio == pytest.approx(1.25)
     assert d_x.agrees is True and d_x.disagreement_pct == pytest.approx(0.0)
     assert d_dx6.extra_group_ns is None and d_dx6.group_part_of_extra_pct is None

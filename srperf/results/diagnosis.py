@@ -27,6 +27,9 @@ AGREEMENT_PCT = 20.0
 """Largest gap between the time ratio and the inverse PDR ratio, in % of the latter,
 for the two to agree (the issue's criterion)."""
 
+MIN_EXTRA_PCT = 5.0
+"""Extra time below this % of the reference's time gets no 'of which' share."""
+
 
 @dataclass(frozen=True)
 class Diagnosis:
@@ -61,10 +64,11 @@ class Diagnosis:
 
     @property
     def group_part_of_extra_pct(self) -> float | None:
-        """How much of the extra time is in the group, % (None when there is no extra
-        time or no call chains)."""
+        """How much of the extra time is in the group, % (None without call chains, or
+        when the extra time is under :data:`MIN_EXTRA_PCT` of the reference's: a share
+        of almost nothing says nothing)."""
         extra, in_group = self.extra_ns, self.extra_group_ns
-        if in_group is None or extra <= 0:
+        if in_group is None or extra <= MIN_EXTRA_PCT / 100 * self.reference_ns:
             return None
         return 100.0 * in_group / extra
 
@@ -137,4 +141,4 @@ def format_diagnosis(diags: list[Diagnosis]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["AGREEMENT_PCT", "Diagnosis", "diagnose", "format_diagnosis"]
+__all__ = ["AGREEMENT_PCT", "MIN_EXTRA_PCT", "Diagnosis", "diagnose", "format_diagnosis"]

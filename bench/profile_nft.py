@@ -43,6 +43,7 @@ def ruleset(rules: int) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rules", type=int, default=200)
+    ap.add_argument("--prefix", default=PREFIX, help="namespace prefix of the testbed")
     ap.add_argument("--repetitions", type=int, default=3)
     ap.add_argument("--behaviors", default="end")
     ap.add_argument("--results", default="srperf-results/bench-profile-nft")
@@ -52,7 +53,7 @@ def main() -> int:
     # The testbed as `srperf run` makes it.  On a loaded VM the searches may end
     # generator_limited (no rate to compare); compare then judges the forwarding's time
     # per packet from the profile trials.
-    tb = TestbedConfig(name="s23-nft", prefix=PREFIX)
+    tb = TestbedConfig(name=f"{args.prefix}-nft", prefix=args.prefix)
     exp = experiment_from_mapping({
         "name": "profile-nft", "forwarder": "linux",
         "behaviors": args.behaviors.split(","), "repetitions": args.repetitions,
@@ -76,6 +77,9 @@ def main() -> int:
     named = [c for c in result.regressions if c.suspects
              and c.suspects[0].symbol == "nft_do_chain"]
     print(f"\nnft_do_chain named first suspect of a regression: {bool(named)}")
+    grown = [c for c in named if c.stack_suspects
+             and c.stack_suspects[0].group == "netfilter"]
+    print(f"call chains through netfilter grew most (inclusive): {bool(grown)}")
     return 0 if named else 1
 
 

@@ -16,6 +16,7 @@ from srperf import behaviors as catalogue
 from srperf import forwarders
 from srperf.config.model import ProfileConfig, TestbedConfig
 from srperf.profile.bpf import SYSCTL, BpfPrograms
+from srperf.profile.model import Profile
 from srperf.profile.perf import PMU_DEVICES
 from srperf.profile.trial import ProfileTrial
 from srperf.results.store import ResultStore, TrialKey
@@ -70,6 +71,14 @@ def test_profile_trial_after_a_search_is_measured_and_stored(
     assert sum(f.share for f in prof.functions) <= 1.0
     assert any(f.symbol.startswith(("ip6_", "fib6_", "seg6_", "veth_", "__netif",
                                     "netif_", "dev_", "napi_")) for f in prof.functions)
+    # call chains: End looks up its next segment's route, so part of the time is in the
+    # route lookup, inclusively more than in its functions' self time
+    assert prof.stacks and not prof.stacks_note
+    lookup = prof.stack_share("route lookup")
+    seg6 = prof.stack_share("route lookup", "path", "seg6 next-hop lookup (seg6_lookup_*)")
+    assert lookup is not None and seg6 is not None and 0 < seg6 <= lookup < 1
+    assert prof.stack_share("route lookup", "function", "fib6_table_lookup") or \
+        prof.stack_share("route lookup", "function", "ip6_pol_route")
     if any(Path(p).exists() for p in PMU_DEVICES):   # a host with a hardware PMU
         assert prof.cycles_per_packet and prof.instructions_per_packet
     else:                                              # this VM: software events only
@@ -81,9 +90,34 @@ def test_profile_trial_after_a_search_is_measured_and_stored(
     assert row[0] == pytest.approx(prof.ns_per_packet) and row[1] == prof.samples
     assert row[2] == prof.functions[0].symbol and row[3] == prof.pmu_note
     assert json.loads(row[4])["threads"] == prof.threads
+    assert Profile.from_dict(json.loads(row[4])).stacks == prof.stacks
     trials = [(r, json.loads(e)) for r, e in db.execute("SELECT received, extra FROM trials")]
     (received,) = [r for r, e in trials if e.get("purpose") == "profile"]
     assert prof.packets >= received > 0   # the SUT's egress counter saw every attempt's
+
+
+def test_end_x_clones_its_route_per_packet(session: MeasurementSession) -> None:
+    """A real End.X trial (1 s at 150 kpps): the call chains show the route clone SRPerf
+    found behind End.X's cost (section IV-D), as today's kernel does it: End.X's lookup
+    of its given next hop allocates an uncached route per packet under ip6_pol_route
+    (ip6_rt_cache_alloc) and frees it through the route release path.  Should a kernel
+    cache that route, this test fails and says so."""
+    beh = catalogue.get("end_x")
+    session.configure(beh)
+    try:
+        session.prepare(beh, 64)
+        trial = ProfileTrial(session.sut.transport, 1, thread_prefix="napi/s0-",
+                             out_port="s1")
+        prof, _ = trial.run(session.generator(beh), 150e3, 1.0, 1.0)
+    finally:
+        session.unconfigure(beh)
+    assert prof.stacks, prof.stacks_note
+    clone = prof.stack_share("route lookup", "function", "ip6_rt_cache_alloc")
+    release = prof.stack_share("route lookup", "path",
+                               "route release (dst_release, dst_destroy)")
+    assert clone and clone > 0.01, f"no per-packet route clone on this kernel: {prof.stacks}"
+    assert release and release > 0.005, prof.stacks
+    assert prof.stack_share("route lookup") > clone + release
 
 
 def _db(session: MeasurementSession) -> str:
@@ -108,6 +142,7 @@ def test_perf_missing_is_a_reason_and_bpf_stats_of_a_real_program(
     finally:
         session.unconfigure(beh)
     assert prof.functions == [] and prof.sampler_note.startswith("perf not usable")
+    assert prof.stacks == [] and prof.stacks_note == prof.sampler_note
     assert "/nonexistent/s23-perf" in prof.sampler_note
     assert prof.ns_per_packet and prof.ns_per_packet > 0
     assert Path(SYSCTL).read_text().strip() == before

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from srperf.profile.model import Profile
+from srperf.profile.stacks import ROUTE_LOOKUP
 
 
 def describe_profile(p: Profile, top: int = 3) -> str:
@@ -23,6 +24,12 @@ def describe_profile(p: Profile, top: int = 3) -> str:
         parts.append(", ".join(f"{f.symbol} {100 * f.share:.1f} %" for f in p.functions[:top]))
     else:
         parts.append(f"no functions: {p.sampler_note}")
+    lookup = p.stack_share(ROUTE_LOOKUP.name)
+    if lookup is not None:
+        parts.append(f"{ROUTE_LOOKUP.name} {ns * lookup:.0f} ns/pkt ({100 * lookup:.1f} % of "
+                     f"the time, inclusive)")
+    elif p.functions:
+        parts.append(f"no inclusive time: {p.stacks_note}")
     for prog in p.programs:
         if prog.ns_per_run is not None:
             parts.append(f"BPF {prog.name} {prog.ns_per_run:.0f} ns/run")

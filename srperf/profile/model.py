@@ -25,6 +25,23 @@ class FunctionShare:
 
 
 @dataclass(frozen=True)
+class StackShare:
+    """Samples whose call chain passes through a group of functions (inclusive time,
+    each sample counted once): the group's total, one of its paths, or one of its
+    member functions (:mod:`srperf.profile.stacks`)."""
+
+    group: str
+    """The stack group (``route lookup``, ``netfilter``)."""
+    kind: str
+    """``total`` (the whole group), ``path`` (the samples whose outermost matching
+    frame is that path's entry) or ``function`` (the samples through that member)."""
+    name: str
+    share: float
+    """Share of the busy samples kept (the forwarding threads'), 0..1."""
+    samples: int
+
+
+@dataclass(frozen=True)
 class ProgramCost:
     """One BPF program's runs during the trial (``kernel.bpf_stats_enabled``)."""
 
@@ -98,6 +115,11 @@ class Profile:
     """Busy samples taken on ``cpu`` (idle time gives none)."""
     sampler_note: str = ""
     """Why there are no sampled functions (perf missing or failing), or ''."""
+    stacks: list[StackShare] = field(default_factory=list)
+    """Inclusive time of the stack groups (the route lookup...), from the samples' call
+    chains; empty with :attr:`stacks_note` saying why when there are none."""
+    stacks_note: str = ""
+    """Why there is no inclusive time (no samples, no call chains), or ''."""
     programs: list[ProgramCost] = field(default_factory=list)
     nodes: list[NodeCost] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -138,6 +160,17 @@ class Profile:
             return []
         return [(f.symbol, total * f.share) for f in self.functions]
 
+    def stack_share(self, group: str, kind: str = "total",
+                    name: str | None = None) -> float | None:
+        """Share of the samples through ``group`` (or one of its paths or functions),
+        0 when the group was measured but none passed through it, None when there are
+        no call chains."""
+        if not self.stacks:
+            return None
+        want = group if name is None else name
+        return next((s.share for s in self.stacks
+                     if s.group == group and s.kind == kind and s.name == want), 0.0)
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -147,7 +180,8 @@ class Profile:
         d["functions"] = [FunctionShare(**f) for f in d.get("functions", [])]
         d["programs"] = [ProgramCost(**p) for p in d.get("programs", [])]
         d["nodes"] = [NodeCost(**n) for n in d.get("nodes", [])]
+        d["stacks"] = [StackShare(**s) for s in d.get("stacks", [])]
         return cls(**d)
 
 
-__all__ = ["FunctionShare", "ProgramCost", "NodeCost", "Profile"]
+__all__ = ["FunctionShare", "StackShare", "ProgramCost", "NodeCost", "Profile"]

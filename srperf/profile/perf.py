@@ -1,10 +1,11 @@
 """perf on the SUT: sampled functions of one CPU, and cycles/instructions where a PMU is.
 
 Sampling uses the software ``cpu-clock`` event, which every kernel has (a VM without a
-virtual PMU has no ``cycles``): ``perf record -C CPU -e cpu-clock -F HZ -- sleep D``,
-then ``perf report --stdio --no-children --sort sym -n`` is parsed into functions and
-their share of the samples.  An idle CPU takes no cpu-clock samples, so shares are
-shares of the CPU's busy time.
+virtual PMU has no ``cycles``): ``perf record -g -C CPU -e cpu-clock -F HZ -- sleep D``
+records each sample's call chain (the kernel's own unwinder: frame pointers or ORC),
+and ``perf script`` prints them for :mod:`srperf.profile.stacks`, which gives both the
+functions' self time and the inclusive time of the route lookup.  An idle CPU takes
+no cpu-clock samples, so shares are shares of the CPU's busy time.
 
 Cycles and instructions come from ``perf stat -x, -C CPU -e cycles,instructions``
 only when the node has a hardware PMU (``/sys/bus/event_source/devices/cpu``, or
@@ -14,51 +15,14 @@ only when the node has a hardware PMU (``/sys/bus/event_source/devices/cpu``, or
 from __future__ import annotations
 
 import logging
-import re
 import shlex
-from dataclasses import dataclass
 
-from srperf.profile.model import FunctionShare
 from srperf.transports.base import Transport
 
 log = logging.getLogger(__name__)
 
 PMU_DEVICES = ("/sys/bus/event_source/devices/cpu", "/sys/bus/event_source/devices/cpu_core")
 """A hardware PMU shows up as one of these perf event sources."""
-
-_ROW = re.compile(r"^\s*(?P<pct>[\d.]+)%\s+(?P<n>\d+)\s+\[(?P<kind>[^\]]+)\]\s+(?P<sym>.+?)\s*$")
-
-
-@dataclass(frozen=True)
-class Sampled:
-    """Parsed ``perf report``: busy samples and every function (largest first)."""
-
-    samples: int
-    functions: list[FunctionShare]
-
-    def top(self, n: int) -> list[FunctionShare]:
-        return self.functions[:n]
-
-
-def parse_report(text: str) -> Sampled:
-    """``perf report --stdio --no-children --sort sym -n`` output.
-
-    Rows: ``  12.34%   567  [k] fib6_table_lookup``; ``[k]`` kernel, ``[.]`` user
-    space.  Shares are recomputed from the sample counts (perf rounds to 0.01 %).
-    """
-    rows: list[tuple[str, int, bool]] = []
-    for line in text.splitlines():
-        if line.startswith("#"):
-            continue
-        m = _ROW.match(line)
-        if m:
-            rows.append((m["sym"], int(m["n"]), m["kind"] == "k"))
-    total = sum(n for _, n, _ in rows)
-    functions = [FunctionShare(sym, n / total, n, kernel) for sym, n, kernel in rows] \
-        if total else []
-    functions.sort(key=lambda f: (-f.samples, f.symbol))
-    return Sampled(total, functions)
-
 
 def parse_stat(text: str) -> dict[str, int | None]:
     """``perf stat -x,`` lines ``VALUE,UNIT,EVENT,...``: event -> count (None when perf
@@ -98,15 +62,9 @@ def pmu_reason(node: Transport) -> str:
 
 
 def record_argv(perf: str, cpu: int, hz: int, out: str, duration_s: float) -> list[str]:
-    return [perf, "record", "-q", "-C", str(cpu), "-e", "cpu-clock", "-F", str(hz),
+    """Sample CPU ``cpu`` with call chains (``-g``) for ``duration_s`` into ``out``."""
+    return [perf, "record", "-q", "-g", "-C", str(cpu), "-e", "cpu-clock", "-F", str(hz),
             "-o", out, "--", "sleep", f"{duration_s:g}"]
-
-
-def report_argv(perf: str, data: str, comms: list[str] | None = None) -> list[str]:
-    """``perf report`` of ``data``; only the samples of tasks named ``comms`` if given
-    (the forwarding threads, so that other work on a shared CPU is left out)."""
-    argv = [perf, "report", "-i", data, "--stdio", "--no-children", "--sort", "sym", "-n"]
-    return argv + (["--comms", ",".join(comms)] if comms else [])
 
 
 def stat_argv(perf: str, cpu: int, duration_s: float) -> list[str]:
@@ -131,5 +89,5 @@ def other_cpus(node: Transport, cpu: int) -> str | None:
     return ",".join(map(str, rest)) if rest else None
 
 
-__all__ = ["Sampled", "parse_report", "parse_stat", "has_perf", "pmu_reason", "record_argv",
-           "report_argv", "stat_argv", "other_cpus", "PMU_DEVICES"]
+__all__ = ["parse_stat", "has_perf", "pmu_reason", "record_argv", "stat_argv", "other_cpus",
+           "PMU_DEVICES"]

@@ -9,8 +9,10 @@ Around one trial of ``duration_s`` at ``rate_pps``:
    instructions where a PMU exists), in threads, each for the trial's duration,
    with perf itself pinned off that CPU when the node has another;
 4. the traffic runs; ``/proc/stat`` is read again; perf is waited for;
-5. the sources stop (and restore what they switched on); ``perf report`` runs on the
-   SUT and its output is parsed here.
+5. the sources stop (and restore what they switched on); ``perf script`` runs on the
+   SUT (the forwarding threads' samples with their call chains) and its output is
+   parsed here (:mod:`srperf.profile.stacks`): the top functions by self time, and the
+   stack groups' inclusive time (the route lookup, netfilter).
 
 ns per packet = forwarding time / packets forwarded: the time is the forwarding
 threads' (where the testbed names them) or the CPU's system + irq + softirq time,
@@ -28,7 +30,7 @@ from typing import Sequence
 
 from srperf.drivers.base import TrafficGenerator, TrialResult
 from srperf.netns import CommandResult
-from srperf.profile import cpustat, perf
+from srperf.profile import cpustat, perf, stacks
 from srperf.profile.model import Profile
 from srperf.profile.sources import ProfileSource
 from srperf.transports.base import Transport
@@ -91,8 +93,8 @@ class ProfileTrial:
         self.perf, self.hz, self.top = perf_command, frequency_hz, top
         self.thread_prefix = thread_prefix
         """Name prefix of the forwarding threads on ``cpu`` (None: not known)."""
-        self.last_report = ""
-        """The last ``perf report`` text, as perf printed it (for recording)."""
+        self.last_script = ""
+        """The last ``perf script`` text, as perf printed it (for recording)."""
 
     def run(self, gen: TrafficGenerator, rate_pps: float, duration_s: float,
             fraction: float) -> tuple[Profile, TrialResult]:
@@ -118,12 +120,13 @@ class ProfileTrial:
         if cpu is None:
             why = "no forwarding CPU named (sut.cpu is unset)"
             profile.busy_note = profile.sampler_note = profile.pmu_note = why
+            profile.stacks_note = why
             trial = gen.trial(rate_pps, duration_s)
             profile.packets, profile.loss_ratio = trial.received, trial.loss_ratio
             profile.packets_source = "tester received"
             return trial
         no_perf = perf.has_perf(self.node, self.perf)
-        profile.sampler_note = no_perf
+        profile.sampler_note = profile.stacks_note = no_perf
         profile.pmu_note = perf.pmu_reason(self.node) or no_perf
         pin = perf.other_cpus(self.node, cpu)
         data = posixpath.join(self.node.workdir(), f"perf-cpu{cpu}.data")
@@ -210,25 +213,29 @@ class ProfileTrial:
     def _samples(self, profile: Profile, data: str, res: CommandResult | None,
                  why: str) -> None:
         if why:
-            profile.sampler_note = f"perf record failed: {why}"
+            profile.sampler_note = profile.stacks_note = f"perf record failed: {why}"
             return
-        rep = self.node.run(perf.report_argv(self.perf, data, profile.threads),
-                            timeout=120.0)
+        rep = self.node.run(stacks.script_argv(self.perf, data, profile.threads),
+                            timeout=180.0)
         self.node.run(["rm", "-f", "--", data], timeout=30.0)
-        if not rep.ok and "no samples" in rep.stderr + rep.stdout:
-            profile.sampler_note = f"no samples on CPU {self.cpu} (it stayed idle)"
-            return
         if not rep.ok:
             err = (rep.stderr or rep.stdout).strip().splitlines()
-            profile.sampler_note = (f"perf report failed: exit {rep.returncode}"
+            profile.sampler_note = (f"perf script failed: exit {rep.returncode}"
                                     + (f": {err[-1]}" if err else ""))
+            profile.stacks_note = profile.sampler_note
             return
-        self.last_report = rep.stdout
-        sampled = perf.parse_report(rep.stdout)
-        profile.samples = sampled.samples
-        profile.functions = sampled.top(self.top)
+        self.last_script = rep.stdout
+        sampled = stacks.parse_script(rep.stdout, profile.threads)
+        profile.samples = len(sampled.samples)
+        profile.functions = sampled.flat()[:self.top]
         if not sampled.samples:
-            profile.sampler_note = f"no samples on CPU {self.cpu} (it stayed idle)"
+            profile.sampler_note = profile.stacks_note = \
+                f"no samples on CPU {self.cpu} (it stayed idle)"
+        elif sampled.depth() < 2:
+            profile.stacks_note = ("perf recorded no call chains (one frame per sample): "
+                                   "no inclusive time")
+        else:
+            profile.stacks = sampled.inclusive()
 
 
 __all__ = ["ProfileTrial", "PERF_START_S"]

@@ -57,6 +57,9 @@ class BehaviorChange:
     suspects: tuple = ()
     """For a regression of a behavior profiled in both runs: the functions whose cost
     per packet grew most (:class:`srperf.results.suspects.Suspect`), first suspect first."""
+    stack_suspects: tuple = ()
+    """For such a regression, the stack groups whose inclusive time grew
+    (:class:`srperf.results.suspects.StackChange`: the route lookup, netfilter)."""
 
 
 HIGHER_IS_BETTER = ("goodput_mbps", "requests_per_s", "transfer_mbps")
@@ -339,7 +342,7 @@ def _use_profiles(result: Comparison, bstore: ResultStore, baseline: str,
     import dataclasses
 
     from srperf.results.profiles import profile_rows
-    from srperf.results.suspects import suspects
+    from srperf.results.suspects import stack_suspects, suspects
 
     base = {(r.behavior, r.packet_size): r for r in profile_rows(bstore, baseline)}
     cur = {(r.behavior, r.packet_size): r for r in profile_rows(store, current)}
@@ -351,7 +354,8 @@ def _use_profiles(result: Comparison, bstore: ResultStore, baseline: str,
             c = _judge_time(c, base[key].ns_values, cur[key].ns_values,
                             result.threshold_pct, result.method)
         if c.verdict == REGRESSION:
-            c = dataclasses.replace(c, suspects=tuple(suspects(base[key], cur[key])))
+            c = dataclasses.replace(c, suspects=tuple(suspects(base[key], cur[key])),
+                                    stack_suspects=tuple(stack_suspects(base[key], cur[key])))
         result.changes[i] = c
 
 
@@ -405,7 +409,8 @@ def format_markdown(c: Comparison) -> str:
         lines += ["", "First suspects (sampled functions whose cost per packet grew, "
                       "from the profile trials):"]
         lines += [f"- {x.behavior} {x.packet_size} B: "
-                  + "; ".join(s.describe() for s in x.suspects) for x in named]
+                  + "; ".join(s.describe() for s in x.suspects)
+                  + "".join(f"; {g.describe()}" for g in x.stack_suspects) for x in named]
     if c.stateful:
         if not c.changes:  # a stateful-only run: no empty PDR table
             del lines[-2:]

@@ -59,6 +59,24 @@ class BehaviorProfile:
     search was generator-limited: a lighter load, where time per packet is larger)."""
     node_vectors: dict[str, float] = field(default_factory=dict)
     """VPP graph node -> median vectors per call (the batch it ran on)."""
+    stacks: dict[tuple[str, str, str], float] = field(default_factory=dict)
+    """(group, kind, name) -> mean inclusive share over the trials with call chains
+    (:class:`srperf.profile.model.StackShare`; a trial without an entry counts 0)."""
+
+    def stack_ns(self, group: str, kind: str = "total", name: str | None = None) \
+            -> float | None:
+        """ns per packet whose call chains pass through ``group`` (or one of its paths
+        or functions): median ns per packet x mean inclusive share; None without call
+        chains."""
+        if self.ns_per_packet is None or not self.stacks:
+            return None
+        return self.ns_per_packet * self.stacks.get((group, kind, group if name is None
+                                                     else name), 0.0)
+
+    def stack_items(self, group: str, kind: str) -> list[tuple[str, float]]:
+        """(name, mean share) of ``group``'s paths or functions, largest first."""
+        items = [(n, v) for (g, k, n), v in self.stacks.items() if g == group and k == kind]
+        return sorted(items, key=lambda kv: -kv[1])
 
     def group_ns(self, prefixes: tuple[str, ...]) -> float | None:
         """ns per packet in the sampled functions whose names start with ``prefixes``
@@ -101,9 +119,15 @@ def summarize_profiles(profiles: pd.DataFrame,
             for f in p.functions:
                 shares[f.symbol] = shares.get(f.symbol, 0.0) + f.share / len(sampled)
         shares = dict(sorted(shares.items(), key=lambda kv: -kv[1]))
+        chained = [p for p in timed if p.stacks]
+        stacks: dict[tuple[str, str, str], float] = {}
+        for p in chained:
+            for st in p.stacks:
+                key = (st.group, st.kind, st.name)
+                stacks[key] = stacks.get(key, 0.0) + st.share / len(chained)
         notes: list[str] = []
         for p in details:
-            for note in (p.sampler_note, p.pmu_note, *p.notes,
+            for note in (p.sampler_note, p.pmu_note, p.stacks_note, *p.notes,
                          "" if p.ns_per_packet is not None else p.busy_note):
                 if note and note not in notes:
                     notes.append(note)
@@ -135,7 +159,8 @@ def summarize_profiles(profiles: pd.DataFrame,
             notes, {k: _median(v) or 0.0 for k, v in programs.items()},
             {k: _median(v) or 0.0 for k, v in nodes.items()},
             [p.ns_per_packet for p in timed if p.ns_per_packet is not None], basis,
-            {k: _median(v) or 0.0 for k, v in vectors.items()}))
+            {k: _median(v) or 0.0 for k, v in vectors.items()},
+            stacks))
     return out
 
 
@@ -206,9 +231,11 @@ def format_profiles(rows: list[BehaviorProfile], top: int = 3) -> str:
     for name, prefixes in GROUPS.items():
         found = [(r, r.group_ns(prefixes)) for r in rows]
         if any(ns for _, ns in found):
-            lines.append(f"ns per packet in {name} functions ({', '.join(prefixes)}*): "
+            lines.append(f"ns per packet in {name} functions' self time ({', '.join(prefixes)}*"
+                         f", top functions only): "
                          + ", ".join(f"{r.behavior} {ns:.0f}" for r, ns in found
                                      if ns is not None))
+    lines += _inclusive_lines(rows)
     extra = extra_time(rows)
     if extra:
         ref = next(iter(extra.values()))[0]
@@ -217,6 +244,42 @@ def format_profiles(rows: list[BehaviorProfile], top: int = 3) -> str:
             lines.append(f"  {beh:<16} " + "; ".join(
                 f"{g.symbol} {g.delta_ns:+.0f} ns" for g in grown if g.delta_ns is not None))
     return "\n".join(lines)
+
+
+def _inclusive_lines(rows: list[BehaviorProfile], top: int = 3) -> list[str]:
+    """The route-lookup diagnosis (:mod:`srperf.results.diagnosis`), then per behavior
+    the route lookup split by path and, against the reference, the lookup's functions
+    whose inclusive ns per packet grew most (not its entries and dispatch layers, which
+    contain them)."""
+    from srperf.profile.stacks import ROUTE_LOOKUP
+    from srperf.results.diagnosis import diagnose, format_diagnosis
+
+    lines = []
+    diags = diagnose(rows)
+    table = format_diagnosis(diags)
+    if table:
+        lines.append(table)
+    group = ROUTE_LOOKUP.name
+    ref_name = diags[0].reference if diags else ""
+    by = {(r.behavior, r.packet_size): r for r in rows}
+    for r in rows:
+        ns = r.ns_per_packet
+        if ns is None or not r.stacks:
+            continue
+        paths = ", ".join(f"{n} {ns * v:.0f}" for n, v in r.stack_items(group, "path"))
+        line = f"  {r.behavior:<14} {group} ns/pkt by path: {paths or '-'}"
+        ref = by.get((ref_name, r.packet_size))
+        if ref is not None and ref is not r and ref.stacks and ref.basis == r.basis:
+            grown = sorted(((n, (r.stack_ns(group, "function", n) or 0.0)
+                             - (ref.stack_ns(group, "function", n) or 0.0))
+                            for n, _ in r.stack_items(group, "function")
+                            if ROUTE_LOOKUP.specific(n)), key=lambda kv: -kv[1])
+            grown = [(n, d) for n, d in grown if d > 0][:top]
+            if grown:
+                line += (f"; inside it, grown most against {ref_name} (inclusive): "
+                         + ", ".join(f"{n} {d:+.0f}" for n, d in grown))
+        lines.append(line)
+    return lines
 
 
 def extra_time(rows: list[BehaviorProfile], reference: str | None = None,

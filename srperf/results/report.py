@@ -295,6 +295,7 @@ def collect(store: ResultStore, run_ids: Iterable[str], title: str = "",
 def _profiles(store: ResultStore, ids: list[str], labels: dict[str, str],
               with_plots: bool) -> list[dict[str, Any]]:
     """The profile trials of each run (srperf.profile), summarised per behavior."""
+    from srperf.results.diagnosis import AGREEMENT_PCT, diagnose
     from srperf.results.profiles import GROUPS, agreements, extra_time, profile_rows
 
     out = []
@@ -309,6 +310,7 @@ def _profiles(store: ResultStore, ids: list[str], labels: dict[str, str],
             bars = profile_bars_png(rows, f"where the time goes: {labels.get(run_id, run_id)}")
         out.append({"label": labels.get(run_id, run_id), "rows": rows,
                     "agreements": agreements(rows), "extra": extra_time(rows),
+                    "diagnosis": diagnose(rows), "agreement_pct": AGREEMENT_PCT,
                     "groups": {name: [(r.behavior, r.group_ns(prefixes)) for r in rows]
                                for name, prefixes in GROUPS.items()
                                if any(r.group_ns(prefixes) for r in rows)},

@@ -45,6 +45,45 @@ class Suspect:
                 f"of samples{ns}")
 
 
+@dataclass(frozen=True)
+class StackChange:
+    """A stack group's inclusive time from baseline to current (ns per packet; shares
+    0..1 of the forwarding's samples whose call chains pass through the group)."""
+
+    group: str
+    baseline_share: float
+    current_share: float
+    baseline_ns: float | None
+    current_ns: float | None
+
+    @property
+    def delta_ns(self) -> float | None:
+        if self.baseline_ns is None or self.current_ns is None:
+            return None
+        return self.current_ns - self.baseline_ns
+
+    def describe(self) -> str:
+        ns = (f", {self.baseline_ns:.0f} -> {self.current_ns:.0f} ns/pkt"
+              if self.baseline_ns is not None and self.current_ns is not None else "")
+        return (f"call chains through {self.group} {100 * self.baseline_share:.1f} % -> "
+                f"{100 * self.current_share:.1f} % of samples{ns}")
+
+
+def stack_suspects(base: BehaviorProfile, cur: BehaviorProfile) -> list[StackChange]:
+    """The stack groups (route lookup, netfilter) whose inclusive time grew, most first;
+    empty when either side has no call chains."""
+    if not base.stacks or not cur.stacks:
+        return []
+    groups = dict.fromkeys(g for (g, kind, _) in [*base.stacks, *cur.stacks] if kind == "total")
+    out = []
+    for g in groups:
+        b, c = base.stacks.get((g, "total", g), 0.0), cur.stacks.get((g, "total", g), 0.0)
+        out.append(StackChange(g, b, c, base.stack_ns(g), cur.stack_ns(g)))
+    grown = [x for x in out if (x.delta_ns if x.delta_ns is not None
+                                else x.current_share - x.baseline_share) > 0]
+    return sorted(grown, key=lambda x: -(x.delta_ns or 0.0))
+
+
 def suspects(base: BehaviorProfile, cur: BehaviorProfile, top: int = 3) -> list[Suspect]:
     """The ``top`` functions whose cost grew most from ``base`` to ``cur``."""
     out = []
@@ -59,4 +98,4 @@ def suspects(base: BehaviorProfile, cur: BehaviorProfile, top: int = 3) -> list[
     return grown[:top]
 
 
-__all__ = ["Suspect", "suspects"]
+__all__ = ["Suspect", "suspects", "StackChange", "stack_suspects"]

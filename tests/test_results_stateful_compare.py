@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from srperf.cli import main
-from srperf.results import compare, frames
+from srperf.results import compare
 from srperf.results.store import ResultStore
 from srperf.stateful.base import StatefulSample, Variant
 

@@ -27,7 +27,7 @@ from srperf.stateful import runner as make_runner
 from srperf.stateful.base import Endpoints, StatefulError, StatefulSample, Variant
 from srperf.stateful.counters import table_i
 from srperf.stateful.endpoints import make_endpoints
-from srperf.config.stateful import CALIBRATED, GoodputConfig
+from srperf.config.stateful import CALIBRATED
 from srperf.stateful.carry import CARRIED, VISITED
 from srperf.stateful.steering import VISITED_SIDS, Steering
 

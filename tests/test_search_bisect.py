@@ -126,20 +126,23 @@ def test_informed_start_finds_the_same_answer_with_fewer_trials(capacity: float)
     assert fast.trial_seconds < plain.trial_seconds
 
 
-def test_informed_start_widens_the_bracket_until_both_sides_are_measured() -> None:
-    """A soft knee: the probe's delivered rate overstates the PDR, so the first trials fail
-    and the step doubles downwards until one passes."""
-    gen = SimulatedGenerator(SimulatedModel(600_000, smoothing=0.3))
+def test_informed_start_falls_back_to_algorithm_1_when_the_probe_misleads() -> None:
+    """A soft knee: the probe's delivered rate overstates the PDR, the first trial below
+    the knee fails, and Algorithm 1 bisects [min, that rate]: at most the probe and one
+    trial more than Algorithm 1 alone."""
+    model = SimulatedModel(600_000, smoothing=0.3)
+    gen = SimulatedGenerator(model)
     result = create("bisect", informed()).run(gen.trial)
+    plain = create("bisect", QUICK).run(SimulatedGenerator(model).trial)
     g = result.goals[0]
-    rates = [t.rate_pps for t in result.trials[1:]]
-    knee = result.trials[0].received / result.trials[0].elapsed_s / 0.995
-    step = max(QUICK.accuracy_pps, 0.02 * knee)
-    assert rates[0] == pytest.approx(knee - step)
-    assert knee - rates[1] == pytest.approx(3 * step)  # failed: steps of 1, 2, 4 ... down
-    assert knee - rates[2] == pytest.approx(7 * step)
+    probe, first, second = result.trials[:3]
+    knee = probe.received / probe.elapsed_s / 0.995
+    assert first.rate_pps == pytest.approx(knee - max(QUICK.accuracy_pps, 0.02 * knee))
+    assert first.loss_ratio > 0.005
+    assert second.rate_pps == pytest.approx(0.5 * (QUICK.min_rate_pps + first.rate_pps))
     assert g.status == "ok" and g.upper_bound_pps - g.lower_bound_pps <= QUICK.accuracy_pps
     assert g.lower_bound_pps <= gen.true_pdr(0.5) <= g.upper_bound_pps
+    assert result.trial_seconds <= plain.trial_seconds + probe.duration_s + 1.0 + 1e-9
 
 
 def test_informed_start_edges_are_statuses_measured_once() -> None:

@@ -78,12 +78,13 @@ one reason it is not the default search.  The other: on the virtual testbed
 spread by several percent, far more than the goal width, and lossfit then
 spends its probes narrowing an interval that the drift keeps wide (86 trial-s
 for ipv6 where mlr took 25.5 in the same sitting).  A later B2 sitting (2026-11-26, shared host,
-``--behaviors ipv6 --max-rate 1000000 --no-bisect``, no generator-limited trial in
-either search): lossfit took 0.64x mlr's trial seconds but reported 684 and 860
-kpps where mlr reported 624 and 669; there the loss at 0.5 % came from host
-stalls (2-4 % lost in about half the trials over a wide band of rates), the
-threshold model placed the crossing at about 920 kpps, and lossfit's lower bound
-followed whichever trials happened to pass.
+``--behaviors ipv6 --max-rate 1000000 --no-bisect``, 3 interleaved repeats, no
+generator-limited trial in any search): lossfit took 0.69x mlr's trial seconds
+(117 against 170.5 per search) but reported 684-860 kpps (mean 798.5, CV 12.5 %)
+where mlr reported 624-762 (mean 684.9, CV 10.3 %), a median 1.27x higher; there
+the loss at 0.5 % came from host stalls (2-4 % lost in about half the trials over
+a wide band of rates), the threshold model put the crossing at 920-1000 kpps,
+and lossfit's lower bound followed whichever trials happened to pass.
 
 Statuses are those of the other searches (:class:`srperf.search.base.GoalResult`).
 """

@@ -78,10 +78,10 @@ one reason it is not the default search.  The other: on the virtual testbed
 spread by several percent, far more than the goal width, and lossfit then
 spends its probes narrowing an interval that the drift keeps wide (86 trial-s
 for ipv6 where mlr took 25.5 in the same sitting).  A later B2 sitting (2026-11-26, shared host,
-``--behaviors ipv6 --max-rate 1000000 --no-bisect``, 3 interleaved repeats, no
-generator-limited trial in any search): lossfit took 0.69x mlr's trial seconds
-(117 against 170.5 per search) but reported 684-860 kpps (mean 798.5, CV 12.5 %)
-where mlr reported 624-762 (mean 684.9, CV 10.3 %), a median 1.27x higher; there
+``--behaviors ipv6 --max-rate 1000000 --no-bisect``, 4 interleaved repeats, no
+generator-limited trial in any search): lossfit took 0.79x mlr's trial seconds
+(118.4 against 149.2 per search) but reported 684-860 kpps (mean 803.3, CV 10.2 %)
+where mlr reported 624-762 (mean 695.0, CV 8.8 %), a median 1.20x higher; there
 the loss at 0.5 % came from host stalls (2-4 % lost in about half the trials over
 a wide band of rates), the threshold model put the crossing at 920-1000 kpps,
 and lossfit's lower bound followed whichever trials happened to pass.

@@ -66,6 +66,9 @@ def settings_for(alg: str, thresholds: tuple[float, ...], width: float, true_pps
             accuracy_pps=accuracy, relative_width=width)
     if alg == "bisect-rep3":
         return "bisect", dataclasses.replace(base, repeat_near_threshold=3, **common)
+    if alg == "bisect-mrr":  # bisect-rep3 with the informed start (search.bisect_start: mrr)
+        return "bisect", dataclasses.replace(base, repeat_near_threshold=3,
+                                             bisect_start="mrr", **common)
     if alg == "multi":
         return "multi", dataclasses.replace(base, repeat_near_threshold=3, **common)
     if alg == "mlr-noval":

@@ -13,6 +13,7 @@ range of the PDR, the ranking of behaviors in each repeat, and the CV ratio.
                                         [--trials-json FILE] [--queue-pkts N]
                                         [--queue-mode hold|qdisc] [--prefix srpb2]
                                         [--first-repeat N] [--summary-from FILE ...]
+                                        [--max-rate PPS] [--no-bisect]
 
 Needs root; builds a virtual testbed with prefix `srpb2` (--prefix) and removes
 it.  A long comparison can run in parts (--first-repeat numbers the repeats of a
@@ -111,6 +112,8 @@ def summarize(dump: list[dict[str, Any]], names: list[str], algs: list[str], our
     results: Values = {(a, b): [None] * repeats for a in algs for b in names}
     estimates: dict[tuple[str, str], list[float]] = {(a, b): [] for a in algs for b in names}
     costs: dict[str, list[float]] = {a: [] for a in algs}
+    sending: dict[str, list[float]] = {a: [] for a in algs}
+    statuses: dict[str, list[str]] = {a: [] for a in algs}
     for rec in dump:
         goal, key = rec["goal"], (rec["algorithm"], rec["behavior"])
         if key not in results:
@@ -121,6 +124,11 @@ def summarize(dump: list[dict[str, Any]], names: list[str], algs: list[str], our
             estimates[key].append(goal["estimate_pps"] / 1e3)
         costs[rec["algorithm"]].append(rec.get("trial_s", sum(
             t["duration_s"] for t in rec["trials"])))
+        # every attempt of every trial (the driver re-runs a generator-limited one)
+        sending[rec["algorithm"]].append(sum(
+            sum((t.get("extra") or {}).get("elapsed_s_per_attempt") or [t["elapsed_s"]])
+            for t in rec["trials"]))
+        statuses[rec["algorithm"]].append(goal["status"])
     wall = f", {wall_s:.0f} s wall" if wall_s is not None else ""
     print(f"\nB2 PDR@{threshold}% on the virtual testbed, {repeats} interleaved repeats{wall}")
     print(f"{'algorithm':<10} {'behavior':<9} {'n':>2} {'mean':>8} {'CV %':>6} {'min':>8} "
@@ -150,15 +158,20 @@ def summarize(dump: list[dict[str, Any]], names: list[str], algs: list[str], our
         print(f"{alg}: ranking {' > '.join(ref)} in {stable} of {repeats} repeats "
               f"({repeats - complete} without a value for every behavior); "
               f"median CV {median_cv(cvs, alg, names):.1f} %; "
-              f"mean trial-s per search {statistics.mean(costs[alg]):.1f}")
+              f"mean trial-s per search {statistics.mean(costs[alg]):.1f} "
+              f"(median {statistics.median(costs[alg]):.1f}; sending, all attempts: mean "
+              f"{statistics.mean(sending[alg]):.1f} s); statuses "
+              + ", ".join(f"{st} {statuses[alg].count(st)}"
+                          for st in sorted(set(statuses[alg]))))
         print(f"  pairs: {pair_orders(results, cvs, alg, names)}")
     if len(algs) == 2:
         print(f"same-repeat correlation of {algs[0]} and {algs[1]} (> 0: the SUT's "
               "capacity moved between repeats, for both searches alike): "
               + ", ".join(f"{b} {same_repeat_correlation(results, algs, b)}" for b in names))
-    mine, theirs = median_cv(cvs, ours, names), median_cv(cvs, "bisect", names)
-    print(f"CV ratio {ours}/bisect (median over behaviors): {mine / theirs:.2f} "
-          "(target <= 0.5)")
+    if "bisect" in algs:
+        mine, theirs = median_cv(cvs, ours, names), median_cv(cvs, "bisect", names)
+        print(f"CV ratio {ours}/bisect (median over behaviors): {mine / theirs:.2f} "
+              "(target <= 0.5)")
     def med(alg: str, behavior: str) -> float:
         return statistics.median(present(results[(alg, behavior)]) or [math.nan])
 
@@ -218,6 +231,8 @@ def main() -> int:
                     help="more algorithms searched side by side, with our settings "
                     "(comma-separated, e.g. mlr)")
     ap.add_argument("--prefix", default="srpb2", help="the virtual testbed's name prefix")
+    ap.add_argument("--no-bisect", action="store_true",
+                    help="leave SRPerf's bisection out (compare --ours and --also only)")
     ap.add_argument("--first-repeat", type=int, default=1,
                     help="number of the first repeat (to run a comparison in parts)")
     ap.add_argument("--summary-from", metavar="FILE", nargs="+",
@@ -238,12 +253,11 @@ def main() -> int:
         tb.tester, options={**tb.tester.options, **options}))
     ours = SearchSettings(thresholds_pct=(args.threshold,), min_rate_pps=50_000,
                           max_rate_pps=args.max_rate, accuracy_pps=5_000)
-    algs = {
-        args.ours: ours,
-        "bisect": BisectSearch.srperf_settings(args.bisect_trial_s / 10.0,
-                                               thresholds_pct=(args.threshold,),
-                                               max_rate_pps=args.max_rate),
-    }
+    algs = {args.ours: ours}
+    if not args.no_bisect:
+        algs["bisect"] = BisectSearch.srperf_settings(args.bisect_trial_s / 10.0,
+                                                      thresholds_pct=(args.threshold,),
+                                                      max_rate_pps=args.max_rate)
     for extra in filter(None, args.also.split(",")):
         algs[extra] = ours
     dump: list[dict[str, Any]] = []

@@ -81,7 +81,8 @@ def search_settings(exp: Experiment, tb: TestbedConfig, seed: int = 0) -> Search
         repeat_near_threshold=s.repeat_near_threshold, warmup_duration_s=s.warmup_s,
         exceed_ratio=s.exceed_ratio, duration_sum_s=s.duration_sum_s,
         relative_width=s.relative_width, seed=seed,
-        mrr_rate_pps=s.mrr_rate.resolve(lr) if s.mrr_rate else None)
+        mrr_rate_pps=s.mrr_rate.resolve(lr) if s.mrr_rate else None,
+        bisect_start=s.bisect_start)
     try:
         settings.validate()
     except ValueError as exc:

@@ -94,3 +94,71 @@ def test_several_thresholds_run_one_bisection_each() -> None:
         true = gen.true_pdr(g_b.threshold_pct)
         for g in (g_b, g_m):
             assert g.lower_bound_pps <= true <= g.upper_bound_pps
+
+
+# -- bisect_start = "mrr": the bracket placed by one short probe at max -------------------
+
+QUICK = SearchSettings(thresholds_pct=(0.5,), min_rate_pps=75_000, max_rate_pps=1_500_000,
+                       accuracy_pps=15_000, trial_duration_s=1.0, initial_trial_duration_s=0.5)
+"""experiments/quick.yaml's search on the virtual testbed's 1.5 Mpps line rate."""
+
+
+def informed(settings: SearchSettings = QUICK) -> SearchSettings:
+    return dataclasses.replace(settings, bisect_start="mrr")
+
+
+@pytest.mark.parametrize("capacity", [90_000.0, 333_000.0, 640_000.0, 1_234_567.0])
+def test_informed_start_finds_the_same_answer_with_fewer_trials(capacity: float) -> None:
+    plain = create("bisect", QUICK).run(SimulatedGenerator(SimulatedModel(capacity)).trial)
+    gen = SimulatedGenerator(SimulatedModel(capacity))
+    fast = create("bisect", informed()).run(gen.trial)
+    true = gen.true_pdr(0.5)
+    for result in (plain, fast):
+        g = result.goals[0]
+        assert g.status == "ok"
+        assert g.lower_bound_pps <= true <= g.upper_bound_pps
+        assert g.upper_bound_pps - g.lower_bound_pps <= QUICK.accuracy_pps
+    probe, *decisions = fast.trials
+    assert probe.extra.get("probe") is True and probe.rate_pps == QUICK.max_rate_pps
+    assert probe.duration_s == QUICK.initial_trial_duration_s
+    assert all(t.duration_s == QUICK.trial_duration_s and "probe" not in t.extra
+               for t in decisions)
+    assert fast.trial_seconds < plain.trial_seconds
+
+
+def test_informed_start_falls_back_to_algorithm_1_when_the_probe_misleads() -> None:
+    """A soft knee: the probe's delivered rate overstates the PDR, the first trial below
+    the knee fails, and Algorithm 1 bisects [min, that rate]: at most the probe and one
+    trial more than Algorithm 1 alone."""
+    model = SimulatedModel(600_000, smoothing=0.3)
+    gen = SimulatedGenerator(model)
+    result = create("bisect", informed()).run(gen.trial)
+    plain = create("bisect", QUICK).run(SimulatedGenerator(model).trial)
+    g = result.goals[0]
+    probe, first, second = result.trials[:3]
+    knee = probe.received / probe.elapsed_s / 0.995
+    assert first.rate_pps == pytest.approx(knee - max(QUICK.accuracy_pps, 0.02 * knee))
+    assert first.loss_ratio > 0.005
+    assert second.rate_pps == pytest.approx(0.5 * (QUICK.min_rate_pps + first.rate_pps))
+    assert g.status == "ok" and g.upper_bound_pps - g.lower_bound_pps <= QUICK.accuracy_pps
+    assert g.lower_bound_pps <= gen.true_pdr(0.5) <= g.upper_bound_pps
+    assert result.trial_seconds <= plain.trial_seconds + probe.duration_s + 1.0 + 1e-9
+
+
+def test_informed_start_edges_are_statuses_measured_once() -> None:
+    at_max = create("bisect", informed()).run(SimulatedGenerator(SimulatedModel(3e6)).trial)
+    assert at_max.goals[0].status == "at_max"
+    assert [t.rate_pps for t in at_max.trials] == [1_500_000, 1_500_000]  # probe, then proof
+    below = create("bisect", informed()).run(SimulatedGenerator(SimulatedModel(50_000)).trial)
+    assert below.goals[0].status == "below_min"
+    assert below.trials[-1].rate_pps == QUICK.min_rate_pps
+    assert [t.rate_pps for t in below.trials].count(QUICK.min_rate_pps) == 1
+
+
+def test_informed_start_reports_a_generator_limit_as_such() -> None:
+    """The generator paces at most 800 kpps, the SUT forwards 1 Mpps: no SUT figure."""
+    model = SimulatedModel(1_000_000, generator_max_rate_pps=800_000)
+    for settings in (QUICK, informed()):
+        g = create("bisect", settings).run(SimulatedGenerator(model).trial).goals[0]
+        assert g.status == "generator_limited" and g.value_pps is None
+        assert g.lower_bound_pps is not None and g.lower_bound_pps <= 800_000

@@ -242,11 +242,14 @@ def test_a_soft_knee_is_still_bracketed(smoothing: float) -> None:
             assert (g.upper_bound_pps - g.lower_bound_pps) / g.upper_bound_pps <= 0.005 + 1e-9
 
 
-def test_one_generator_stall_early_does_not_end_the_search_generator_limited() -> None:
+@pytest.mark.parametrize("algorithm", ["lossfit", "mlr"])
+def test_one_generator_stall_early_does_not_end_the_search_generator_limited(
+        algorithm: str) -> None:
     """On a busy host the generator can stall in any trial.  The first two trials here
     stall (offered 60 % of the rate: taken for beyond the generator, as nothing faster
     was paced yet); the search must try that load again before calling it the generator's
-    limit, and find the SUT's PDR."""
+    limit, and find the SUT's PDR.  ``mlr`` and ``lossfit`` treat it the same
+    (srperf.search.mlr.ForcedLimits), so bench/search_b2.py compares like with like."""
     gen = SimulatedGenerator(SimulatedModel(1_000_000), seed=0)
     calls = {"n": 0}
 
@@ -258,7 +261,7 @@ def test_one_generator_stall_early_does_not_end_the_search_generator_limited() -
                                duration / 0.6, generator_limited=True, note="stalled")
         return real
 
-    result = create("lossfit", SETTINGS).run(measure)
+    result = create(algorithm, SETTINGS).run(measure)
     g = result.goals[0]
     assert result.generator_limited_trials == 2
     assert g.status == "ok", g

@@ -307,6 +307,11 @@ class SearchConfig(Settings):
     repeat_near_threshold: int = setting(
         3, "bisect/multi: trials near the threshold repeated (majority decides)",
         unit="trials", schema={"type": "integer", "minimum": 1, "maximum": 100}, parse=int)
+    bisect_start: str = setting(
+        "range", "bisect: range = bisect [min_rate, max_rate] from the midpoint (SRPerf's "
+        "Algorithm 1); mrr = one short probe at max_rate, then the bracket is found around "
+        "the rate it delivered (same bounds and accuracy, fewer trials)",
+        schema={"enum": ["range", "mrr"]})
     warmup_s: float = setting(0.0, "traffic before each trial, not counted", unit="s",
                               schema={"type": "number", "minimum": 0,
                                       "maximum": MAX_TRIAL_S}, parse=float)

@@ -19,6 +19,9 @@ def exceeds(trial: TrialResult, threshold_pct: float) -> bool:
     """True when the trial lost more than ``threshold_pct`` % of its intended packets."""
     return trial.lost * 100.0 > trial.intended * threshold_pct
 
+BISECT_STARTS = ("range", "mrr")
+"""Values of :attr:`SearchSettings.bisect_start`."""
+
 Measure = Callable[[float, float], TrialResult]
 """measure(rate_pps, duration_s) -> TrialResult."""
 
@@ -59,6 +62,12 @@ class SearchSettings:
             width) run before the final phase.
         max_trials: safety limit on the number of trials of one search; goals
             not resolved by then are reported ``"undecided"``.
+        bisect_start: where ``bisect`` starts: ``"range"`` bisects [min, max] from
+            the midpoint (SRPerf's Algorithm 1); ``"mrr"`` runs one short trial
+            (``initial_trial_duration_s``) at max, which only places the bracket,
+            then measures around the rate it received and widens the bracket
+            (doubling) until a passing and a failing trial bound the answer; the
+            bisection then goes on as in Algorithm 1 (:mod:`srperf.search.bisect`).
     """
 
     thresholds_pct: tuple[float, ...] = (0.5,)
@@ -79,6 +88,7 @@ class SearchSettings:
     validation_trials: int = 1
     preceding_phases: int = 1
     max_trials: int = 1000
+    bisect_start: str = "range"
 
     def validate(self) -> None:
         """Raise ValueError with a precise message when a setting is impossible."""
@@ -119,6 +129,9 @@ class SearchSettings:
             value = getattr(self, name)
             if not (isinstance(value, int) and value >= 0):
                 raise ValueError(f"{name} = {value!r} must be an integer >= 0")
+        if self.bisect_start not in BISECT_STARTS:
+            raise ValueError(f"bisect_start {self.bisect_start!r} is not one of "
+                             f"{', '.join(BISECT_STARTS)}")
         if self.mrr_rate_pps is not None and not self.mrr_rate_pps > 0:
             raise ValueError(f"mrr_rate_pps = {self.mrr_rate_pps!r} must be > 0 pps")
 

@@ -239,6 +239,43 @@ class GoalState:
     pending_dir: str = ""
 
 
+class ForcedLimits:
+    """Loads taken for beyond the generator on their first unusable trial (no retries,
+    :func:`srperf.search.common.beyond_generator_in`), with the unusable run they really
+    had, so that ``mlr`` and ``lossfit`` alike give such a load its remaining retries
+    before a goal ends ``generator_limited`` on it.
+
+    One stall of a generator on a busy host looks like a rate beyond it when nothing
+    faster was paced yet; without this a goal could end ``generator_limited`` on one
+    trial.  Retries happen only where they decide the goal (a lower bound within two
+    goal widths below the load), at most :data:`UNUSABLE_RETRIES` unusable trials in all.
+    """
+
+    def __init__(self) -> None:
+        self.runs: dict[float, int] = {}
+
+    def record(self, rec: LoadRecord, beyond: bool) -> None:
+        """After a trial at ``rec``: mark it limited at once when ``beyond``."""
+        self.runs.pop(rec.rate_pps, None)
+        if beyond:
+            self.runs[rec.rate_pps] = rec.unusable_run
+            rec.unusable_run = max(rec.unusable_run, UNUSABLE_RETRIES)
+
+    def retry(self, loads: dict[float, LoadRecord], lo: float | None, hi: float | None,
+              limited: bool, width: float) -> float | None:
+        """The load (pps) worth another try before the goal ends on it, else None:
+        ``hi`` when it is a forced limit with retries left and ``lo`` is within two goal
+        widths (``width``, ln rate) below it; its real unusable run is restored."""
+        if not limited or hi is None or hi not in self.runs:
+            return None
+        if len(loads[hi].unusable) >= UNUSABLE_RETRIES:
+            return None
+        if lo is None or math.log(hi / lo) > 2.0 * width * (1 + _EPS):
+            return None
+        loads[hi].unusable_run = self.runs.pop(hi)
+        return hi
+
+
 class MlrSearch(SearchAlgorithm):
     """Multiple-loss-ratio search with short trials first (the default search)."""
 
@@ -260,8 +297,7 @@ class MlrSearch(SearchAlgorithm):
         trial = self._log.run(rate, duration, **flags)
         record = self._record(rate)
         record.add(trial)
-        if beyond_generator_in(self._log, trial):
-            record.unusable_run = max(record.unusable_run, UNUSABLE_RETRIES)  # no retries
+        self._limits.record(record, beyond_generator_in(self._log, trial))
         return trial
 
     def _status(self, rate: float, t: float, phase: Phase) -> str:
@@ -380,6 +416,7 @@ class MlrSearch(SearchAlgorithm):
         s = self.settings
         self._log = TrialLog(measure, s, self.name)
         self._loads: dict[float, LoadRecord] = {}
+        self._limits = ForcedLimits()
         first = self.phases[0]
         goals = [GoalState(t, 0, None, None, first.log_width, first.log_width)
                  for t in sorted(s.thresholds_pct)]
@@ -397,7 +434,12 @@ class MlrSearch(SearchAlgorithm):
                 if not todo:
                     recheck = self._to_recheck(goals)
                     if not recheck:
-                        break
+                        retry = self._retry_limits(goals)
+                        if not retry:
+                            break
+                        for r in retry:
+                            self._trial(r, s.trial_duration_s)
+                        continue
                     for r in recheck:
                         self._trial(r, s.trial_duration_s, recheck=True)
                     continue
@@ -408,6 +450,18 @@ class MlrSearch(SearchAlgorithm):
             note = f"trial budget of {s.max_trials} reached"
         results = {g.threshold_pct: self._goal(g, validated, note) for g in goals}
         return self._log.result([results[t] for t in s.thresholds_pct], note)
+
+    def _retry_limits(self, goals: list[GoalState]) -> list[float]:
+        """Loads taken for beyond the generator on one trial that would end a goal
+        ``generator_limited``: they get their retries first (:class:`ForcedLimits`)."""
+        final = self.phases[-1]
+        todo: list[float] = []
+        for g in goals:
+            lo, hi, limited = self._bounds(g.threshold_pct, final)
+            r = self._limits.retry(self._loads, lo, hi, limited, final.log_width)
+            if r is not None and r not in todo:
+                todo.append(r)
+        return todo
 
     def _to_validate(self, goals: list[GoalState], validated: dict[float, list[TrialResult]]
                      ) -> list[float]:

@@ -36,7 +36,7 @@ import subprocess
 import sys
 from typing import Any
 
-from srperf.config.settings import Settings, setting
+from srperf.config.settings import SettingError, Settings, setting
 from srperf.drivers.base import FlowsUnsupported, TrafficGenerator, TrialResult
 from srperf.drivers.latency import from_trex
 from srperf.errors import GeneratorError
@@ -108,6 +108,10 @@ class TrexOptions(Settings):
     def __post_init__(self) -> None:
         if self.tx_port == self.rx_port:
             raise ValueError(f"tx_port and rx_port are both {self.tx_port}")
+        if self.sync_port == self.async_port:
+            raise SettingError("async_port", self.async_port,
+                               "the same port as sync_port: TRex's RPC and publisher "
+                               "ports must differ (its defaults: 4501 and 4500)")
         if self.interfaces:
             from srperf.drivers.trex_cfg import render_trex_cfg
 

@@ -52,6 +52,13 @@ needs_release = pytest.mark.skipif(not RELEASE,
                                    reason="set SRPERF_TREX_RELEASE=<dir holding t-rex-64>")
 
 
+def sent_as_intended(t: Any) -> bool:
+    """TRex sent what was intended, or one packet more (TRex 3.08 on AF_PACKET sometimes
+    sends pps x duration + 1; the driver stores it and says so in the note)."""
+    return t.sent == t.intended or (t.sent == t.intended + 1 and
+                                    "1 packet more than intended" in t.note)
+
+
 def trex_virtual_testbed(release: str, prefix: str = PREFIX,
                          name: str = "trex-virtual") -> dict[str, object]:
     """The testbed file (as a mapping) of srperf's virtual testbed with TRex as tester."""
@@ -178,13 +185,13 @@ def test_two_testbeds_on_one_release_run_their_own_servers(tmp_path: Path) -> No
             for vt, gen in zip((a, b), gens):
                 gen.prepare(bytes(to_sut(vt.tb, udp6(vt.tb, 64))))
                 t = gen.trial(5_000, 0.5)
-                assert t.sent == t.intended == 2_500, t.note
+                assert t.intended == 2_500 and sent_as_intended(t), t.note
             gens[1].close()
             b.down()
             assert not os.path.exists(f"/proc/{pids[1]}") and not b.namespaces()
             assert servers[0].pid() == pids[0] and os.path.exists(f"/proc/{pids[0]}")
             t = gens[0].trial(5_000, 0.5)               # and still serving a
-            assert t.sent == t.intended == 2_500, t.note
+            assert t.intended == 2_500 and sent_as_intended(t), t.note
         finally:
             for gen in gens:
                 gen.close()
@@ -237,9 +244,10 @@ def test_flows_vary_on_the_wire_and_streams_stay_loaded(tmp_path: Path) -> None:
     print("trial call beyond its 0.5 s: " + ", ".join(
         f"{1000 * o:.0f} ms (drain {1000 * t.extra['drain_s']:.0f} ms)"
         for o, t in zip(overheads, trials)))
-    assert [t.sent for t in trials] == [t.intended for t in trials] == [2_000, 4_000, 1_000]
+    assert [t.intended for t in trials] == [2_000, 4_000, 1_000]
+    assert all(sent_as_intended(t) for t in trials), [t.note for t in trials]
     assert ops == ["load", "run", "run", "run"], ops
-    assert len(got) >= 0.9 * 7_000, f"captured {len(got)} of 7000"
+    assert len(got) >= 0.9 * 7_000, f"captured {len(got)} of 7000"   # 7000 sent
     pkts = [Ether(f) for f in got]
     ports = {p[UDP].sport for p in pkts}
     sources = {p[IPv6].src for p in pkts}

@@ -246,7 +246,7 @@ def test_flows_vary_on_the_wire_and_streams_stay_loaded(tmp_path: Path) -> None:
         for o, t in zip(overheads, trials)))
     assert [t.intended for t in trials] == [2_000, 4_000, 1_000]
     assert all(sent_as_intended(t) for t in trials), [t.note for t in trials]
-    assert ops == ["load", "run", "run", "run"], ops
+    assert ops == ["load", "run", "run", "run", "close"], ops   # close: gen.close()
     assert len(got) >= 0.9 * 7_000, f"captured {len(got)} of 7000"   # 7000 sent
     pkts = [Ether(f) for f in got]
     ports = {p[UDP].sport for p in pkts}

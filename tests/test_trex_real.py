@@ -286,11 +286,11 @@ def test_search_with_flows_and_its_trial_gaps(tmp_path: Path,
                "--results", str(tmp_path / "res")])
     out = capsys.readouterr().out
     print(out)
-    assert rc == 0, out
     assert "ipv6: verified" in out
     db = sqlite3.connect(tmp_path / "res" / "srperf.sqlite")
     (status,), = db.execute("SELECT status FROM searches")
     assert status in ("ok", "at_max", "generator_limited"), status
+    assert rc == (3 if status == "generator_limited" else 0), out
     rows = db.execute("SELECT time, duration_s, intended, sent FROM trials "
                       "ORDER BY id").fetchall()
     assert len(rows) >= 3 and all(sent > 0 for *_, sent in rows)

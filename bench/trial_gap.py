@@ -16,15 +16,21 @@ results directory of its own, and prints per mode:
   nothing of the cost between trials); and the share of trials run more than once;
 - the run's wall time (the whole ``srperf run`` command).
 
-Modes (``tester.options`` of the linux driver):
+Modes (``tester.options`` of the testbed's driver):
 
-- ``former``: ``resident: false, settle_s: 0``: one srgen process per trial and
-  a fixed drain, as before issue 24;
-- ``resident``: the defaults: one srgen per search, trials as commands, the
-  drain ended when the path is quiet.
+- ``former``: the linux driver with ``resident: false, settle_s: 0``: one srgen
+  process per trial and a fixed drain, as before issue 24; the trex driver with
+  ``settle_s: 0``: a fixed drain (``drain_s``) after every trial;
+- ``resident``: the defaults: one srgen per search, trials as commands (trex: one
+  request per trial, the streams loaded once), the drain ended when the rx port
+  has counted every frame or stopped counting.
 
     .venv/bin/python bench/trial_gap.py [--experiment quick] [--modes former,resident]
                                         [--prefix srpgap] [--rounds 1] [--keep DIR]
+                                        [--testbed FILE]
+
+``--testbed`` names the virtual testbed file to copy: one whose tester is TRex
+(``tester.driver: trex`` with a ``release``) measures the trex driver.
 
 Needs root (it brings the testbed up and down).  The machine's load moves the
 figures: compare the modes of one sitting only.
@@ -48,8 +54,12 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-MODES = {"former": {"resident": False, "settle_s": 0.0}, "resident": {}}
-"""tester.options of each mode (on top of the testbed's own)."""
+MODES_BY_DRIVER: dict[str, dict[str, dict[str, object]]] = {
+    "linux": {"former": {"resident": False, "settle_s": 0.0}, "resident": {}},
+    "trex": {"former": {"settle_s": 0.0}, "resident": {}},
+}
+"""tester.options of each mode (on top of the testbed's own), by the tester's driver."""
+MODES = MODES_BY_DRIVER["linux"]
 
 
 @dataclass
@@ -111,8 +121,15 @@ def testbed_file(base: Path, prefix: str, options: dict[str, object], where: Pat
     return path
 
 
+def driver_of(testbed: Path) -> str:
+    """The tester's driver the testbed file names (linux when it names none)."""
+    data = yaml.safe_load(testbed.read_text()) or {}
+    return str((data.get("tester") or {}).get("driver", "linux"))
+
+
 def run_mode(mode: str, args: argparse.Namespace, work: Path) -> RunFigures:
-    tb = testbed_file(Path(args.testbed), args.prefix, MODES[mode], work)
+    modes = MODES_BY_DRIVER[driver_of(Path(args.testbed))]
+    tb = testbed_file(Path(args.testbed), args.prefix, modes[mode], work)
     results = work / f"results-{mode}-{time.monotonic_ns()}"
     argv = [str(Path(sys.executable).parent / "srperf"), "run", args.experiment, "-t", str(tb),
             "--results", str(results)]
@@ -137,9 +154,14 @@ def main() -> int:
     p.add_argument("--keep", help="keep the results directories here")
     args = p.parse_args()
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    bad = [m for m in modes if m not in MODES]
+    driver = driver_of(Path(args.testbed))
+    if driver not in MODES_BY_DRIVER:
+        p.error(f"--testbed: tester.driver {driver!r} has no modes here "
+                f"({', '.join(MODES_BY_DRIVER)})")
+    known = MODES_BY_DRIVER[driver]
+    bad = [m for m in modes if m not in known]
     if bad:
-        p.error(f"--modes: unknown {bad} (choose from {', '.join(MODES)})")
+        p.error(f"--modes: unknown {bad} (choose from {', '.join(known)})")
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="srperf-gap-"))
     work.mkdir(parents=True, exist_ok=True)
     figures: list[RunFigures] = []
@@ -154,9 +176,10 @@ def main() -> int:
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    print(f"\nexperiment {args.experiment}, {datetime.now().isoformat(timespec='minutes')} "
+    print(f"\nexperiment {args.experiment}, driver {driver}, "
+          f"{datetime.now().isoformat(timespec='minutes')} "
           "(gap: time between two trials of one search beyond the trial's duration; "
-          "not sending: that time less srgen's sending, every attempt)")
+          "not sending: that time less the generator's sending, every attempt)")
     print(f"{'mode':10} {'runs':>4} {'gaps':>5} {'gap median ms':>14} {'p90':>7} "
           f"{'not sending median ms':>23} {'p90':>7} {'re-run':>7} {'wall s':>7} "
           f"{'trials':>7}")

@@ -7,7 +7,12 @@ frame at ``rate_pps`` for ``duration_s`` out of ``tx_port``; ``sent`` is that
 port's ``opackets``, ``received`` the ``ipackets`` of ``rx_port``.  The
 connection stays up for the generator's life and the streams stay loaded from
 one trial to the next: they are loaded at the first trial's rate, and later
-trials change only TRex's rate multiplier (``start(mult=...)``) and duration.
+trials change only TRex's rate multiplier (``start(mult=...)``) and duration:
+a trial is one request to the client process (``run``).  After the stream the
+drain ends as soon as the rx port has counted (received or missed) every sent
+packet, or its count has not moved for ``settle_s`` (``drain_s`` at most); frames
+it counts after that, between two trials, are said in the next trial's
+``extra["rx_between_trials"]`` and logged (they were counted lost).
 Many flows (:meth:`TrexGenerator.prepare_flows`) are TRex field-engine
 variables: one counts the flows, is written into every varied field, and the
 checksums are fixed by TRex.
@@ -36,7 +41,7 @@ import subprocess
 import sys
 from typing import Any
 
-from srperf.config.settings import Settings, setting
+from srperf.config.settings import SettingError, Settings, setting
 from srperf.drivers.base import FlowsUnsupported, TrafficGenerator, TrialResult
 from srperf.drivers.latency import from_trex
 from srperf.errors import GeneratorError
@@ -76,9 +81,13 @@ class TrexOptions(Settings):
     poll_slack_s: float = setting(0.1, "wall time the client may add to a trial's duration "
                                   "(start and polling), not counted as stretching", unit="s",
                                   schema={"type": "number", "minimum": 0, "maximum": 5})
-    drain_s: float = setting(0.2, "wait after the stream ends before reading counters",
-                             unit="s", schema={"type": "number", "minimum": 0,
-                                               "maximum": 10})
+    drain_s: float = setting(0.2, "longest wait after the stream ends before reading "
+                             "counters", unit="s", schema={"type": "number", "minimum": 0,
+                                                           "maximum": 10})
+    settle_s: float = setting(0.02, "end that wait once the rx port has counted every sent "
+                              "packet or its count has not moved for this long (0: always "
+                              "wait drain_s)", unit="s",
+                              schema={"type": "number", "minimum": 0, "maximum": 10})
     timeout_s: float = setting(60.0, "longest wait for the server, beyond a trial's "
                                "duration", unit="s",
                                schema={"type": "number", "exclusiveMinimum": 0,
@@ -108,6 +117,10 @@ class TrexOptions(Settings):
     def __post_init__(self) -> None:
         if self.tx_port == self.rx_port:
             raise ValueError(f"tx_port and rx_port are both {self.tx_port}")
+        if self.sync_port == self.async_port:
+            raise SettingError("async_port", self.async_port,
+                               "the same port as sync_port: TRex's RPC and publisher "
+                               "ports must differ (its defaults: 4501 and 4500)")
         if self.interfaces:
             from srperf.drivers.trex_cfg import render_trex_cfg
 
@@ -276,6 +289,21 @@ class TrexGenerator(TrafficGenerator):
             return [self.opt.tx_port, self.opt.rx_port]
         return [self.opt.tx_port]
 
+    @property
+    def _rx_ports(self) -> list[int]:
+        """The ports that receive what ``_ports`` send."""
+        if self.bidirectional:
+            return [self.opt.rx_port, self.opt.tx_port]
+        return [self.opt.rx_port]
+
+    def _run(self, duration_s: float, mult: str = "1") -> dict[str, Any]:
+        """One ``run`` of what the server holds: one request to the client process."""
+        out = self.worker.call("run", ports=self._ports, duration_s=duration_s,
+                               timeout_s=duration_s + self.opt.timeout_s,
+                               drain_s=self.opt.drain_s, mult=mult,
+                               settle_s=self.opt.settle_s, rx_ports=self._rx_ports)
+        return dict(out)
+
     def _streams(self, rate_pps: float) -> list[dict[str, Any]]:
         """One continuous stream per frame of the mix, sharing ``rate_pps`` by weight;
         bidirectional: half of it each way, the reverse frame from the rx port."""
@@ -299,9 +327,7 @@ class TrexGenerator(TrafficGenerator):
         if intended == 0:
             return TrialResult(rate_pps, duration_s, 0, 0, 0, 0, 0.0,
                                note="rate x duration rounds to zero packets: nothing sent")
-        out = self.worker.call("run", ports=self._ports, duration_s=duration_s,
-                               timeout_s=duration_s + self.opt.timeout_s,
-                               drain_s=self.opt.drain_s, mult=self._load_for(rate_pps))
+        out = self._run(duration_s, self._load_for(rate_pps))
         return self.judge(rate_pps, duration_s, intended, out)
 
     def _load_for(self, rate_pps: float) -> str:
@@ -330,9 +356,7 @@ class TrexGenerator(TrafficGenerator):
                         "pg_id": LATENCY_PG_ID})
         self._loaded = None   # the next trial loads its own streams again
         self.worker.call("load", streams=streams)
-        out = self.worker.call("run", ports=self._ports, duration_s=duration_s,
-                               timeout_s=duration_s + self.opt.timeout_s,
-                               drain_s=self.opt.drain_s)
+        out = self._run(duration_s)
         trial = self.judge(rate_pps, duration_s, round(rate_pps * duration_s), out)
         block = (out["stats"].get("latency", {}).get(str(LATENCY_PG_ID)) or {}).get("latency")
         if not block:
@@ -399,6 +423,14 @@ class TrexGenerator(TrafficGenerator):
                                  "trex_warnings": warnings,
                                  "wall_s": out["elapsed_s"], "pacing_error": error,
                                  "tx_port": self.opt.tx_port, "rx_port": self.opt.rx_port}
+        if out.get("drain_s") is not None:
+            extra["drain_s"] = out["drain_s"]
+        between = out.get("rx_between")
+        if between:   # late frames of the previous trial, which counted them lost
+            extra["rx_between_trials"] = between
+            log.info("TRex's rx port counted %s between two trials (after the previous "
+                     "trial's counters were read: counted lost there)",
+                     count(between, "frame"))
         if self.line_rate_pps:
             extra["line_rate_percent"] = 100.0 * rate_pps / self.line_rate_pps
         extra_sent = max(sent - intended, 0)

@@ -77,6 +77,8 @@ class Worker:
         self.api = api
         self.client: Any = None
         self.ports: list[int] = []
+        self._last_rx: int | None = None
+        """What the receiving ports had counted (absolute) at the last run's last read."""
 
     def connect(self, server: str, sync_port: int, async_port: int, ports: list[int],
                 force: bool = False) -> dict[str, Any]:
@@ -128,11 +130,24 @@ class Worker:
             self.client.add_streams(stream, ports=[s["port"]])
 
     def run(self, ports: list[int], duration_s: float, timeout_s: float,
-            drain_s: float, mult: str = "1") -> dict[str, Any]:
+            drain_s: float, mult: str = "1", settle_s: float = 0.0,
+            rx_ports: list[int] | None = None) -> dict[str, Any]:
         """Start the loaded streams for ``duration_s`` at ``mult`` times their rates (a
-        number: TRex's raw multiplier), wait, and read every counter."""
+        number: TRex's raw multiplier), wait, and read every counter.
+
+        The drain after the ports went idle: ``drain_s`` when ``settle_s`` is 0 (or no
+        ``rx_ports`` are named); else it ends as soon as ``rx_ports`` have counted
+        (received or missed) every packet ``ports`` sent, or neither count has moved for
+        ``settle_s``, ``drain_s`` at most (:meth:`_settled`).  ``rx_between`` in the
+        reply: what ``rx_ports`` counted after the previous run's last read, before this
+        run (frames that arrived late and were counted lost then), None if unknown."""
         c = self.client
+        rx_ports = list(rx_ports or [])
         c.clear_stats()
+        rx_between = None
+        if self._last_rx is not None:
+            now = self._absolute_rx(rx_ports, "reference_stats")
+            rx_between = None if now is None else now - self._last_rx
         c.clear_events()  # the client keeps every event of the session: this trial's only
         t0 = time.monotonic()
         c.start(ports=ports, mult=mult, duration=duration_s, force=True)
@@ -146,10 +161,50 @@ class Worker:
             time.sleep(0.005)
         ended = time.monotonic()
         c.wait_on_traffic(ports=ports, timeout=timeout_s)
-        time.sleep(drain_s)
-        stats = c.get_stats()
+        stats, reads = self._settled(ports, rx_ports, drain_s, settle_s)
+        self._last_rx = self._absolute_rx(rx_ports, "latest_stats")
         return {"start_call_s": started - t0, "elapsed_s": ended - t0,
+                "drain_s": time.monotonic() - ended, "stats_reads": reads,
+                "rx_between": rx_between,
                 "stats": _plain(stats), "warnings": [str(w) for w in c.get_warnings()]}
+
+    def _settled(self, ports: list[int], rx_ports: list[int], drain_s: float,
+                 settle_s: float) -> tuple[Any, int]:
+        """The counters once the frames in flight have arrived, and how many reads that
+        took (see :meth:`run`).  TRex syncs its counters on every read (its
+        ``get_port_stats`` and ``get_global_stats`` read the ports then), so a count
+        that stopped moving has stopped."""
+        c = self.client
+        if settle_s <= 0 or not rx_ports:
+            time.sleep(drain_s)
+            return c.get_stats(), 1
+        start = time.monotonic()
+        last: tuple[int, int] | None = None
+        since, reads = start, 0
+        while True:
+            stats = c.get_stats()
+            reads += 1
+            sent = sum(int(stats[p]["opackets"]) for p in ports)
+            seen = sum(int(stats[p]["ipackets"]) + int(stats[p].get("ierrors", 0))
+                       for p in rx_ports)
+            now = time.monotonic()
+            if seen >= sent or now - start >= drain_s:
+                return stats, reads
+            if (sent, seen) != last:
+                last, since = (sent, seen), now
+            elif now - since >= settle_s:
+                return stats, reads
+            time.sleep(min(settle_s / 4, 0.005))
+
+    def _absolute_rx(self, rx_ports: list[int], which: str) -> int | None:
+        """The packets ``rx_ports`` received since the session began: the client's own
+        snapshot ``which`` (``reference_stats``: at the last clear_stats;
+        ``latest_stats``: at the last read); None where the client does not keep one."""
+        try:
+            return sum(int(getattr(self.client.ports[p].get_stats(), which)["ipackets"])
+                       for p in rx_ports)
+        except (AttributeError, KeyError, TypeError, ValueError):
+            return None
 
     def capture(self, tx: int, rx: int, frames: list[str], timeout_s: float) -> list[str]:
         c = self.client

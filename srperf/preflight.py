@@ -15,7 +15,8 @@ testbed kind or driver gets it too:
   on either link (sent or emitted) fits ``addressing.link_mtu``;
 * the tester's driver exists in this srperf (``srperf.generators.DRIVERS``);
 * what runs on this host exists here (:func:`check_local`): a TRex release
-  srperf starts on a local tester holds an executable ``t-rex-64``, a virtual
+  srperf starts on a local tester holds an executable ``t-rex-64`` and no other
+  testbed's server from it listens on this one's ports where it will, a virtual
   SUT's ``sut.vpp_binary`` is an executable file, and the CPUs named for what
   runs here (``tester.cpu``, and ``sut.cpu`` of a virtual testbed) exist;
 * an SSH SUT's host key is in known_hosts (never learnt while connecting).
@@ -86,6 +87,7 @@ def check_local(tb: TestbedConfig) -> None:
         if not (binary.is_file() and os.access(binary, os.X_OK)):
             raise ConfigError(tb.source, "tester.options.release", release,
                               f"{binary} is not an executable file: not a TRex release")
+        check_trex_ports(tb, Path(str(release)))
     vpp = tb.sut.vpp_binary
     if vpp and tb.kind == "virtual":
         path = Path(vpp)
@@ -93,6 +95,26 @@ def check_local(tb: TestbedConfig) -> None:
             raise ConfigError(tb.source, "sut.vpp_binary", vpp, "no such file on this host")
         if not os.access(path, os.X_OK):
             raise ConfigError(tb.source, "sut.vpp_binary", vpp, "not executable")
+
+
+def check_trex_ports(tb: TestbedConfig, release: Path) -> None:
+    """The ports of the TRex server srperf starts for ``tb`` from ``release`` (on this
+    host) are not those of another testbed's server from that release listening in the
+    same network namespace (the configs srperf wrote there say which)."""
+    from srperf.drivers.trex import TrexOptions
+    from srperf.drivers.trex_server import (CONFIG_GLOB, PORT_KEYS, file_key, listen_scope,
+                                            port_clashes)
+    from srperf.transports.netns import NetnsTransport
+
+    opts = TrexOptions(**tb.tester.options)
+    scope = listen_scope(NetnsTransport(tb.tester_ns if tb.kind == "virtual" else None))
+    own = f"srperf_trex_cfg.{file_key(tb.name)}.yaml"
+    configs = {str(path): path.read_text(errors="replace")
+               for path in sorted(release.glob(CONFIG_GLOB)) if path.name != own}
+    clashes = port_clashes(tb.name, scope, {k: getattr(opts, k) for k, _ in PORT_KEYS},
+                           configs)
+    if clashes:
+        raise clashes[0].error(tb.source, scope)
 
 
 def _cpu_list(cpus: set[int]) -> str:

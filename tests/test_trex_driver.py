@@ -152,6 +152,24 @@ def test_latency_rx_delay_is_not_stretching(fake) -> None:
     assert not t.generator_limited, t.note
 
 
+def test_drain_ends_when_every_frame_is_counted(fake) -> None:
+    """The drain after the stream: one read when the rx port has counted every sent
+    frame; frames still in flight are waited for (the count moves); a count that stopped
+    short (loss) ends the wait after settle_s, not drain_s; settle_s 0 waits drain_s."""
+    gen, calls = fake(drain_s=0.5)
+    t = gen.trial(10_000, 0.1)
+    assert t.lost == 0 and t.extra["drain_s"] < 0.25
+    assert [c["call"] for c in calls()].count("get_stats") == 1
+    gen, _ = fake({"late_frames": 100, "late_s": 0.06}, drain_s=0.5, settle_s=0.1)
+    t = gen.trial(10_000, 0.1)
+    assert t.lost == 0 and 0.04 <= t.extra["drain_s"] < 0.35, t.extra["drain_s"]
+    gen, _ = fake({"loss": 0.25}, drain_s=0.5, settle_s=0.03)
+    t = gen.trial(10_000, 0.1)
+    assert t.lost == 250 and 0.03 <= t.extra["drain_s"] < 0.3, t.extra["drain_s"]
+    gen, _ = fake(drain_s=0.3, settle_s=0)
+    assert gen.trial(10_000, 0.1).extra["drain_s"] >= 0.3
+
+
 def test_stray_frames_make_counters_inconsistent(fake) -> None:
     gen, _ = fake({"stray": 2})
     t = gen.trial(10_000, 0.1)

@@ -13,7 +13,7 @@ import yaml
 from srperf.drivers.trex import TrexOptions
 from srperf.drivers.trex_cfg import render_trex_cfg
 from srperf.drivers.trex_server import TrexServer
-from srperf.errors import GeneratorError
+from srperf.errors import ConfigError, GeneratorError
 from srperf.transports.netns import NetnsTransport
 
 DOUBLE = Path(__file__).parent / "doubles" / "trex_release" / "t-rex-64"
@@ -186,9 +186,14 @@ def test_two_testbeds_on_one_release_keep_their_own_server(tmp_path: Path) -> No
     a.ready_s = b.ready_s = 20
     try:
         assert a.start() is True
+        with pytest.raises(ConfigError, match=f"tester.options.sync_port = {port_a}: "
+                                              "testbed s26a "):
+            clash.start()
+        Path(a.cfg_path).rename(a.cfg_path + ".kept")   # no config says whose the port is:
         with pytest.raises(GeneratorError, match=f"port {port_a} .* already in use "
                                                  "[(]by the TRex server of testbed s26a"):
-            clash.start()
+            clash.start()                               # the listening port and PID tell
+        Path(a.cfg_path + ".kept").rename(a.cfg_path)
         assert clash.pid() is None
         assert clash.stop() is False and a.pid() is not None  # b's down spares a's server
         assert b.start() is True
@@ -209,3 +214,70 @@ def test_a_release_without_t_rex_64_names_the_key(tmp_path: Path) -> None:
     with pytest.raises(GeneratorError, match="tester.options.release = .*no executable "
                                              "t-rex-64"):
         TrexServer(NetnsTransport(None), opts, "s26tb", ready_s=5).start()
+
+
+def _local_tester_testbed(release: Path, name: str, sync: int, async_: int,
+                          tmp_path: Path):
+    """An SSH testbed whose tester (TRex from ``release``) runs on this host: its server
+    listens in this host's own namespace, as any two on one tester host do."""
+    from srperf.config.loader import load_testbed
+
+    cfg = tmp_path / f"{name}.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "name": name, "kind": "ssh",
+        "tester": {"driver": "trex",
+                   "options": {"release": str(release), "low_end": True,
+                               "interfaces": ["03:00.0", "03:00.1"],
+                               "sync_port": sync, "async_port": async_}},
+        "sut": {"transport": {"kind": "ssh", "ssh": {"host": "sut.invalid"}}}}))
+    return load_testbed(cfg)
+
+
+@pytest.mark.parametrize("clashing", ["async_port", "sync_port"])
+def test_a_port_of_another_testbeds_server_is_refused_before_start(
+        tmp_path: Path, clashing: str) -> None:
+    """Two testbeds' servers in one namespace (one tester host) need four distinct ports:
+    a second testbed with another RPC port but the first's publisher port (or its RPC port
+    on the first's publisher port) is refused by validate (check_local) and by ``up``,
+    naming its file, key and port and the first testbed; nothing of it starts.  (Before,
+    only the RPC ports were compared: the second real server would have failed at start
+    on the publisher port, or answered on the first's.)"""
+    from srperf import preflight
+    from srperf.drivers.trex_server import managed_server
+
+    release = tmp_path / "v3.08"
+    release.mkdir()
+    shutil.copy(DOUBLE, release / "t-rex-64")
+    node = NetnsTransport(None)
+    sync_a, async_a = _free_port(), _free_port()
+    tb_a = _local_tester_testbed(release, "s26a", sync_a, async_a, tmp_path)
+    ports_b = {"async_port": (_free_port(), async_a), "sync_port": (async_a, _free_port())}
+    tb_b = _local_tester_testbed(release, "s26b", *ports_b[clashing], tmp_path)
+    a, b = managed_server(tb_a, node), managed_server(tb_b, node)
+    assert a is not None and b is not None
+    a.ready_s = 20
+    try:
+        preflight.check_local(tb_b)   # a has never run: nothing to clash with yet
+        assert a.start() is True
+        with pytest.raises(ConfigError) as refused:
+            preflight.check_local(tb_b)
+        for error in (refused.value, pytest.raises(ConfigError, b.start).value):
+            assert error.file == tb_b.source and error.key == f"tester.options.{clashing}"
+            assert f"= {async_a}" in str(error) and "testbed s26a" in str(error)
+            assert "zmq_pub_port" in str(error) and "same network namespace (host)" in \
+                str(error)
+        assert b.pid() is None and not Path(b.cfg_path).exists()
+        # a virtual testbed's server listens in its tester namespace: the same ports there
+        # are no clash with a's
+        virtual = _testbed_on(release, "s26v", sync_a, async_a, tmp_path)
+        preflight.check_trex_ports(virtual, release)
+        # distinct ports: fine, and a stays up when that testbed's server stops
+        ok = _local_tester_testbed(release, "s26b", _free_port(), _free_port(), tmp_path)
+        preflight.check_local(ok)
+    finally:
+        a.stop()
+    # a stopped, its config stays: the two would still clash whenever both are up
+    with pytest.raises(ConfigError, match="testbed s26a"):
+        preflight.check_local(tb_b)
+    Path(a.cfg_path).unlink()   # testbed a is gone
+    preflight.check_local(tb_b)

@@ -418,6 +418,8 @@ def _check_driver_options(file: str, driver: str, options: dict[str, Any]) -> No
                   "type": "object", "properties": {"options": cls.json_schema()}}}})
     try:
         cls(**options)
+    except SettingError as exc:
+        raise ConfigError(file, f"tester.options.{exc.key}", exc.value, exc.reason) from None
     except (TypeError, ValueError) as exc:
         raise ConfigError(file, "tester.options", options, str(exc)) from None
 

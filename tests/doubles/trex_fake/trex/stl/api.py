@@ -231,6 +231,12 @@ class STLClient:
 
     def get_stats(self) -> dict[Any, Any]:
         _record("get_stats")
+        late = int(self.sc.get("late_frames", 0))
+        if late and time.monotonic() < self.busy_until + float(self.sc.get("late_s", 0)):
+            # frames still in flight: port 1 has not counted the last ``late`` yet
+            stats = {k: dict(v) for k, v in self.stats.items()}
+            stats[1]["ipackets"] -= late
+            return stats
         return self.stats
 
     def get_warnings(self) -> list[str]:

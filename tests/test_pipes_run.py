@@ -41,6 +41,11 @@ HEAD = "name: x\nforwarder: pipes\nbehaviors: [relay]\n"
      "pipes.configurations[0].rate_mbit", "0"),
     ("kind: http\npipes: {configurations: [{chain: [relay], rate_mbit: 500000}]}",
      "pipes.configurations[0].rate_mbit", "500000"),
+    # a congestion control no namespace of this host can take as its default
+    ("kind: http\npipes: {configurations: [{chain: [relay], tcp_congestion: nosuchcc}]}",
+     "pipes.configurations[0].tcp_congestion", "nosuchcc"),
+    ("kind: http\npipes: {configurations: [{chain: [relay], tcp_congestion: ''}]}",
+     "pipes.configurations[0].tcp_congestion", ""),
 ])
 def test_validate_refuses_bad_pipes_values(tmp_path, capsys, body, key, value):
     path = tmp_path / "exp.yaml"
@@ -105,7 +110,8 @@ def test_shipped_experiment_parses():
     labels = [case.label for case in exp.pipes]
     assert exp.kind == "http" and exp.forwarder == "pipes" and "relay_router" in labels
     assert "xor16_router" in labels and "xormask_xormask" in labels
-    assert "relay_router_loss1%_delay5ms" in labels
+    assert "relay_router_loss1%_delay5ms_reno" in labels
+    assert "router_router_loss1%_delay5ms_reno" in labels
     # with and without the paper's line rates: 10 Gb/s (Fig. 6, 9), 1 Gb/s (Fig. 11)
     assert {"relay_router_10000Mbit", "router_router_10000Mbit", "xor16_router_10000Mbit",
             "xormask_xormask_1000Mbit", "router_router_1000Mbit"} <= set(labels)
@@ -131,3 +137,46 @@ def test_run_stores_a_pipes_chain(tmp_path, capsys):
     assert (row["kind"], row["behavior"], row["forwarder"], row["status"]) == \
         ("http", "relay_router", "pipes", "ok")
     assert json.loads(row["metrics"])["requests_per_s"] > 0
+
+
+def test_a_congestion_control_the_host_refuses_namespaces_is_named(tmp_path, capsys,
+                                                                   monkeypatch):
+    """Allowed by the kernel but not in the host's list for namespaces: refused, exit 2,
+    naming what can be set."""
+    from srperf import tcp_congestion
+
+    allowed = tmp_path / "allowed"
+    allowed.write_text("reno bbr\n")
+    monkeypatch.setattr(tcp_congestion, "ALLOWED", allowed)
+    path = tmp_path / "exp.yaml"
+    path.write_text(HEAD + "kind: http\npipes: {configurations: [{chain: [relay], "
+                    "tcp_congestion: cubic}]}\n")
+    assert_experiment_refused(path, "pipes.configurations[0].tcp_congestion", "cubic",
+                              capsys)
+
+
+@pytest.mark.netns
+def test_every_namespace_gets_the_case_congestion_control():
+    """Two cases on one chain: during the ``reno`` case every namespace's default is reno,
+    during the other one it is back to the namespaces' own default; both recorded."""
+    from srperf.config.stateful import HttpConfig, PipesCase
+    from srperf.stateful.pipes_chain import PipesChain
+    from srperf.stateful.pipes_plan import run_cases
+    from srperf import tcp_congestion
+
+    cases = [PipesCase(("relay", "router"), (1000,), tcp_congestion="reno"),
+             PipesCase(("relay", "router"), (1000,))]
+    names = PipesChain("p8d", ["relay", "router"]).names
+    seen: list[tuple[str, dict, list[str]]] = []
+
+    def on_sample(case, variant, rep, sample):
+        seen.append((case.label, dict(sample.detail), [tcp_congestion.get(n) for n in names]))
+
+    run_cases("p8d", cases, HttpConfig(object_sizes=(1000,), duration_s=1), 1, on_sample)
+    assert [label for label, _, _ in seen] == ["relay_router_reno", "relay_router"]
+    (_, reno_detail, reno_ns), (_, dflt_detail, dflt_ns) = seen
+    assert reno_ns == ["reno"] * 4 and reno_detail["tcp_congestion"] == "reno"
+    default = dflt_ns[0]
+    assert dflt_ns == [default] * 4 and dflt_detail["tcp_congestion"] == default
+    if default == "reno":
+        pytest.skip("the namespaces' default is reno: the two cases cannot differ")

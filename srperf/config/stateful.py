@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from srperf.config.settings import SettingError, Settings, setting
+from srperf import tcp_congestion
 
 CALIBRATED = "calibrated"
 """``goodput.streams: calibrated``: use the stream count the last calibration stored."""
@@ -196,7 +197,14 @@ PIPES_SCHEMA: dict[str, Any] = {
                           "description": "line rate (Mb/s) of every link, each direction "
                                          "(tbf): veth has none, SRv6Pipes' lab had 10 Gb/s "
                                          "(Fig. 6, 9) and 1 Gb/s (Fig. 11) links; absent: "
-                                         "no rate cap"}}}}},
+                                         "no rate cap"},
+            "tcp_congestion": {"type": "string", "minLength": 1,
+                               "description": "default TCP congestion control of every "
+                                              "namespace of the chain (sysctl "
+                                              "net.ipv4.tcp_congestion_control): one this "
+                                              "host lets a namespace set (its "
+                                              "tcp_allowed_congestion_control); absent: "
+                                              "the namespaces' default, recorded"}}}}},
 }
 
 
@@ -215,11 +223,15 @@ class PipesCase:
     """Delay per direction on the same links, ms."""
     rate_mbit: float = 0.0
     """Line rate of every link per direction (Mb/s, tbf); 0: none (veth's own speed)."""
+    tcp_congestion: str | None = None
+    """Default TCP congestion control of every namespace of the chain (e.g. ``reno``);
+    None: the namespaces' own default."""
 
     @property
     def label(self) -> str:
         """``relay_router``, ``xor4_router``, ``router_router_loss1%``,
-        ``relay_router_10000Mbit``: stored as the behavior of the rows."""
+        ``relay_router_10000Mbit``, ``relay_router_loss1%_delay5ms_reno`` (the congestion
+        control only when set): stored as the behavior of the rows."""
         name = "_".join(role.replace(":", "") for role in self.chain)
         if self.loss_pct:
             name += f"_loss{self.loss_pct:g}%"
@@ -227,6 +239,8 @@ class PipesCase:
             name += f"_delay{self.delay_ms:g}ms"
         if self.rate_mbit:
             name += f"_{self.rate_mbit:g}Mbit"
+        if self.tcp_congestion:
+            name += f"_{self.tcp_congestion}"
         return name
 
 
@@ -254,8 +268,17 @@ def parse_pipes(data: Any, default_sizes: tuple[int, ...]) -> tuple[PipesCase, .
             except ValueError as exc:
                 raise SettingError(f"{key}.object_sizes", entry["object_sizes"],
                                    str(exc)) from None
+        congestion = entry.get("tcp_congestion")
+        if congestion is not None:
+            allowed = tcp_congestion.settable()
+            if congestion not in allowed:
+                raise SettingError(f"{key}.tcp_congestion", congestion,
+                                   "this host lets a namespace set only "
+                                   f"{', '.join(allowed) or 'nothing'} "
+                                   f"({tcp_congestion.ALLOWED})")
         case = PipesCase(roles, sizes, float(entry.get("loss_pct", 0.0)),
-                         float(entry.get("delay_ms", 0.0)), float(entry.get("rate_mbit", 0.0)))
+                         float(entry.get("delay_ms", 0.0)), float(entry.get("rate_mbit", 0.0)),
+                         congestion)
         if any(c.label == case.label for c in cases):
             raise SettingError(key, list(roles), f"{case.label!r} is listed twice")
         cases.append(case)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from srperf import tcp_congestion
 from srperf.forwarders import pipes
 from srperf.netns import netns_exists, run
 from srperf.stateful.base import Endpoint, Endpoints
@@ -199,6 +200,17 @@ class PipesChain:
                                       f"tbf: {(res.stderr or res.stdout).strip()}")
             done.append((ns, dev))
         self.rate_mbit = rate_mbit
+
+    def set_congestion(self, algorithm: str) -> None:
+        """Make ``algorithm`` the default TCP congestion control of every namespace of
+        the chain (client, middle nodes, server); CongestionUnsupported (sysctl's words)
+        when a namespace refuses it."""
+        for name in self.names:
+            tcp_congestion.set_default(name, algorithm)
+
+    def congestion(self) -> str:
+        """The client namespace's default TCP congestion control."""
+        return tcp_congestion.get(self.names[0])
 
     def counters(self) -> dict[str, dict[str, int]]:
         """Relay counters per proxy node (namespace -> counters)."""

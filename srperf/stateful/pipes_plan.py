@@ -5,7 +5,9 @@ One chain of namespaces (:class:`srperf.stateful.pipes_chain.PipesChain`) is bui
 the whole run; per repetition, each configuration in turn gives the middle nodes their
 roles, impairs the client's and the server's links (:mod:`srperf.stateful.impair`), caps
 every link's rate when it asks (:meth:`PipesChain.set_rate`: SRv6Pipes' 10 Gb/s or 1 Gb/s
-links; veth alone has no line rate), and fetches each of its objects for ``duration_s``
+links; veth alone has no line rate), sets every namespace's default TCP congestion
+control (the case's ``tcp_congestion``, else the namespaces' own default, recorded in
+each sample's detail), and fetches each of its objects for ``duration_s``
 with wrk (:class:`HttpRunner`).  The
 configurations are interleaved within a repetition, so a slow spell of a shared machine
 hits them all.  The chain and the HTTP server are always removed.
@@ -25,6 +27,7 @@ from typing import Callable, Sequence
 from srperf.config.stateful import HttpConfig, PipesCase, size_label
 from srperf.forwarders.pipes import PipesOptions
 from srperf.stateful import impair
+from srperf.tcp_congestion import CongestionUnsupported
 from srperf.stateful.base import Endpoints, StatefulSample, Variant
 from srperf.stateful.http_load import HttpRunner
 from srperf.stateful.http_server import object_name
@@ -44,7 +47,9 @@ def variant_of(case: PipesCase, size: int) -> Variant:
     """The stored variant of one object size fetched through ``case``."""
     return Variant(size_label(size), {"object_size_bytes": size, "chain": list(case.chain),
                                       "loss_pct": case.loss_pct, "delay_ms": case.delay_ms,
-                                      "rate_mbit": case.rate_mbit})
+                                      "rate_mbit": case.rate_mbit,
+                                      **({"tcp_congestion": case.tcp_congestion}
+                                         if case.tcp_congestion else {})})
 
 
 WARM_UP_TRIES = 5
@@ -101,10 +106,20 @@ def run_cases(prefix: str, cases: Sequence[PipesCase], http: HttpConfig, repetit
     endpoints = None
     try:
         endpoints = chain.up()
+        default_cc = chain.congestion()
+        log.info("namespaces' default TCP congestion control: %s", default_cc)
         runner.start(endpoints, cfg)
         for rep in range(1, repetitions + 1):
             for case in cases:
                 chain.reconfigure(case.chain)
+                congestion = case.tcp_congestion or default_cc
+                try:
+                    chain.set_congestion(congestion)
+                except CongestionUnsupported as exc:
+                    for size in case.object_sizes:
+                        on_sample(case, variant_of(case, size), rep,
+                                  StatefulSample({}, UNSUPPORTED, str(exc)))
+                    continue
                 warm_up(endpoints, cfg, case.object_sizes[0])
                 try:
                     applied = impair_links(chain, case)
@@ -127,6 +142,8 @@ def run_cases(prefix: str, cases: Sequence[PipesCase], http: HttpConfig, repetit
                         sample = runner.run(endpoints, cfg, cfg.duration_s,
                                             Variant(size_label(size),
                                                     {"object_size_bytes": size}))
+                        sample = dataclasses.replace(
+                            sample, detail={**sample.detail, "tcp_congestion": congestion})
                         on_sample(case, variant_of(case, size), rep, sample)
                 finally:
                     impair.remove(applied)

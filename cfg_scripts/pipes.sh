@@ -147,6 +147,23 @@ start_relay() {
 	die "pipes_relay did not get ready within 5 s: $(<"$log")"
 }
 
+# A veth set up is not yet forwarding: until the kernel's link watch marks it
+# operationally up (up to about 1 s later) its qdisc drops every frame, so the first
+# SYNs through a fresh relay were lost and a short wrk run completed no request.
+wait_oper_up() {
+	local dev i
+	for dev in "$@"; do
+		for ((i = 0; i < 150; i++)); do
+			if ip -o link show dev "$dev" | grep -q 'state UP'; then
+				break
+			fi
+			sleep 0.02
+		done
+		ip -o link show dev "$dev" | grep -q 'state UP' ||
+			die "$dev did not come up within 3 s"
+	done
+}
+
 pipes_proxy() {
 	need "${CLEAN_VARS[@]}" SRPERF_OUT_IF SRPERF_PIPES_OUT_NH SRPERF_PIPES_NEXT_SEGS \
 		SRPERF_PIPES_FUNC SRPERF_PIPES_RELAY SRPERF_PIPES_PORT SRPERF_PIPES_THREADS
@@ -157,6 +174,7 @@ pipes_proxy() {
 		address "$VETH_PEER_MAC"
 	run ip link set dev "$VETH_IN" up
 	run ip link set dev "$VETH_PEER" up
+	wait_oper_up "$VETH_IN" "$VETH_PEER"
 	run ip -6 route add "$PEER_NH/128" dev "$VETH_IN"
 	run ip -6 neigh replace "$PEER_NH" lladdr "$VETH_PEER_MAC" dev "$VETH_IN" nud permanent
 	run ip -6 route add "$SRPERF_SID_SUT/128" encap seg6local action End.DX6 nh6 "$PEER_NH" \

@@ -36,6 +36,15 @@ class SshTestbed(Testbed):
     kind = "ssh"
     lock_roles = ("sut",)  # the lock is on the SUT; the tester is elsewhere
 
+    def __init__(self, config: TestbedConfig) -> None:
+        super().__init__(config)
+        self._uses_tester = True
+
+    def for_kind(self, kind: str) -> None:
+        """A stateful run's traffic comes from the endpoint hosts: the tester's ports
+        are then not needed (nor checked by :meth:`up`)."""
+        self._uses_tester = kind == "pdr"
+
     @classmethod
     def check_config(cls, config: TestbedConfig) -> None:
         if config.sut.transport.kind != "ssh" or config.sut.transport.ssh is None:
@@ -118,6 +127,8 @@ class SshTestbed(Testbed):
             if online.ok and cpu not in parse_cpu_list(online.stdout):
                 missing.append(f"sut.cpu = {cpu}: no such CPU on the SUT (online: "
                                f"{online.stdout.strip()})")
+        if not self._uses_tester:
+            return missing
         missing.extend(self._tester_release_missing())
         if self.config.tester.driver == "trex":
             return missing  # the tester's ports belong to DPDK, not to the kernel

@@ -13,8 +13,12 @@ client and server is through the SUT's End."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sqlite3
 import subprocess
+import sys
+import time
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Iterator
@@ -117,13 +121,10 @@ def _assert_hosts_clean(tmp_path: Path, name: str = "p8sep") -> None:
         assert lo not in _in(ns, "ip", "-6", "addr", "show", "dev", "lo")
         assert "fc00" not in _in(ns, "ip", "-6", "route", "show"), ns
         assert _in(ns, "ip", "sr", "tunsrc", "show").split()[-1] == "::"
-        pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True,
-                              text=True).stdout.split()
-        names = sorted(Path(f"/proc/{p}/comm").read_text().strip() for p in pids
-                       if Path(f"/proc/{p}/comm").exists())
-        assert names == ["sshd"], (ns, names)
+        assert _comms(ns) == ["sshd"], ns
     for side in ("client", "server"):
         assert not Path(LOCK_DIR, f"prepared-{name}-{side}.json").exists()
+        assert not Path(LOCK_DIR, f"prepared-{name}-{side}.workdirs").exists()
         assert not any((tmp_path / f"work-{side}").iterdir()), side
 
 
@@ -152,6 +153,11 @@ def test_goodput_and_http_through_end_with_ssh_endpoints(
         crossed = _rx_bytes(SUT, "s0") - before
         assert crossed >= sum(v * 1e6 / 8 for v in mbps) * 0.9, (crossed, mbps)
         assert "fc00:1::1" in cap.out      # the steering named the SUT's End SID
+        with sqlite3.connect(results / "srperf.sqlite") as db:
+            env = json.loads(db.execute("SELECT environment FROM runs").fetchone()[0])
+        for side, port in (("client", "c0"), ("server", "c1")):
+            node = env["nodes"][f"endpoint_{side}"]
+            assert hosts[side].host in node["reached_through"] and port in node["ports"]
         _assert_hosts_clean(tmp_path)
 
         http = _experiment(tmp_path, "http", {"object_sizes": ["1KB"], "duration_s": 1,
@@ -184,6 +190,55 @@ def test_an_endpoint_host_that_refuses_leaves_nothing(
     assert code != 0
     assert "endpoints.server.dev = c1" in err and "tester.rx.mac" in err, err
     _assert_hosts_clean(tmp_path, name="p8sbad")
+
+
+def _comms(ns: str) -> list[str]:
+    """Names of the processes in namespace ``ns`` (those that ended meanwhile left out)."""
+    names = []
+    for pid in subprocess.run(["ip", "netns", "pids", ns], capture_output=True,
+                              text=True).stdout.split():
+        try:
+            names.append(Path(f"/proc/{pid}/comm").read_text().strip())
+        except OSError:
+            continue
+    return names
+
+
+@pytest.mark.netns
+def test_a_killed_run_leaves_nothing_after_unprepare(
+        hosts: dict[str, SshdNode], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """srperf killed (-9) while iperf3 runs: its servers and the hosts' setup stay, and
+    'srperf testbed unprepare' stops them (by pid file) and undoes the setup."""
+    tb = _testbed(tmp_path, hosts, name="p8skill")
+    assert main(["testbed", "prepare", str(tb)]) == 0, capsys.readouterr().err
+    try:
+        exp = _experiment(tmp_path, "goodput", {"streams": 1, "duration_s": 30,
+                                                "repetitions": 2})
+        srperf = str(Path(sys.executable).with_name("srperf"))
+        proc = subprocess.Popen([srperf, "run", str(exp), "--testbed", str(tb), "--results",
+                                 str(tmp_path / "res")], env=dict(os.environ),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 120
+            while "iperf3" not in _comms(CLI) and time.monotonic() < deadline:
+                assert proc.poll() is None, "the run ended before iperf3 started"
+                time.sleep(0.2)
+            assert "iperf3" in _comms(SRV) and "iperf3" in _comms(CLI)
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        assert Path(LOCK_DIR, "prepared-p8skill-server.json").exists()
+        # the client's iperf3 would end by itself, stopped by the `timeout` (duration +
+        # 20 s) it runs under on the host; ended here by killing the session's processes
+        hosts["client"].drop_sessions()
+        assert "iperf3" in _comms(SRV)    # the server's daemon outlives the run
+        assert main(["testbed", "unprepare", str(tb)]) == 0
+        out = capsys.readouterr().out
+        assert "endpoint setup a killed run left undone" in out and "iperf3" in out, out
+        _assert_hosts_clean(tmp_path, name="p8skill")
+    finally:
+        main(["testbed", "unprepare", str(tb)])
 
 
 class _Host:

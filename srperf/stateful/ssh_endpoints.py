@@ -22,9 +22,12 @@ As for an SSH SUT (:mod:`srperf.testbeds.ssh_prepare`, which does the work), wha
 changed is first recorded on the host (``/run/srperf/prepared-<testbed>-client.json``)
 and put back from that record; a run killed meanwhile leaves the record, and the next
 run's ``up`` keeps it (the state from before srperf) and its ``down`` undoes all, as
-does ``srperf testbed unprepare``.  The SRv6 steering of each behavior is set and
-removed per configuration by :class:`srperf.stateful.steering.Steering`, through the
-same transports.
+does ``srperf testbed unprepare``.  The private work directories the runners use on a
+host are listed beside that record (``...-client.workdirs``) as they are made; ``up``,
+``down`` and ``unprepare`` stop the servers a killed run left there (by their pid files,
+only a process whose command line names that directory) and remove the directories.
+The SRv6 steering of each behavior is set and removed per configuration by
+:class:`srperf.stateful.steering.Steering`, through the same transports.
 """
 
 from __future__ import annotations
@@ -43,6 +46,46 @@ from srperf.transports.base import Transport
 log = logging.getLogger(__name__)
 
 SIDES = ("client", "server")
+
+_REAP = r"""set -u
+for dir in "$@"; do
+  case "$dir" in /*/srperf.??????????) ;; *) continue ;; esac
+  [ -d "$dir" ] || continue
+  for f in "$dir"/*.pid "$dir"/*/*.pid; do
+    [ -s "$f" ] || continue
+    pid=$(cat "$f")
+    case "$pid" in ''|*[!0-9]*) continue ;; esac
+    if tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$dir"; then
+      kill "$pid" && echo "stopped $pid ($(cat "/proc/$pid/comm" 2>/dev/null || echo gone))"
+    fi
+  done
+  rm -rf -- "$dir"
+done
+"""
+"""Stops the servers of the work directories given (pid files whose process names the
+directory on its command line) and removes the directories."""
+
+
+def workdirs_list(tb: TestbedConfig, side: str) -> str:
+    """The file listing, on endpoint host ``side``, the work directories runs made there."""
+    return host_setup(tb, side).record.removesuffix(".json") + ".workdirs"
+
+
+def reap(node: Transport, tb: TestbedConfig, side: str) -> list[str]:
+    """Stop what runs in the work directories listed on the host, remove them and the
+    list; returns what was stopped."""
+    listing = workdirs_list(tb, side)
+    res = node.run(["cat", listing], timeout=30.0)
+    if not res.ok:
+        return []
+    dirs = [line.strip() for line in res.stdout.splitlines() if line.strip()]
+    out = node.run(["sh", "-c", _REAP, "reap", *dirs], timeout=60.0)
+    if not out.ok:
+        raise StatefulError(f"{node.where}: cleaning {', '.join(dirs)} failed: "
+                            f"{(out.stderr or out.stdout).strip()}")
+    node.run(["rm", "-f", listing], timeout=30.0)
+    stopped = out.stdout.split("\n")
+    return [line for line in stopped if line.strip()]
 
 
 def host_setup(tb: TestbedConfig, side: str) -> ssh_prepare.BaseSetup:
@@ -99,7 +142,15 @@ class SshEndpoints:
 
             assert self.tb.endpoints is not None
             ssh = getattr(self.tb.endpoints, side).transport.ssh
-            self._nodes[side] = SshTransport(ssh)
+            node = SshTransport(ssh)
+            listing = workdirs_list(self.tb, side)
+
+            def note(path: str) -> None:   # before anything runs there
+                node.check(["sh", "-c", 'mkdir -p "$(dirname "$1")" && echo "$2" >> "$1"',
+                            "note", listing, path], timeout=30.0)
+
+            node.on_workdir = note
+            self._nodes[side] = node
         return self._nodes[side]
 
     def up(self) -> Endpoints:
@@ -113,6 +164,8 @@ class SshEndpoints:
             for side in SIDES:
                 node = self.node(side)
                 self._prepared.append(side)
+                for what in reap(node, tb, side):
+                    log.warning("%s: a killed run's server %s", node.where, what)
                 ssh_prepare.prepare(node, host_setup(tb, side))
         except BaseException as exc:
             self.down()
@@ -148,8 +201,12 @@ class SshEndpoints:
     def down(self) -> None:
         """Undo each host's base setup and close the connections (errors are logged)."""
         for side in reversed(self._prepared):
+            node = self.node(side)
             try:
-                ssh_prepare.unprepare(self.node(side), host_setup(self.tb, side))
+                for what in reap(node, self.tb, side):
+                    log.warning("%s: a server was still running: %s", node.where, what)
+                node.forget_workdir()   # removed by reap
+                ssh_prepare.unprepare(node, host_setup(self.tb, side))
             except SrperfError as exc:
                 log.error("undoing the %s host's setup failed: %s", side, exc)
         self._prepared.clear()
@@ -179,8 +236,9 @@ def undo_left_setup(tb: TestbedConfig) -> list[str]:
     for side in SIDES:
         ssh = getattr(tb.endpoints, side).transport.ssh
         with SshTransport(ssh) as node:
-            if ssh_prepare.unprepare(node, host_setup(tb, side)):
-                done.append(node.where)
+            stopped = reap(node, tb, side)
+            if ssh_prepare.unprepare(node, host_setup(tb, side)) or stopped:
+                done.append(node.where + "".join(f"; {s}" for s in stopped))
     return done
 
 

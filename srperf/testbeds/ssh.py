@@ -15,10 +15,10 @@ says what is missing.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from srperf.config.model import TestbedConfig
-from srperf.errors import ConfigError
+from srperf.errors import ConfigError, SrperfError
 from srperf.forwarders.base import Forwarder
 from srperf.testbeds.base import Testbed, TestbedError
 from srperf.transports.base import Transport
@@ -81,6 +81,24 @@ class SshTestbed(Testbed):
         assert self.config.sut.transport.ssh is not None
         return (SshTransport(self.config.sut.transport.ssh),
                 f"ssh-{file_key(self.config.name)}")
+
+    def environment(self, forwarder: Forwarder | None = None) -> dict[str, Any]:
+        """Each node's environment; for a stateful run also the endpoint hosts'
+        (``endpoint_client``, ``endpoint_server``: kernel, CPU, tools, their ``dev``)."""
+        env = super().environment(forwarder)
+        if self._uses_tester or self.config.endpoints is None:
+            return env
+        from srperf import environment
+        from srperf.transports.ssh import SshTransport
+
+        for side in ("client", "server"):
+            host = getattr(self.config.endpoints, side)
+            try:
+                with SshTransport(host.transport.ssh) as node:
+                    env["nodes"][f"endpoint_{side}"] = environment.node(node, [host.dev])
+            except SrperfError as exc:
+                env["nodes"][f"endpoint_{side}"] = {"error": str(exc)}
+        return env
 
     def _trex_server(self) -> "TrexServer | None":
         """The TRex server srperf manages on the tester host (tester.options.release)."""

@@ -14,8 +14,9 @@ the hosts between runs:
 * sysctls: ``seg6_enabled`` on all, default and ``dev``; no DAD on ``dev``;
 * ``dev`` up with the link address, the traffic's addresses on ``lo``;
 * routes towards the SUT's port (``via sut_in_ip6`` / ``sut_out_ip6``): the SIDs
-  (``sid_prefix``) on both, ``dst_prefix6`` on the client, ``src6`` on the server (no
-  default route: a host's management route is left alone);
+  (``sid_prefix``) on both, ``dst_prefix6`` on the client (preferred source ``src6``),
+  ``src6``'s /64 on the server (no default route: a host's management route is left
+  alone);
 * ``ip sr tunsrc`` set to the link address (the outer source of its H.Encaps).
 
 As for an SSH SUT (:mod:`srperf.testbeds.ssh_prepare`, which does the work), what is
@@ -25,13 +26,15 @@ run's ``up`` keeps it (the state from before srperf) and its ``down`` undoes all
 does ``srperf testbed unprepare``.  The private work directories the runners use on a
 host are listed beside that record (``...-client.workdirs``) as they are made; ``up``,
 ``down`` and ``unprepare`` stop the servers a killed run left there (by their pid files,
-only a process whose command line names that directory) and remove the directories.
+only a process whose command line names that directory), remove the directories and the
+steering it left (SRv6 routes over ``dev``, the End.DT6 tables' addresses).
 The SRv6 steering of each behavior is set and removed per configuration by
 :class:`srperf.stateful.steering.Steering`, through the same transports.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from typing import Any
 
@@ -84,8 +87,34 @@ def reap(node: Transport, tb: TestbedConfig, side: str) -> list[str]:
         raise StatefulError(f"{node.where}: cleaning {', '.join(dirs)} failed: "
                             f"{(out.stderr or out.stdout).strip()}")
     node.run(["rm", "-f", listing], timeout=30.0)
+    drop_steering(node, tb, side)
     stopped = out.stdout.split("\n")
     return [line for line in stopped if line.strip()]
+
+
+_DROP_STEERING = r"""dev=$1; shift
+ip -6 route show dev "$dev" | awk '/encap seg6/ {print $1}' | while read -r p; do
+  ip -6 route del "$p" dev "$dev" 2>/dev/null || true
+done
+while [ $# -ge 2 ]; do
+  ip -6 route del local "$2/128" dev lo table "$1" 2>/dev/null || true
+  shift 2
+done
+true
+"""
+
+
+def drop_steering(node: Transport, tb: TestbedConfig, side: str) -> None:
+    """Remove the steering a killed run left on endpoint host ``side`` (best effort):
+    the SRv6 routes over its ``dev`` and the End.DT6 tables' own addresses."""
+    from srperf.stateful.steering import CHAIN_TABLE, CLIENT_TABLE
+
+    assert tb.endpoints is not None
+    a = tb.addressing
+    pairs = [str(CLIENT_TABLE), a.src6] if side == "client" else \
+        [str(CHAIN_TABLE), a.dst6, str(CHAIN_TABLE + 1), second_address(a.dst6)]
+    node.run(["sh", "-c", _DROP_STEERING, "drop", getattr(tb.endpoints, side).dev, *pairs],
+             timeout=60.0)
 
 
 def host_setup(tb: TestbedConfig, side: str) -> ssh_prepare.BaseSetup:
@@ -99,7 +128,8 @@ def host_setup(tb: TestbedConfig, side: str) -> ssh_prepare.BaseSetup:
         routes = [a.sid_prefix, a.dst_prefix6]
     else:
         mine, gw, lo = a.tester_rx_ip6, a.sut_out_ip6, [a.dst6, second_address(a.dst6)]
-        routes = [a.sid_prefix, f"{a.src6}/128"]
+        # the client's /64, not its /128: the steering replaces and deletes that one
+        routes = [a.sid_prefix, str(ipaddress.IPv6Network(f"{a.src6}/64", strict=False))]
     sysctls = {"net.ipv6.conf.all.seg6_enabled": "1",
                "net.ipv6.conf.default.seg6_enabled": "1",
                f"net.ipv6.conf.{dev}.disable_ipv6": "0",

@@ -229,13 +229,15 @@ def test_a_killed_run_leaves_nothing_after_unprepare(
             proc.send_signal(signal.SIGKILL)
             proc.wait()
         assert Path(LOCK_DIR, "prepared-p8skill-server.json").exists()
-        # the client's iperf3 would end by itself, stopped by the `timeout` (duration +
-        # 20 s) it runs under on the host; ended here by killing the session's processes
-        hosts["client"].drop_sessions()
         assert "iperf3" in _comms(SRV)    # the server's daemon outlives the run
         assert main(["testbed", "unprepare", str(tb)]) == 0
         out = capsys.readouterr().out
         assert "endpoint setup a killed run left undone" in out and "iperf3" in out, out
+        # the client's iperf3 (orphaned when the session went) ends once its server is
+        # stopped, or at the `timeout` it runs under on the host (duration + 20 s)
+        deadline = time.monotonic() + 30
+        while _comms(CLI) != ["sshd"] and time.monotonic() < deadline:
+            time.sleep(0.5)
         _assert_hosts_clean(tmp_path, name="p8skill")
     finally:
         main(["testbed", "unprepare", str(tb)])

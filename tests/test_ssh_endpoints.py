@@ -204,45 +204,6 @@ def _comms(ns: str) -> list[str]:
     return names
 
 
-@pytest.mark.netns
-def test_a_killed_run_leaves_nothing_after_unprepare(
-        hosts: dict[str, SshdNode], tmp_path: Path,
-        capsys: pytest.CaptureFixture[str]) -> None:
-    """srperf killed (-9) while iperf3 runs: its servers and the hosts' setup stay, and
-    'srperf testbed unprepare' stops them (by pid file) and undoes the setup."""
-    tb = _testbed(tmp_path, hosts, name="p8skill")
-    assert main(["testbed", "prepare", str(tb)]) == 0, capsys.readouterr().err
-    try:
-        exp = _experiment(tmp_path, "goodput", {"streams": 1, "duration_s": 30,
-                                                "repetitions": 2})
-        srperf = str(Path(sys.executable).with_name("srperf"))
-        proc = subprocess.Popen([srperf, "run", str(exp), "--testbed", str(tb), "--results",
-                                 str(tmp_path / "res")], env=dict(os.environ),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            deadline = time.monotonic() + 120
-            while "iperf3" not in _comms(CLI) and time.monotonic() < deadline:
-                assert proc.poll() is None, "the run ended before iperf3 started"
-                time.sleep(0.2)
-            assert "iperf3" in _comms(SRV) and "iperf3" in _comms(CLI)
-        finally:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
-        assert Path(LOCK_DIR, "prepared-p8skill-server.json").exists()
-        assert "iperf3" in _comms(SRV)    # the server's daemon outlives the run
-        assert main(["testbed", "unprepare", str(tb)]) == 0
-        out = capsys.readouterr().out
-        assert "endpoint setup a killed run left undone" in out and "iperf3" in out, out
-        # the client's iperf3 (orphaned when the session went) ends once its server is
-        # stopped, or at the `timeout` it runs under on the host (duration + 20 s)
-        deadline = time.monotonic() + 30
-        while _comms(CLI) != ["sshd"] and time.monotonic() < deadline:
-            time.sleep(0.5)
-        _assert_hosts_clean(tmp_path, name="p8skill")
-    finally:
-        main(["testbed", "unprepare", str(tb)])
-
-
 class _Host:
     """A host's ssh block for files that are only validated (no sshd behind it)."""
 

@@ -13,12 +13,8 @@ client and server is through the SUT's End."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sqlite3
 import subprocess
-import sys
-import time
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Iterator

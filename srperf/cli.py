@@ -61,7 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "host key fingerprints and add each to known_hosts when you "
                          "confirm; prepare: apply an SSH SUT's base setup from the file "
                          "(addresses, neighbours, sysctls, ip sr tunsrc), recording what "
-                         "it changes on the SUT; unprepare: undo it from that record")
+                         "it changes on the SUT; unprepare: undo it from that record (and "
+                         "the endpoint hosts' setup a killed stateful run left)")
     tb.add_argument("testbed", nargs="?", default=DEFAULT_TESTBED,
                     help="testbed file or name (default: %(default)s)")
     tb.add_argument("--dry-run", action="store_true",
@@ -266,6 +267,11 @@ def _prepare(tb: TestbedConfig, undo: bool, dry_run: bool) -> int:
             done = ssh_prepare.unprepare(sut, setup)
             print(f"testbed {tb.name}: base setup undone on {sut.where}" if done else
                   f"testbed {tb.name}: nothing to undo on {sut.where} (no {setup.record})")
+            from srperf.stateful.ssh_endpoints import undo_left_setup
+
+            for where in undo_left_setup(tb):   # left by a stateful run that was killed
+                print(f"testbed {tb.name}: endpoint setup a killed run left undone on "
+                      f"{where}")
         else:
             ssh_prepare.prepare(sut, setup)
             print(f"testbed {tb.name}: base setup applied on {sut.where} (what it changed: "
@@ -280,8 +286,11 @@ def _trust(tb: TestbedConfig) -> int:
     """Show each SSH node's host key fingerprint; add it to known_hosts only on 'yes'."""
     from srperf.transports import ssh_trust
 
-    nodes = [(role, t.ssh) for role, t in (("sut", tb.sut.transport),
-                                            ("tester", tb.tester.transport))
+    hosts = [("sut", tb.sut.transport), ("tester", tb.tester.transport)]
+    if tb.endpoints is not None:
+        hosts += [(f"endpoints.{side}", getattr(tb.endpoints, side).transport)
+                  for side in ("client", "server")]
+    nodes = [(role, t.ssh) for role, t in hosts
              if t is not None and t.kind == "ssh" and t.ssh is not None]
     if not nodes:
         print(f"{tb.source}: no node is reached over SSH; nothing to trust")

@@ -102,6 +102,7 @@ class Orchestrator:
                                                                       algorithm=algorithm))
         self.exp, self.tb = exp, tb
         self.testbed = testbed or testbeds.create(tb)
+        self.testbed.for_kind(exp.kind)
         self.forwarder = forwarders.get(exp.forwarder)
         self.testbed.check_forwarder(self.forwarder, exp.source)
         self.options = self.forwarder.parse_options(exp.options)

@@ -49,6 +49,12 @@ def check_testbed(tb: TestbedConfig) -> None:
     ssh = tb.sut.transport.ssh
     if tb.sut.transport.kind == "ssh" and ssh is not None:
         check_host_known(tb.source, ssh.host, ssh.port, ssh.known_hosts)
+    if tb.endpoints is not None:
+        for side in ("client", "server"):
+            host = getattr(tb.endpoints, side).transport.ssh
+            if host is not None:
+                check_host_known(tb.source, host.host, host.port, host.known_hosts,
+                                 f"endpoints.{side}.transport.ssh")
     check_local(tb)
 
 
@@ -121,16 +127,18 @@ def _cpu_list(cpus: set[int]) -> str:
     return ",".join(str(c) for c in sorted(cpus))
 
 
-def check_host_known(file: str, host: str, port: int, known_hosts: str | None) -> None:
-    """The SUT's host key must be in known_hosts before any connection is tried."""
+def check_host_known(file: str, host: str, port: int, known_hosts: str | None,
+                     block: str = "sut.transport.ssh") -> None:
+    """A host's key (the SUT's; ``block`` names the key of another) must be in
+    known_hosts before any connection is tried."""
     import paramiko
 
     path = Path(known_hosts) if known_hosts else Path("~/.ssh/known_hosts").expanduser()
-    key = "sut.transport.ssh.known_hosts"
+    key = f"{block}.known_hosts"
     if not path.is_file():
         raise ConfigError(file, key, known_hosts,
                           f"{path} does not exist: host keys are always checked; "
-                          f"run 'srperf testbed trust {file}' to add the SUT's key")
+                          f"run 'srperf testbed trust {file}' to add the host's key")
     keys = paramiko.HostKeys()
     try:
         keys.load(str(path))
@@ -140,7 +148,7 @@ def check_host_known(file: str, host: str, port: int, known_hosts: str | None) -
                           f"not a known_hosts file ({type(exc).__name__})") from None
     name = host if port == 22 else f"[{host}]:{port}"
     if keys.lookup(name) is None:
-        raise ConfigError(file, "sut.transport.ssh.host", host,
+        raise ConfigError(file, f"{block}.host", host,
                           f"no host key for {name} in {path}; check its fingerprint "
                           f"and add it with 'srperf testbed trust {file}'")
 
@@ -164,16 +172,31 @@ def check_run(exp: Experiment, tb: TestbedConfig) -> None:
 
 def check_stateful(exp: Experiment, tb: TestbedConfig) -> None:
     """A stateful experiment runs where srperf can place its client and server
-    (:attr:`Testbed.makes_endpoints`): refused before anything starts elsewhere (an SSH
-    testbed's endpoint hosts are not built yet)."""
+    (:attr:`Testbed.makes_endpoints`: namespaces of a virtual testbed, the hosts an ssh
+    testbed's ``endpoints`` block names), and SRv6Pipes chains where it makes
+    namespaces; refused before anything starts elsewhere, naming the key."""
     from srperf import testbeds
 
-    if exp.kind != "pdr" and not testbeds.KINDS[tb.kind].makes_endpoints:
-        able = [k for k, cls in testbeds.KINDS.items() if cls.makes_endpoints]
+    if exp.kind == "pdr":
+        return
+    testbed = testbeds.create(tb)
+    where = tb.source if tb.source != "<built-in>" else tb.name
+    if exp.pipes and not testbed.makes_namespaces:
+        able = [k for k, cls in testbeds.KINDS.items() if cls.makes_namespaces]
+        raise ConfigError(exp.source, "pipes", "configurations",
+                          f"SRv6Pipes chains are built in namespaces of this host, on a "
+                          f"{' or '.join(able)} testbed; testbed {where!r} is {tb.kind}")
+    if testbed.makes_endpoints:
+        return
+    if tb.kind == "ssh":
         raise ConfigError(exp.source, "kind", exp.kind,
-                          f"a {exp.kind} experiment needs client and server endpoints, which "
-                          f"srperf makes on a {' or '.join(able)} testbed only; "
-                          f"testbed {tb.source or tb.name!r} is {tb.kind}")
+                          f"a {exp.kind} experiment needs client and server hosts: testbed "
+                          f"{where!r} names none (add its 'endpoints' block: client and "
+                          "server, each with transport.ssh and dev)")
+    raise ConfigError(exp.source, "kind", exp.kind,
+                      f"a {exp.kind} experiment needs client and server endpoints, which a "
+                      f"{tb.kind} testbed ({where!r}) cannot have (a virtual testbed makes "
+                      "them; an ssh testbed names them in 'endpoints')")
 
 
 def check_search(exp: Experiment, tb: TestbedConfig) -> None:

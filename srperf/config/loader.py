@@ -19,7 +19,8 @@ from typing import Any, Sequence
 import jsonschema
 
 from srperf.imix import IMIX_SIZE, parse_imix
-from srperf.config.model import (Addressing, Experiment, LatencyConfig, PortConfig,
+from srperf.config.model import (Addressing, EndpointHostConfig, EndpointsConfig,
+                                 Experiment, LatencyConfig, PortConfig,
                                  ProfileConfig, SearchConfig, TrafficConfig,
                                  SshConfig, SutConfig, TesterConfig, TestbedConfig,
                                  TransportConfig, expand_proxy_command, vnf_sid)
@@ -353,13 +354,47 @@ def load_testbed(path: str | Path) -> TestbedConfig:
     _check_simulated(file, kind, data)
     from srperf import testbeds
 
+    endpoints = _endpoints(file, path.parent, kind, data["endpoints"], sut) \
+        if "endpoints" in data else None
     config = TestbedConfig(name=data["name"], kind=data.get("kind", "virtual"),
                            prefix=data.get("prefix", default_prefix(data)),
                            tester=tester, sut=sut,
                            addressing=addressing, simulated=dict(data.get("simulated", {})),
-                           provision=dict(data.get("provision", {})), source=file)
+                           provision=dict(data.get("provision", {})), endpoints=endpoints,
+                           source=file)
     testbeds.KINDS[config.kind].check_config(config)
     return config
+
+
+def _endpoints(file: str, base: Path, kind: str, data: dict[str, Any],
+               sut: SutConfig) -> EndpointsConfig:
+    """The ``endpoints`` block: two SSH hosts, neither the other nor the SUT."""
+    if kind != "ssh":
+        raise ConfigError(file, "endpoints", sorted(data),
+                          f"endpoint hosts are for an ssh testbed; this one is {kind!r} "
+                          "(a virtual testbed makes its client and server namespaces "
+                          "itself; remove the block)")
+    hosts: dict[str, EndpointHostConfig] = {}
+    seen: dict[tuple[str, int], str] = {}
+    if sut.transport.ssh is not None:
+        seen[(sut.transport.ssh.host, sut.transport.ssh.port)] = "the SUT (sut.transport.ssh)"
+    for side in ("client", "server"):
+        d = data[side]
+        key = f"endpoints.{side}"
+        transport = _transport(file, base, key, d["transport"])
+        if transport.kind != "ssh" or transport.ssh is None:
+            raise ConfigError(file, f"{key}.transport.kind", transport.kind,
+                              "an endpoint host is reached over ssh (give "
+                              f"{key}.transport.ssh: host, user, key_file, known_hosts)")
+        where = (transport.ssh.host, transport.ssh.port)
+        if where in seen:
+            raise ConfigError(file, f"{key}.transport.ssh.host", transport.ssh.host,
+                              f"port {transport.ssh.port} of this host is already "
+                              f"{seen[where]}: client, server and SUT each need a network "
+                              "stack of their own, or the TCP would not cross the SUT")
+        seen[where] = f"endpoints.{side}"
+        hosts[side] = EndpointHostConfig(transport, d["dev"], d.get("cpu"))
+    return EndpointsConfig(hosts["client"], hosts["server"], data.get("steering", "host"))
 
 
 def _check_port_macs(file: str, data: dict[str, Any], ports: dict[str, PortConfig]) -> None:

@@ -238,6 +238,46 @@ class SutConfig:
     namespace (srperf/testbeds/vpp_sut.py); None: no VPP of srperf's own."""
 
 
+STEERINGS = ("host",)
+"""Where a stateful run's SRv6 steering is set (``endpoints.steering``): ``host``, on
+the endpoint hosts themselves (H.Encaps on the client towards the SUT's SIDs, on the
+server back; End.DT6 on each)."""
+
+
+@dataclass(frozen=True)
+class EndpointHostConfig:
+    """One stateful endpoint host of an ssh testbed (YAML: ``endpoints.client`` or
+    ``endpoints.server``): a host reached over SSH whose interface ``dev`` is cabled to
+    the SUT's in port (client) or out port (server).
+
+    It takes the tester's place on that link: its link address is
+    ``addressing.tester_tx_ip6`` (client) or ``tester_rx_ip6`` (server), the SUT's next
+    hops, so ``dev`` must have the MAC the SUT's neighbour entry names
+    (``tester.tx.mac`` / ``tester.rx.mac``); the measured traffic's addresses are
+    ``addressing.src6`` (client) and ``dst6`` (server, and ``dst6 + 1`` for a second
+    chain) on its loopback.
+    """
+
+    transport: TransportConfig
+    """How the host is reached (``kind: ssh``, like ``sut.transport``)."""
+    dev: str
+    """The host's interface towards the SUT."""
+    cpu: int | None = None
+    """CPU the endpoint's load processes (iperf3, wrk, the HTTP server) are pinned to
+    (None: not pinned)."""
+
+
+@dataclass(frozen=True)
+class EndpointsConfig:
+    """The client and server hosts of stateful experiments on an ssh testbed
+    (YAML: ``endpoints``)."""
+
+    client: EndpointHostConfig
+    server: EndpointHostConfig
+    steering: str = "host"
+    """Where the SRv6 steering of the measured TCP is set (:data:`STEERINGS`)."""
+
+
 @dataclass(frozen=True)
 class TestbedConfig:
     """A tester and a SUT with the addresses between them."""
@@ -253,6 +293,9 @@ class TestbedConfig:
     simulated: dict[str, Any] = field(default_factory=dict)
     provision: dict[str, Any] = field(default_factory=dict)
     """The ``provision`` block as written (srperf.config.provision.ProvisionSettings)."""
+    endpoints: EndpointsConfig | None = None
+    """ssh testbeds: the hosts a stateful experiment's client and server run on (None:
+    none named; a stateful experiment is then refused)."""
     source: str = "<built-in>"
 
     @property

@@ -147,6 +147,27 @@ def _transport() -> dict[str, Any]:
             "properties": {"kind": {"enum": ["netns", "ssh"]}, "ssh": ssh}}
 
 
+def _endpoints() -> dict[str, Any]:
+    """``endpoints``: the client and server hosts of stateful experiments (ssh testbeds)."""
+    from srperf.config.model import STEERINGS
+
+    def host(side: str, port: str, addr: str) -> dict[str, Any]:
+        return {"type": "object", "additionalProperties": False,
+                "required": ["transport", "dev"],
+                "description": f"the {side} host: reached over SSH, its interface dev cabled "
+                               f"to the SUT's {port} port (address addressing.{addr})",
+                "properties": {"transport": _transport(), "dev": IFNAME, "cpu": CPU}}
+
+    return {"type": "object", "additionalProperties": False,
+            "required": ["client", "server"],
+            "properties": {
+                "client": host("client", "in", "tester_tx_ip6"),
+                "server": host("server", "out", "tester_rx_ip6"),
+                "steering": {"enum": list(STEERINGS),
+                             "description": "host: H.Encaps routes on the client towards "
+                                            "the SUT's SIDs and on the server back"}}}
+
+
 TESTBED_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
@@ -190,5 +211,6 @@ TESTBED_SCHEMA: dict[str, Any] = {
                       "description": "kind simulated only: the model's parameters "
                                      "(srperf.drivers.simulated.SimulatedModel)"},
         "provision": ProvisionSettings.json_schema(),
+        "endpoints": _endpoints(),
     },
 }

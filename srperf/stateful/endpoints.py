@@ -141,10 +141,15 @@ def _sysctls(ns: str, values: dict[str, int]) -> None:
 
 
 def make_endpoints(testbed: Testbed) -> Any:
-    """The endpoints of ``testbed`` (a context manager yielding :class:`Endpoints`)."""
+    """The endpoints of ``testbed`` (a context manager yielding :class:`Endpoints`):
+    namespaces of this host, or the hosts its file names (``endpoints``)."""
+    if testbed.config.endpoints is not None:
+        from srperf.stateful.ssh_endpoints import SshEndpoints
+
+        return SshEndpoints(testbed)
     if not testbed.makes_endpoints:   # srperf.preflight.check_stateful refuses it earlier
-        raise StatefulError(f"stateful endpoints are made on the virtual testbed only, "
-                            f"not on a {testbed.kind} testbed")
+        raise StatefulError(f"{testbed.config.source}: endpoints: no client and server "
+                            f"hosts named, and a {testbed.kind} testbed makes none")
     return VirtualEndpoints(testbed)
 
 

@@ -138,7 +138,7 @@ class StatefulPlan:
         (``<testbed prefix>p-c``, ``-m1``...): the testbed's SUT is not on their path."""
         from srperf.stateful.pipes_plan import run_cases
 
-        if not self.session.testbed.makes_endpoints:
+        if not self.session.testbed.makes_namespaces:
             raise StatefulError(f"{self.exp.source}: pipes: SRv6Pipes chains are built in "
                                 f"namespaces: a virtual testbed, not {self.tb.kind!r}")
 

@@ -206,9 +206,11 @@ class Steering:
             self._do(server, ["ip", "-6", "route", "replace", f"{server_sids[-1]}/128",
                               "encap", "seg6local", "action", "End.DT6", "table", table,
                               "dev", ep.server.dev])
+            # src: a client that binds no address (wrk) connects from the client's
+            # address too, so the answers are steered back (not sent to the link's)
             self._do(client, ["ip", "-6", "route", "replace", f"{addr}/128", "encap", "seg6",
-                              "mode", "encap", "segs", ",".join(segs), "dev", ep.client.dev],
-                     )
+                              "mode", "encap", "segs", ",".join(segs), "dev", ep.client.dev,
+                              "src", ep.client.ip6])
         if self.route.reverse is not None:
             back = [*self.route.reverse, CLIENT_SID]
             # answers to the address an SNAT VNF gave the client go back through it

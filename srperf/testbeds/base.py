@@ -78,9 +78,9 @@ class Testbed(abc.ABC):
     kind: ClassVar[str] = "abstract"
     is_model: ClassVar[bool] = False
     """True when results come from a model, not from a measurement."""
-    makes_endpoints: ClassVar[bool] = False
-    """True when srperf can place a stateful experiment's client and server (and
-    SRv6Pipes chains) on this testbed: namespaces either side of the SUT."""
+    makes_namespaces: ClassVar[bool] = False
+    """True when srperf makes network namespaces of this host for a run: the client
+    and server of a stateful experiment either side of the SUT, SRv6Pipes chains."""
     lock_roles: ClassVar[tuple[str, ...]] = ROLES
     """Nodes whose files the lock's node can reach (their work directories are named
     in the lock, and removed by whoever takes over the lock of a killed run)."""
@@ -98,6 +98,17 @@ class Testbed(abc.ABC):
 
     def check_forwarder(self, forwarder: Forwarder, source: str) -> None:
         """Raise ConfigError (``source``: the experiment file) if ``forwarder`` cannot run here."""
+
+    @property
+    def makes_endpoints(self) -> bool:
+        """True when srperf can place a stateful experiment's client and server on this
+        testbed: namespaces either side of the SUT (:attr:`makes_namespaces`), or hosts
+        the testbed file names (an ssh testbed's ``endpoints``)."""
+        return self.makes_namespaces or self.config.endpoints is not None
+
+    def for_kind(self, kind: str) -> None:
+        """The coming run measures experiment ``kind`` (``pdr``, ``goodput``, ``http``):
+        :meth:`up` may then skip checking what that kind does not use."""
 
     # -- life cycle ----------------------------------------------------------------
     def is_up(self) -> bool:

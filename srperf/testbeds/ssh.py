@@ -15,10 +15,10 @@ says what is missing.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from srperf.config.model import TestbedConfig
-from srperf.errors import ConfigError
+from srperf.errors import ConfigError, SrperfError
 from srperf.forwarders.base import Forwarder
 from srperf.testbeds.base import Testbed, TestbedError
 from srperf.transports.base import Transport
@@ -35,6 +35,15 @@ class SshTestbed(Testbed):
 
     kind = "ssh"
     lock_roles = ("sut",)  # the lock is on the SUT; the tester is elsewhere
+
+    def __init__(self, config: TestbedConfig) -> None:
+        super().__init__(config)
+        self._uses_tester = True
+
+    def for_kind(self, kind: str) -> None:
+        """A stateful run's traffic comes from the endpoint hosts: the tester's ports
+        are then not needed (nor checked by :meth:`up`)."""
+        self._uses_tester = kind == "pdr"
 
     @classmethod
     def check_config(cls, config: TestbedConfig) -> None:
@@ -72,6 +81,24 @@ class SshTestbed(Testbed):
         assert self.config.sut.transport.ssh is not None
         return (SshTransport(self.config.sut.transport.ssh),
                 f"ssh-{file_key(self.config.name)}")
+
+    def environment(self, forwarder: Forwarder | None = None) -> dict[str, Any]:
+        """Each node's environment; for a stateful run also the endpoint hosts'
+        (``endpoint_client``, ``endpoint_server``: kernel, CPU, tools, their ``dev``)."""
+        env = super().environment(forwarder)
+        if self._uses_tester or self.config.endpoints is None:
+            return env
+        from srperf import environment
+        from srperf.transports.ssh import SshTransport
+
+        for side in ("client", "server"):
+            host = getattr(self.config.endpoints, side)
+            try:
+                with SshTransport(host.transport.ssh) as node:
+                    env["nodes"][f"endpoint_{side}"] = environment.node(node, [host.dev])
+            except SrperfError as exc:
+                env["nodes"][f"endpoint_{side}"] = {"error": str(exc)}
+        return env
 
     def _trex_server(self) -> "TrexServer | None":
         """The TRex server srperf manages on the tester host (tester.options.release)."""
@@ -118,6 +145,8 @@ class SshTestbed(Testbed):
             if online.ok and cpu not in parse_cpu_list(online.stdout):
                 missing.append(f"sut.cpu = {cpu}: no such CPU on the SUT (online: "
                                f"{online.stdout.strip()})")
+        if not self._uses_tester:
+            return missing
         missing.extend(self._tester_release_missing())
         if self.config.tester.driver == "trex":
             return missing  # the tester's ports belong to DPDK, not to the kernel

@@ -58,6 +58,23 @@ class Neighbour:
 
 
 @dataclass(frozen=True)
+class RouteEntry:
+    """A route srperf adds on a host towards the SUT (``ip -6 route replace PREFIX via
+    VIA dev DEV [src SRC]``)."""
+
+    prefix: str
+    via: str
+    dev: str
+    src: str = ""
+    """Preferred source address of connections the route carries (empty: the kernel's
+    choice, an address of ``dev``)."""
+
+    def argv(self, verb: str) -> list[str]:
+        return (["ip", "-6", "route", verb, self.prefix, "via", self.via, "dev", self.dev]
+                + (["src", self.src] if self.src and verb != "del" else []))
+
+
+@dataclass(frozen=True)
 class BaseSetup:
     """What ``prepare`` applies to an SSH SUT (see the module docstring)."""
 
@@ -66,22 +83,30 @@ class BaseSetup:
     addresses: tuple[Address, ...]
     neighbours: tuple[Neighbour, ...]
     tunsrc: str
-    mtu: int
+    mtu: int | None
+    """MTU set on ``ports`` (None: left as it is)."""
     record: str = field(default="")
-    """The record of what was changed, on the SUT."""
+    """The record of what was changed, on the node."""
+    routes: tuple[RouteEntry, ...] = ()
+    """Routes added (an endpoint host's routes towards the SUT)."""
+    ports_key: str = "sut.in/out name"
+    """The testbed key naming ``ports`` (in the message refusing a missing one)."""
 
     def commands(self) -> list[list[str]]:
         """The commands ``prepare`` runs, in order (what ``--dry-run`` prints)."""
         out: list[list[str]] = [["sysctl", "-q", "-w", *(f"{k}={v}" for k, v in
                                                          self.sysctls.items())]]
         for dev in self.ports:
-            out.append(["ip", "link", "set", "dev", dev, "mtu", str(self.mtu), "up"])
+            out.append(["ip", "link", "set", "dev", dev]
+                       + (["mtu", str(self.mtu)] if self.mtu is not None else []) + ["up"])
         for a in self.addresses:
             out.append(["ip", a.family, "addr", "replace", a.cidr, "dev", a.dev]
                        + (["nodad"] if a.family == "-6" else []))
         for n in self.neighbours:
             out.append(["ip", "neigh", "replace", n.ip, "lladdr", n.mac, "dev", n.dev,
                         "nud", "permanent"])
+        for r in self.routes:
+            out.append(r.argv("replace"))
         out.append(["ip", "sr", "tunsrc", "set", self.tunsrc])
         return out
 
@@ -148,7 +173,7 @@ def prepare(node: Transport, setup: BaseSetup) -> dict[str, object]:
     returns the record.  A port that does not exist is refused before any change."""
     for dev in setup.ports:
         if not node.run(["ip", "link", "show", "dev", dev], timeout=30.0).ok:
-            raise PrepareError(f"{node.where}: no interface {dev} (sut.in/out name): "
+            raise PrepareError(f"{node.where}: no interface {dev} ({setup.ports_key}): "
                                "nothing changed")
     old = node.run(["cat", setup.record], timeout=30.0)
     if old.ok and old.stdout.strip():
@@ -158,7 +183,14 @@ def prepare(node: Transport, setup: BaseSetup) -> dict[str, object]:
         record = {"sysctls": dict(zip(setup.sysctls, values)), "tunsrc": _tunsrc(node),
                   "addresses": [a.__dict__ for a in setup.addresses
                                 if not _has_address(node, a)],
-                  "neighbours": [n.__dict__ for n in setup.neighbours]}
+                  "neighbours": [n.__dict__ for n in setup.neighbours],
+                  "routes": [r.__dict__ for r in setup.routes]}
+        for r in setup.routes:
+            there = node.run(["ip", "-6", "route", "show", "exact", r.prefix], timeout=30.0)
+            if there.ok and there.stdout.strip():
+                raise PrepareError(f"{node.where}: a route to {r.prefix} is already there "
+                                   f"({there.stdout.strip()}); srperf would replace it: "
+                                   "nothing changed")
         _check(node, ["mkdir", "-p", posixpath.dirname(setup.record)])
         res = node.run(["tee", setup.record], input_text=json.dumps(record, indent=1),
                        timeout=30.0)
@@ -185,6 +217,8 @@ def unprepare(node: Transport, setup: BaseSetup) -> bool:
             problems.append(f"{' '.join(argv)}: {(res.stderr or res.stdout).strip()}")
 
     undo(["ip", "sr", "tunsrc", "set", str(record.get("tunsrc") or "::")])
+    for r in record.get("routes", []):
+        node.run(RouteEntry(**r).argv("del"), timeout=30.0)
     for n in record.get("neighbours", []):
         node.run(["ip", "neigh", "del", n["ip"], "dev", n["dev"]], timeout=30.0)
     for a in record.get("addresses", []):
@@ -199,5 +233,5 @@ def unprepare(node: Transport, setup: BaseSetup) -> bool:
     return True
 
 
-__all__ = ["Address", "BaseSetup", "Neighbour", "PrepareError", "base_setup", "prepare",
-           "record_path", "unprepare"]
+__all__ = ["Address", "BaseSetup", "Neighbour", "PrepareError", "RouteEntry", "base_setup",
+           "prepare", "record_path", "unprepare"]

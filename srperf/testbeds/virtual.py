@@ -71,7 +71,7 @@ class VirtualTestbed(Testbed):
     """The namespace testbed described by a :class:`TestbedConfig`: built, used, removed."""
 
     kind = "virtual"
-    makes_endpoints = True
+    makes_namespaces = True
 
     def __init__(self, tb: TestbedConfig) -> None:
         if tb.kind not in ("virtual",):

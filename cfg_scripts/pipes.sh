@@ -185,12 +185,15 @@ pipes_proxy() {
 	run ip -6 route add "$SRPERF_PIPES_DST_PREFIX" encap seg6 mode encap \
 		segs "$SRPERF_PIPES_NEXT_SEGS" via "$SRPERF_PIPES_OUT_NH" dev "$SRPERF_OUT_IF" \
 		table "$(steer_table)"
+	# TCP that no relay socket takes is dropped: without the last rule a relay that died
+	# was bypassed and its node measured as a router.
 	run nft -f - <<EOF
 table ip6 $NFT_TABLE {
 	chain prerouting {
 		type filter hook prerouting priority mangle; policy accept;
 		meta l4proto tcp socket transparent 1 meta mark set $MARK accept
 		iifname "$VETH_PEER" meta l4proto tcp tproxy to :$SRPERF_PIPES_PORT meta mark set $MARK accept
+		iifname "$VETH_PEER" meta l4proto tcp drop
 	}
 }
 EOF

@@ -17,6 +17,7 @@ from srperf.stateful.http_load import HttpRunner
 from srperf.stateful.http_server import object_name
 from srperf.stateful.pipes_chain import ROUTER, PipesChain
 from srperf.config.stateful import HttpConfig
+from srperf.stateful.pipes_plan import warm_up
 
 pytestmark = [pytest.mark.netns]
 
@@ -36,6 +37,13 @@ def chain():
         ch.down()
 
 
+def reconfigure(ch: PipesChain, endpoints, roles) -> None:
+    """New roles, then one unmeasured fetch as the pipes plan does (``warm_up``): the
+    first SYN through a just-configured chain can wait a one-second retransmission."""
+    ch.reconfigure(roles)
+    warm_up(endpoints, HttpConfig(object_sizes=SIZES, port=8080), SIZES[0])
+
+
 def download(ch: PipesChain, size: int) -> tuple[int, str]:
     res = subprocess.run(["ip", "netns", "exec", ch.names[0], "curl", "-sS", "-m", "5",
                           f"http://[{ch.server_ip6}]:8080/{object_name(size)}"],
@@ -47,8 +55,8 @@ def download(ch: PipesChain, size: int) -> tuple[int, str]:
                                    [ROUTER, "relay"], ["xormask", "xormask"]],
                          ids=["routers", "relay", "xor3", "router-relay", "xormask-chain"])
 def test_bytes_arrive_unchanged(chain, roles) -> None:
-    ch, _, runner = chain
-    ch.reconfigure(roles)
+    ch, endpoints, runner = chain
+    reconfigure(ch, endpoints, roles)
     for size in SIZES:
         rc, digest = download(ch, size)
         assert rc == 0, f"curl failed through {roles}"
@@ -61,8 +69,8 @@ def test_bytes_arrive_unchanged(chain, roles) -> None:
 
 
 def test_one_xormask_without_its_inverse_changes_the_bytes(chain) -> None:
-    ch, _, runner = chain
-    ch.reconfigure(["xormask", ROUTER])
+    ch, endpoints, runner = chain
+    reconfigure(ch, endpoints, ["xormask", ROUTER])
     for size in SIZES:
         rc, digest = download(ch, size)
         assert rc != 0 or digest != runner.server.sha256(size)
@@ -71,7 +79,7 @@ def test_one_xormask_without_its_inverse_changes_the_bytes(chain) -> None:
 
 def test_wrk_through_the_relay(chain) -> None:
     ch, endpoints, runner = chain
-    ch.reconfigure(["relay", ROUTER])
+    reconfigure(ch, endpoints, ["relay", ROUTER])
     cfg = HttpConfig(object_sizes=SIZES, port=8080, connections=4, duration_s=1)
     variants = runner.variants(cfg)
     assert [v.label for v in variants] == ["1KB", "100KB"]
@@ -97,7 +105,7 @@ def test_a_rate_cap_holds_every_link_to_it(chain) -> None:
     """1 Gb/s on every link: wrk's 100 KB transfers stay under it (veth alone carries
     several Gb/s here), and removing the cap removes every tbf."""
     ch, endpoints, runner = chain
-    ch.reconfigure(["relay", ROUTER])
+    reconfigure(ch, endpoints, ["relay", ROUTER])
     cfg = HttpConfig(object_sizes=SIZES, port=8080, connections=4, duration_s=1)
     ch.set_rate(1000)
     try:
@@ -112,8 +120,8 @@ def test_a_rate_cap_holds_every_link_to_it(chain) -> None:
 
 
 def test_relay_counts_its_cpu_time(chain) -> None:
-    ch, _, _ = chain
-    ch.reconfigure(["relay", ROUTER])
+    ch, endpoints, _ = chain
+    reconfigure(ch, endpoints, ["relay", ROUTER])
     download(ch, SIZES[1])
     counts = ch.counters()[ch.names[1]]
     assert counts["cpu_user_ms"] >= 0 and counts["cpu_sys_ms"] >= 0

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import logging
 
+from srperf.drivers.base import TrialResult
 from srperf.search.base import GoalResult, Measure, SearchAlgorithm, SearchResult, SearchSettings
 from srperf.search.common import (RateVerdict, TrialBudgetExceeded, TrialLog, edge_goal,
                                   measure_rate, unmeasurable_goal)

@@ -91,7 +91,15 @@ struct conn {
 	int connecting;
 	struct half dir[2]; /* dir[0]: client -> server, dir[1]: server -> client */
 	struct tag tag[2];
+	int closed;        /* closed in this epoll batch: its later events are stale */
+	struct conn *dead; /* next closed connection to free after the batch */
 };
+
+/* Connections closed during the current epoll batch of this thread.  One batch can hold
+ * events of both sockets of a connection: freeing it at once left the second event
+ * pointing into freed memory (a segfault under wrk, after which TCP bypassed the
+ * relay), so they are freed once the batch is done. */
+static __thread struct conn *t_dead;
 
 /* One XOR pass over len bytes in 64-bit words (buf is malloc'ed: aligned), the tail
  * byte by byte; compiled for AVX2 and for the baseline, picked at load time. */
@@ -140,8 +148,19 @@ static void close_conn(int ep, struct conn *c, int reset)
 		close(c->fd[s]);
 	}
 	free_halves(c);
-	free(c);
+	c->closed = 1;
+	c->dead = t_dead;
+	t_dead = c;
 	atomic_fetch_add(&st_closed, 1);
+}
+
+static void free_dead(void)
+{
+	while (t_dead) {
+		struct conn *next = t_dead->dead;
+		free(t_dead);
+		t_dead = next;
+	}
 }
 
 /* relay: move bytes of direction d through its pipe; 0 when a socket would block,
@@ -219,6 +238,9 @@ static void on_event(int ep, struct tag *t)
 {
 	struct conn *c = t->c;
 	int failed = 0;
+
+	if (c->closed)
+		return;
 
 	if (c->connecting) {
 		int err = 0;
@@ -353,6 +375,7 @@ static void *worker(void *arg)
 			else
 				on_event(ep, evs[i].data.ptr);
 		}
+		free_dead();
 	}
 	return NULL;
 }

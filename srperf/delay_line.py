@@ -221,6 +221,9 @@ class DelayLine:
             except TransportError as exc:
                 log.warning("stopping the delay line in %s: %s", self.line_ns, exc)
         if "ns" in self._made:
+            # the veth first: a deleted namespace's devices go later, in the kernel's
+            # own time, so its peer dl-DEV would still be beside DEV for a moment
+            self._run(["ip", "link", "del", divert_dev(self.dev)], self.ns, check=False)
             self._run(["ip", "netns", "del", self.line_ns], check=False)
         self._made.clear()
 

@@ -46,7 +46,8 @@ from srperf.drivers import linux_sink
 from srperf.forwarders.ebpf.counters import delta, read_counters
 from srperf.behaviors.proxies import target_sid
 from srperf.forwarders.ebpf import ProxySettings
-from srperf.testbeds.vnf import VnfSet, ns_packet_socket, receive_frames
+from srperf.packet_socket import ns_packet_socket, receive_frames
+from srperf.testbeds.vnf import VnfSet
 
 A = TB.addressing
 

@@ -66,7 +66,6 @@ import selectors
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import weakref
 from dataclasses import dataclass
@@ -78,6 +77,7 @@ from srperf.config.settings import Settings, setting
 from srperf.drivers.base import TrafficGenerator, TrialResult, beyond_generator
 from srperf.errors import GeneratorError
 from srperf.flows import Flows, flow_frames
+from srperf.packet_socket import send_and_capture
 from srperf.resources import generator_dir
 from srperf.wording import count
 
@@ -352,31 +352,19 @@ class LinuxGenerator(TrafficGenerator):
         sends.  Captures are for verification only: under load they lose frames,
         counters do not.
         """
-        from scapy.all import Ether, rdpcap, wrpcap
-
         from srperf.drivers import linux_sink
 
         if not frames:
             return []
-        in_pcap, out_pcap = self._tmp / "capture-in.pcap", self._tmp / "capture-out.pcap"
-        wrpcap(str(in_pcap), [Ether(f) for f in frames], linktype=1)
-        out_pcap.unlink(missing_ok=True)
         had_sink = linux_sink.sink_prog_id(self.ns, self.rx) is not None
         if had_sink:
             linux_sink.detach_sink(self.ns, self.rx)
         try:
-            argv = [*self._in_ns, sys.executable, "-m",
-                    "srperf.drivers.linux_capture", "--tx", self.tx, "--rx", self.rx,
-                    "--frames", str(in_pcap), "--out", str(out_pcap),
-                    "--timeout", str(timeout_s), "--gap", str(gap_s)]
-            try:
-                proc = subprocess.run(argv, capture_output=True, text=True,
-                                      timeout=timeout_s + 60)
-            except subprocess.TimeoutExpired as exc:
-                raise GeneratorError(f"capture in {self.ns} did not finish") from exc
-            if proc.returncode != 0:
-                raise GeneratorError(f"capture in {self.ns} failed: {proc.stderr.strip()}")
-            received = [bytes(p) for p in rdpcap(str(out_pcap))]
+            received = send_and_capture(self.ns, self.tx, self.rx, frames, timeout_s,
+                                        gap_s=gap_s)
+        except OSError as exc:
+            raise GeneratorError(f"capture in {self.ns or 'this namespace'} on "
+                                 f"{self.tx}/{self.rx} failed: {exc}") from exc
         finally:
             if had_sink:
                 linux_sink.attach_sink(self.ns, self.rx)

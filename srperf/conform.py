@@ -27,6 +27,7 @@ from srperf.behaviors.conformance import wire as W
 from srperf.checks import describe, mismatch
 from srperf.config.model import TestbedConfig
 from srperf.errors import SrperfError, UnsupportedBehavior
+from srperf.verify import STATEFUL_GAP_S
 from srperf.wording import count
 
 log = logging.getLogger(__name__)
@@ -37,9 +38,6 @@ NOT_RUN = "not_run"
 BATCH_TIMEOUT_S = 1.0
 """Longest wait for a batch's frames, seconds (frames that must be dropped never come)."""
 SINGLE_TIMEOUT_S = 0.5
-STATEFUL_GAP_S = 0.02
-"""Seconds between two frames to a behavior that keeps per-VNF state (proxies), so that
-each case's packet is out of the VNF before the next arrives."""
 
 
 @dataclass(frozen=True)

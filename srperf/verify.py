@@ -14,6 +14,11 @@ from srperf.forwarders.deviations import Deviation, undo_all
 log = logging.getLogger(__name__)
 
 
+STATEFUL_GAP_S = 0.02
+"""Seconds between two frames to a behavior that keeps per-VNF state (proxies), so that
+each frame is out of the VNF before the next arrives: the caching proxy drops a packet
+whose twin is still inside the VNF (its design), and verification sends twins."""
+
 FLOW_SAMPLE = 4
 """Flows verified of many (traffic.flows): the first, the last and evenly spaced ones."""
 
@@ -41,8 +46,9 @@ def verify_behavior(behavior: Any, tb: TestbedConfig, generator: TrafficGenerato
     arrived fail the check.
     """
     frame = behavior.build_frame(tb, packet_size)
+    gap_s = STATEFUL_GAP_S if getattr(behavior, "needs_vnf", False) else 0.0
     if flows is None or flows.count <= 1:
-        captured = generator.capture([bytes(frame)] * count, timeout_s=timeout_s)
+        captured = generator.capture([bytes(frame)] * count, timeout_s=timeout_s, gap_s=gap_s)
         return check_frames(behavior, tb, frame, captured, deviations)
     from scapy.layers.l2 import Ether
 
@@ -52,7 +58,7 @@ def verify_behavior(behavior: Any, tb: TestbedConfig, generator: TrafficGenerato
     sample = flow_sample(flows.count)
     what = ""
     for i in sample:
-        captured = generator.capture([variants[i]] * count, timeout_s=timeout_s)
+        captured = generator.capture([variants[i]] * count, timeout_s=timeout_s, gap_s=gap_s)
         try:
             what = check_frames(behavior, tb, Ether(variants[i]), captured, deviations)
         except VerificationError as exc:

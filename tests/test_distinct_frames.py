@@ -125,7 +125,7 @@ def test_a_driver_without_it_refuses() -> None:
         def trial(self, rate_pps, duration_s):  # type: ignore[no-untyped-def]
             raise AssertionError
 
-        def capture(self, frames, timeout_s=2.0):  # type: ignore[no-untyped-def]
+        def capture(self, frames, timeout_s=2.0, gap_s=0.0):  # type: ignore[no-untyped-def]
             raise AssertionError
 
     with pytest.raises(DistinctUnsupported, match="oneframe driver"):
@@ -171,7 +171,7 @@ def pair() -> Iterator[str]:
 @pytest.mark.parametrize("mode,queue", [("mmsg", 4096), ("mmsg", 0), ("ring", 0)])
 def test_srgen_sends_distinct_frames_with_valid_checksums(pair: str, name: str, mode: str,
                                                           queue: int) -> None:
-    from srperf.testbeds.vnf import ns_packet_socket, receive_frames
+    from srperf.packet_socket import ns_packet_socket, receive_frames
 
     n = 3000
     frame = bytes(behaviors.get(name).build_frame(TB, 64))
@@ -222,7 +222,7 @@ class _Recorder(TrafficGenerator):
     def trial(self, rate_pps, duration_s):  # type: ignore[no-untyped-def]
         raise AssertionError
 
-    def capture(self, frames, timeout_s=2.0):  # type: ignore[no-untyped-def]
+    def capture(self, frames, timeout_s=2.0, gap_s=0.0):  # type: ignore[no-untyped-def]
         raise AssertionError
 
 

@@ -29,7 +29,9 @@ from ebpf_helpers import configure, one_vnf, proxy_testbed, local_generator
 from srperf.behaviors.proxies import target_sid
 from srperf.forwarders.ebpf import ProxySettings
 from srperf.testbeds.virtual import VirtualTestbed
-from srperf.testbeds.vnf import VnfSet, ns_packet_socket, receive_frames
+from srperf.packet_socket import ns_packet_socket, receive_frames
+from srperf.testbeds.vnf import VnfSet
+from srperf.verify import STATEFUL_GAP_S
 
 pytestmark = pytest.mark.netns
 
@@ -250,7 +252,8 @@ def test_snat_vnf_needs_the_nat_key(gen: LinuxGenerator, testbed: VirtualTestbed
         assert counts["cache_miss"] == 1 and counts["cache_hit"] == 0
 
         configure(TB, "end_cache", ProxySettings(cache_nat_key=True))
-        got = [Ether(f) for f in gen.capture([bytes(frame)] * 3, timeout_s=2.0)]
+        got = [Ether(f) for f in gen.capture([bytes(frame)] * 3, timeout_s=2.0,
+                                             gap_s=STATEFUL_GAP_S)]
         result = beh.check(TB, frame, got)
         assert result.ok and "NATed" in result.expected, str(result)
         assert read_counters(SUT)["cache_hit"] == 3

@@ -40,7 +40,8 @@ from srperf.forwarders.ebpf.counters import counter_names, delta, read_counters
 from srperf.netns import run
 from srperf.resources import cfg_script
 from srperf.testbeds.virtual import VirtualTestbed
-from srperf.testbeds.vnf import VnfSet, ns_packet_socket, receive_frames
+from srperf.packet_socket import ns_packet_socket, receive_frames
+from srperf.testbeds.vnf import VnfSet
 from ebpf_helpers import configure
 
 pytestmark = pytest.mark.netns

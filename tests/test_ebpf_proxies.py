@@ -27,6 +27,7 @@ from srperf.forwarders.ebpf import ProxySettings
 from srperf.resources import cfg_script
 from srperf.testbeds.virtual import VirtualTestbed
 from srperf.testbeds.vnf import VnfSet
+from srperf.verify import STATEFUL_GAP_S
 
 pytestmark = pytest.mark.netns
 
@@ -66,7 +67,8 @@ def clean_after(vnfs):
 
 
 def capture(gen: LinuxGenerator, frame, count: int = 3) -> list[Ether]:
-    got = gen.capture([bytes(frame)] * count, timeout_s=2.0)
+    # twins one after another, as verification sends them (a twin still in the VNF is dropped)
+    got = gen.capture([bytes(frame)] * count, timeout_s=2.0, gap_s=STATEFUL_GAP_S)
     return [Ether(g) for g in got if P.is_test_frame(g)]
 
 

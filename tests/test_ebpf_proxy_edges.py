@@ -40,7 +40,8 @@ from srperf.forwarders.ebpf import ProxySettings
 from srperf.forwarders.ebpf.counters import delta, read_counters
 from srperf.netns import run
 from srperf.testbeds.virtual import VirtualTestbed
-from srperf.testbeds.vnf import VnfSet, ns_packet_socket, receive_frames
+from srperf.packet_socket import ns_packet_socket, receive_frames
+from srperf.testbeds.vnf import VnfSet
 from ebpf_helpers import configure, one_vnf, proxy_testbed, local_generator
 
 pytestmark = pytest.mark.netns

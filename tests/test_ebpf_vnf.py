@@ -22,8 +22,8 @@ from srperf.forwarders.ebpf.counters import read_counters
 from srperf.netns import run
 from ebpf_helpers import configure, proxy_testbed
 from srperf.testbeds.virtual import VirtualTestbed
-from srperf.testbeds.vnf import (MODES, VnfSet, ns_packet_socket, receive_frames, sut_vnf_mac,
-                                 vnf_mac, vnf_sid)
+from srperf.packet_socket import ns_packet_socket, receive_frames
+from srperf.testbeds.vnf import MODES, VnfSet, sut_vnf_mac, vnf_mac, vnf_sid
 
 TB = TestbedConfig(name="ebp", prefix="ebp")
 A = TB.addressing

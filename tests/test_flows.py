@@ -129,7 +129,7 @@ def test_flows_on_the_wire(pair: str, name: str, mode: str, vary: tuple[str, ...
     """srgen sends packet i as flow i % count: captured, scapy reads ``count`` distinct
     values of the varied fields, each frame's checksums right (with distinct frames'
     counters too, for end_cache)."""
-    from srperf.testbeds.vnf import ns_packet_socket, receive_frames
+    from srperf.packet_socket import ns_packet_socket, receive_frames
 
     count, n = 256, 2000
     beh = behaviors.get(name)

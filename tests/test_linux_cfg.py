@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from srperf import forwarders
 from srperf.forwarders.common_env import addressing_env
 from srperf.config.model import TestbedConfig
 from srperf.netns import run
+from srperf.packet_socket import send_and_capture
 from sut_state import state_diff
 
 SCRIPT = Path(__file__).resolve().parents[1] / "cfg_scripts" / "linux.sh"
@@ -32,18 +32,6 @@ A = TB.addressing
 SUT, TESTER = TB.sut_ns, TB.tester_ns
 OUT = TB.sut.out_port.name
 VRF_BEHAVIORS = {"end_dt4", "end_dt46"}
-
-# The persistent capture helper run inside the tester namespace: one JSON
-# request per line ({"frames": [hex...], "timeout": s}) -> one JSON list of hex frames.
-CAPTURE_SERVER = """
-import json, sys
-from srperf.drivers.linux_capture import capture
-for line in sys.stdin:
-    req = json.loads(line)
-    got = capture(req["tx"], req["rx"], [bytes.fromhex(f) for f in req["frames"]],
-                  req["timeout"])
-    print(json.dumps([g.hex() for g in got]), flush=True)
-"""
 
 S6 = A.sid_sut
 SEG6LOCAL = "seg6local"
@@ -137,30 +125,9 @@ def assert_state(expected: dict[str, object], what: str) -> None:
 class Capturer:
     """Send frames on the tester's tx port and collect what reaches its rx port."""
 
-    def __init__(self) -> None:
-        self.proc = subprocess.Popen(
-            ["ip", "netns", "exec", TESTER, sys.executable, "-c", CAPTURE_SERVER],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-
     def exchange(self, frames: list[bytes], timeout_s: float = 1.0) -> list[bytes]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        req = {"tx": TB.tester.tx.name, "rx": TB.tester.rx.name,
-               "frames": [f.hex() for f in frames], "timeout": timeout_s}
-        self.proc.stdin.write(json.dumps(req) + "\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError("capture helper in the tester namespace died")
-        return [bytes.fromhex(h) for h in json.loads(line)]
-
-    def close(self) -> None:
-        if self.proc.stdin is not None:
-            self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        return send_and_capture(TESTER, TB.tester.tx.name, TB.tester.rx.name, frames,
+                                timeout_s)
 
 
 @pytest.fixture(scope="module")
@@ -199,11 +166,7 @@ def baseline(testbed) -> dict[str, object]:
 
 @pytest.fixture(scope="module")
 def capturer(testbed):
-    cap = Capturer()
-    try:
-        yield cap
-    finally:
-        cap.close()
+    return Capturer()
 
 
 @pytest.fixture(scope="module")

@@ -213,7 +213,7 @@ def test_flows_vary_on_the_wire_and_streams_stay_loaded(tmp_path: Path) -> None:
     from srperf.flows import Flows
     from srperf.generators import create_generator
     from srperf.packets import is_test_frame, to_sut, udp6
-    from srperf.testbeds.vnf import ns_packet_socket, receive_frames
+    from srperf.packet_socket import ns_packet_socket, receive_frames
 
     count = 64
     with trex_testbed_up(tmp_path, "f") as vt:

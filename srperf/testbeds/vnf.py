@@ -27,13 +27,9 @@ Counts are packets; delays milliseconds.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import logging
-import os
 import re
-import socket
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +41,7 @@ from srperf.config.model import (TestbedConfig, sut_vnf_if, sut_vnf_mac,  # noqa
                                  vnf_mac, vnf_sid)
 from srperf.errors import SrperfError, UnsupportedBehavior
 from srperf.netns import CommandFailed, CommandResult
+from srperf.packet_socket import ns_packet_socket
 from srperf.transports.base import Transport
 from srperf.transports.netns import NetnsTransport
 from srperf.resources import ebpf_dir
@@ -69,64 +66,6 @@ class VnfError(SrperfError):
 
 
 # VNF i's addressing lives with the rest of the addressing (srperf.config.model).
-
-
-# --- raw sockets inside a namespace ----------------------------------------------
-
-_CLONE_NEWNET = 0x40000000
-ETH_P_ALL = 0x0003
-PACKET_OUTGOING = 4
-
-
-def ns_packet_socket(ns: str, dev: str) -> socket.socket:
-    """An AF_PACKET socket bound to ``dev`` in namespace ``ns`` (all protocols).
-
-    The socket is created by a short-lived thread that joins ``ns`` (setns
-    changes only the calling thread); it stays in ``ns`` for its whole life.
-    """
-    result: dict[str, object] = {}
-
-    def work() -> None:
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            fd = os.open(f"/run/netns/{ns}", os.O_RDONLY)
-            try:
-                if libc.setns(fd, _CLONE_NEWNET) != 0:
-                    err = ctypes.get_errno()
-                    raise OSError(err, f"setns({ns}): {os.strerror(err)}")
-            finally:
-                os.close(fd)
-            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-            sock.bind((dev, 0))
-            result["sock"] = sock
-        except BaseException as exc:  # handed to the caller's thread
-            result["error"] = exc
-
-    thread = threading.Thread(target=work, name=f"setns-{ns}")
-    thread.start()
-    thread.join()
-    if "error" in result:
-        raise result["error"]  # type: ignore[misc]
-    return result["sock"]  # type: ignore[return-value]
-
-
-def receive_frames(sock: socket.socket, timeout_s: float, count: int | None = None
-                   ) -> list[bytes]:
-    """Frames arriving on ``sock`` (outgoing ones skipped) until ``count`` or the timeout."""
-    frames: list[bytes] = []
-    deadline = time.monotonic() + timeout_s
-    while count is None or len(frames) < count:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            break
-        sock.settimeout(left)
-        try:
-            data, addr = sock.recvfrom(65535)
-        except socket.timeout:
-            break
-        if addr[2] != PACKET_OUTGOING:
-            frames.append(data)
-    return frames
 
 
 # --- the VNFs ------------------------------------------------------------------
@@ -448,4 +387,4 @@ def drop_object() -> str:
 
 
 __all__ = ["VnfSet", "VnfLink", "VnfError", "MODES", "vnf_sid", "vnf_mac", "sut_vnf_mac",
-           "sut_vnf_if", "ns_packet_socket", "receive_frames", "drop_object"]
+           "sut_vnf_if", "drop_object"]

@@ -26,10 +26,20 @@ Modes:
   bisection from the middle of [min, max] (``search.bisect_start=range``);
 - ``new``: the shipped ``make run``: the resident generator, quick's own search;
 - ``informed``: as ``new`` with ``search.bisect_start=mrr`` (a short probe at max
-  places the bisection's bracket, :mod:`srperf.search.bisect`).
+  places the bisection's bracket, :mod:`srperf.search.bisect`);
+- ``checkout``: the real before: ``make run`` of another checkout of srperf
+  (``--checkout DIR``, e.g. the commit before issue 24, ``a5cd631``), its own
+  install.sh, venv, build directory (``DIR/.bench-build``) and quick.yaml (refused
+  unless it is the same plan as this tree's), on a testbed of the same prefix.
+  ``former`` only emulates the old generator and search with today's code; every
+  other change since (the in-process verification capture, for one) is in it.
+  Make the checkout with ``git worktree add --detach ../before a5cd631``, then
+  ``python3 -m venv ../before/.venv`` (or a copy whose scripts point at its own
+  python) and ``../before/scripts/install.sh``.
 
     .venv/bin/python bench/make_run.py [--modes former,new] [--rounds 1]
                                        [--prefix srpmr] [--keep DIR] [--gen-fifo PRIO]
+                                       [--checkout DIR (mode checkout)]
     .venv/bin/python bench/make_run.py --summary DIR [--modes former,new]
 
 Each run is also appended to DIR/figures.jsonl (with ``--keep DIR``), so a sitting
@@ -44,6 +54,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sqlite3
 import statistics
 import subprocess
@@ -62,6 +73,7 @@ MODES: dict[str, tuple[dict[str, object], list[str]]] = {
     "former": ({"resident": False, "settle_s": 0.0}, ["search.bisect_start=range"]),
     "new": ({}, []),
     "informed": ({}, ["search.bisect_start=mrr"]),
+    "checkout": ({}, []),
 }
 """Per mode: tester.options (on top of the testbed's) and ``--set`` overrides."""
 
@@ -106,24 +118,39 @@ def store_figures(store: Path, fig: RunFigures) -> None:
             fig.sending_s += sum(json.loads(per_attempt)) if per_attempt else float(elapsed)
 
 
+def same_plan(checkout: Path) -> None:
+    """Exit unless ``checkout`` runs the same plan: its quick.yaml and virtual.yaml are
+    this tree's, byte for byte."""
+    for rel in ("experiments/quick.yaml", "testbed/virtual.yaml"):
+        theirs, ours = checkout / rel, ROOT / rel
+        if not theirs.is_file() or theirs.read_bytes() != ours.read_bytes():
+            sys.exit(f"--checkout {checkout}: its {rel} is not this tree's: not the same plan")
+    if not (checkout / ".venv" / "bin" / "srperf").is_file():
+        sys.exit(f"--checkout {checkout}: no .venv/bin/srperf (run its scripts/install.sh)")
+
+
 def run_mode(mode: str, args: argparse.Namespace, work: Path) -> RunFigures:
     options, sets = MODES[mode]
     if args.gen_fifo:
         options = {**options, "fifo_priority": args.gen_fifo}
-    tb = testbed_file(ROOT / "testbed" / "virtual.yaml", args.prefix, options, work)
+    tree = Path(args.checkout).resolve() if mode == "checkout" else ROOT
+    env = dict(os.environ)
+    if mode == "checkout":
+        env["SRPERF_BUILD_DIR"] = str(tree / ".bench-build")
+    tb = testbed_file(tree / "testbed" / "virtual.yaml", args.prefix, options, work)
     results = work / f"results-{mode}-{time.monotonic_ns()}"
-    srperf = str(ROOT / ".venv" / "bin" / "srperf")
-    run = [srperf, "run", str(ROOT / "experiments" / "quick.yaml"), "-t", str(tb),
+    srperf = str(tree / ".venv" / "bin" / "srperf")
+    run = [srperf, "run", str(tree / "experiments" / "quick.yaml"), "-t", str(tb),
            "--results", str(results)]
     for item in sets:
         run += ["--set", item]
     started = time.monotonic()
-    install = subprocess.run([str(ROOT / "scripts" / "install.sh")], capture_output=True,
-                             text=True)
+    install = subprocess.run([str(tree / "scripts" / "install.sh")], capture_output=True,
+                             text=True, cwd=tree, env=env)
     installed = time.monotonic()
     if install.returncode != 0:
         sys.exit(f"install.sh failed ({install.returncode}):\n{install.stderr[-2000:]}")
-    proc = subprocess.run(run, capture_output=True, text=True)
+    proc = subprocess.run(run, capture_output=True, text=True, cwd=tree, env=env)
     ended = time.monotonic()
     if proc.returncode not in (0, 1, 3):
         sys.exit(f"{' '.join(run)} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
@@ -139,6 +166,9 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=1, help="runs of each mode, interleaved")
     p.add_argument("--prefix", default="srpmr", help="testbed prefix (namespaces)")
     p.add_argument("--keep", help="keep the results directories (and figures.jsonl) here")
+    p.add_argument("--checkout", metavar="DIR",
+                   help="mode checkout: the srperf checkout whose make run is the before "
+                   "(e.g. a worktree of a5cd631, installed)")
     p.add_argument("--summary", metavar="DIR",
                    help="run nothing: print the runs of DIR/figures.jsonl (its --modes)")
     p.add_argument("--gen-fifo", type=int, default=0, metavar="PRIO",
@@ -152,6 +182,10 @@ def main() -> int:
     bad = [m for m in modes if m not in MODES]
     if bad or not modes:
         p.error(f"--modes: unknown {bad} (choose from {', '.join(MODES)})")
+    if "checkout" in modes and not args.summary:
+        if not args.checkout:
+            p.error("--modes checkout needs --checkout DIR")
+        same_plan(Path(args.checkout).resolve())
     if args.summary:
         lines = (Path(args.summary) / "figures.jsonl").read_text().splitlines()
         figures = [RunFigures(**json.loads(line)) for line in lines if line.strip()]

@@ -69,6 +69,9 @@ def settings_for(alg: str, thresholds: tuple[float, ...], width: float, true_pps
     if alg == "bisect-mrr":  # bisect-rep3 with the informed start (search.bisect_start: mrr)
         return "bisect", dataclasses.replace(base, repeat_near_threshold=3,
                                              bisect_start="mrr", **common)
+    if alg == "bisect-short":  # bisect-rep3 with the short-trial first phase
+        return "bisect", dataclasses.replace(base, repeat_near_threshold=3,
+                                             bisect_start="short", **common)
     if alg == "multi":
         return "multi", dataclasses.replace(base, repeat_near_threshold=3, **common)
     if alg == "mlr-noval":

@@ -9,7 +9,7 @@ import pytest
 from srperf.drivers.base import TrialResult
 from srperf.drivers.simulated import SimulatedGenerator, SimulatedModel
 from srperf.search import SearchSettings, create
-from srperf.search.bisect import BisectSearch
+from srperf.search.bisect import SHORT_SHARE, BisectSearch
 
 
 def algorithm1(low: float, up: float, eps: float, passes) -> tuple[list[float], float, float]:
@@ -162,3 +162,85 @@ def test_informed_start_reports_a_generator_limit_as_such() -> None:
         g = create("bisect", settings).run(SimulatedGenerator(model).trial).goals[0]
         assert g.status == "generator_limited" and g.value_pps is None
         assert g.lower_bound_pps is not None and g.lower_bound_pps <= 800_000
+
+
+# -- bisect_start = "short": short trials bisect first, full trials finish ----------------
+
+def short(settings: SearchSettings = QUICK) -> SearchSettings:
+    return dataclasses.replace(settings, bisect_start="short")
+
+
+def assert_full_trials_decide(result, settings: SearchSettings = QUICK) -> None:
+    """Short trials are probes (0.2 x the duration); every other trial is a full one."""
+    for t in result.trials:
+        if t.extra.get("probe"):
+            assert t.duration_s == pytest.approx(SHORT_SHARE * settings.trial_duration_s)
+        else:
+            assert t.duration_s == settings.trial_duration_s
+
+
+@pytest.mark.parametrize("capacity", [90_000.0, 333_000.0, 640_000.0, 1_234_567.0])
+def test_short_start_finds_the_same_answer_with_fewer_trial_seconds(capacity: float) -> None:
+    plain = create("bisect", QUICK).run(SimulatedGenerator(SimulatedModel(capacity)).trial)
+    gen = SimulatedGenerator(SimulatedModel(capacity))
+    fast = create("bisect", short()).run(gen.trial)
+    true = gen.true_pdr(0.5)
+    for result in (plain, fast):
+        g = result.goals[0]
+        assert g.status == "ok"
+        assert g.lower_bound_pps <= true <= g.upper_bound_pps
+        assert g.upper_bound_pps - g.lower_bound_pps <= QUICK.accuracy_pps
+    g = fast.goals[0]
+    full = {t.rate_pps: t for t in fast.trials if not t.extra.get("probe")}
+    # both bounds are full-duration trials: a pass at the lower, a failure at the upper
+    assert full[g.lower_bound_pps].loss_ratio <= 0.005 < full[g.upper_bound_pps].loss_ratio
+    assert_full_trials_decide(fast)
+    short_trials = [t for t in fast.trials if t.extra.get("probe")]
+    assert short_trials and fast.trials[:len(short_trials)] == short_trials  # phase 1 first
+    assert fast.trial_seconds < 0.8 * plain.trial_seconds
+
+
+def overstating(gen: SimulatedGenerator, factor: float):
+    """A measure whose short trials see a SUT ``factor`` x faster (queues that hide a
+    short trial's excess) while full trials see the real one."""
+    fast = SimulatedGenerator(SimulatedModel(gen.model.capacity_pps * factor))
+
+    def measure(rate: float, duration: float) -> TrialResult:
+        return (fast if duration < QUICK.trial_duration_s else gen).trial(rate, duration)
+    return measure
+
+
+@pytest.mark.parametrize("factor", [1.1, 0.85])
+def test_short_start_gallops_back_when_short_trials_mislead(factor: float) -> None:
+    """Short trials 10 % too optimistic (or 15 % too pessimistic): the first full trials
+    fail (pass) and the full phase walks the other way with a doubling step; the answer
+    keeps Algorithm 1's meaning and accuracy."""
+    gen = SimulatedGenerator(SimulatedModel(640_000.0))
+    result = create("bisect", short()).run(overstating(gen, factor))
+    g = result.goals[0]
+    assert g.status == "ok"
+    assert g.lower_bound_pps <= gen.true_pdr(0.5) <= g.upper_bound_pps
+    assert g.upper_bound_pps - g.lower_bound_pps <= QUICK.accuracy_pps
+    first_full = next(t for t in result.trials if not t.extra.get("probe"))
+    assert (first_full.loss_ratio > 0.005) == (factor > 1)
+    assert_full_trials_decide(result)
+    # it walked from the short bracket, not back to Algorithm 1 over [min, max]
+    true = gen.true_pdr(0.5)
+    assert all(abs(t.rate_pps / true - 1) < 0.2 for t in result.trials if not t.extra.get("probe"))
+    plain = create("bisect", QUICK).run(SimulatedGenerator(SimulatedModel(640_000.0)).trial)
+    assert result.trial_seconds <= plain.trial_seconds + 1e-9
+
+
+def test_short_start_edges_are_statuses() -> None:
+    at_max = create("bisect", short()).run(SimulatedGenerator(SimulatedModel(3e6)).trial)
+    assert at_max.goals[0].status == "at_max"
+    assert at_max.trials[-1].rate_pps == QUICK.max_rate_pps
+    assert not at_max.trials[-1].extra.get("probe")
+    below = create("bisect", short()).run(SimulatedGenerator(SimulatedModel(50_000)).trial)
+    assert below.goals[0].status == "below_min"
+    assert below.trials[-1].rate_pps == QUICK.min_rate_pps
+    assert not below.trials[-1].extra.get("probe")
+    model = SimulatedModel(1_000_000, generator_max_rate_pps=800_000)
+    g = create("bisect", short()).run(SimulatedGenerator(model).trial).goals[0]
+    assert g.status == "generator_limited" and g.value_pps is None
+    assert g.lower_bound_pps is not None and g.lower_bound_pps <= 800_000

@@ -39,7 +39,7 @@ def trial(rate: float, lost: int, duration: float = 1.0, usable: bool = True,
     (dict(mrr_repeats=0), "mrr_repeats = 0"),
     (dict(validation_trials=-1), "validation_trials = -1"),
     (dict(mrr_rate_pps=0.0), "mrr_rate_pps = 0.0 must be > 0"),
-    (dict(bisect_start="middle"), "bisect_start 'middle' is not one of range, mrr"),
+    (dict(bisect_start="middle"), "bisect_start 'middle' is not one of range, mrr, short"),
 ])
 def test_impossible_settings_are_refused_with_a_precise_message(changes: dict, message: str
                                                                  ) -> None:

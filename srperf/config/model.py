@@ -353,8 +353,9 @@ class SearchConfig(Settings):
     bisect_start: str = setting(
         "range", "bisect: range = bisect [min_rate, max_rate] from the midpoint (SRPerf's "
         "Algorithm 1); mrr = one short probe at max_rate, then the bracket is found around "
-        "the rate it delivered (same bounds and accuracy, fewer trials)",
-        schema={"enum": ["range", "mrr"]})
+        "the rate it delivered; short = Algorithm 1 with 0.2x-duration trials first, then "
+        "full trials from that bracket (both: same bounds and accuracy, fewer trial-seconds)",
+        schema={"enum": ["range", "mrr", "short"]})
     warmup_s: float = setting(0.0, "traffic before each trial, not counted", unit="s",
                               schema={"type": "number", "minimum": 0,
                                       "maximum": MAX_TRIAL_S}, parse=float)

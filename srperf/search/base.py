@@ -19,7 +19,7 @@ def exceeds(trial: TrialResult, threshold_pct: float) -> bool:
     """True when the trial lost more than ``threshold_pct`` % of its intended packets."""
     return trial.lost * 100.0 > trial.intended * threshold_pct
 
-BISECT_STARTS = ("range", "mrr")
+BISECT_STARTS = ("range", "mrr", "short")
 """Values of :attr:`SearchSettings.bisect_start`."""
 
 Measure = Callable[[float, float], TrialResult]
@@ -67,7 +67,9 @@ class SearchSettings:
             (``initial_trial_duration_s``) at max, which only places the bracket,
             then measures around the rate it received and widens the bracket
             (doubling) until a passing and a failing trial bound the answer; the
-            bisection then goes on as in Algorithm 1 (:mod:`srperf.search.bisect`).
+            bisection then goes on as in Algorithm 1 (:mod:`srperf.search.bisect`);
+            ``"short"`` bisects with short trials first (a fifth of the trial duration,
+            never deciding) and finishes with full trials from that bracket.
     """
 
     thresholds_pct: tuple[float, ...] = (0.5,)

@@ -34,6 +34,18 @@ Additions, each documented where it happens:
   virtual testbed, whose loss at 0.5 % comes from the host's stalls (a plateau of
   a few % from about half the probe's delivered rate up), the probe misleads and
   it cost more (bench/make_run.py), which is why ``quick`` keeps ``range``.
+* ``settings.bisect_start = "short"`` (a short-trial first phase, MLRsearch's idea
+  of shorter trials in the preceding phases): Algorithm 1 runs first with
+  trials of :data:`SHORT_SHARE` x the trial duration, one per rate, marked
+  ``extra["probe"]`` and never deciding anything, until the bracket is
+  :data:`SHORT_WIDTH` accuracies wide.  The full-duration phase starts at that
+  bracket's lower rate and gallops both ways (a step of half the short bracket,
+  doubling) until a passing and a failing full trial bound the answer, then
+  bisects as Algorithm 1.  Unlike one probe it bisects: a plateau of loss from
+  the host's stalls moves its bracket by a step or two, not to half the rate.
+  A short trial's loss is a little lower than a full one's (the queues hold a
+  larger share of its excess), so a wrong bracket costs a few full trials, never
+  the answer: every bound is a full-duration trial decided as above.
 """
 
 from __future__ import annotations
@@ -41,11 +53,19 @@ from __future__ import annotations
 import logging
 
 from srperf.drivers.base import TrialResult
-from srperf.search.base import GoalResult, Measure, SearchAlgorithm, SearchResult, SearchSettings
+from srperf.search.base import (GoalResult, Measure, SearchAlgorithm, SearchResult,
+                                SearchSettings, exceeds)
 from srperf.search.common import (RateVerdict, TrialBudgetExceeded, TrialLog, edge_goal,
                                   measure_rate, unmeasurable_goal)
 
 log = logging.getLogger(__name__)
+
+SHORT_SHARE = 0.2
+"""``bisect_start = "short"``: duration of a first-phase trial, as a share of the trial
+duration (0.2 s of a 1 s trial: 160,000 frames at 800 kpps)."""
+SHORT_WIDTH = 4.0
+"""``bisect_start = "short"``: the first phase stops when its bracket is this many
+accuracies wide (two halvings are left to the full-duration trials)."""
 
 START_STEP = 0.02
 """``bisect_start = "mrr"``: the first step from the probe's knee, as a share of it
@@ -136,8 +156,14 @@ class BisectSearch(SearchAlgorithm):
         up_verdict: RateVerdict | None = None
         up_measured = False
         knee = None if probe is None else self._knee(probe, t)
+        start: tuple[float, float, bool] | None = None
         if knee is not None:
-            low, up, low_verdict, up_verdict = self._gallop(trials, t, knee)
+            step = max(s.accuracy_pps, START_STEP * knee)
+            start = (knee - step if knee < s.max_rate_pps else s.max_rate_pps, step, False)
+        elif s.bisect_start == "short":
+            start = self._short_phase(trials, t)
+        if start is not None:
+            low, up, low_verdict, up_verdict = self._gallop(trials, t, *start)
             up_measured = up_verdict is not None
             if low_verdict is not None and low >= s.max_rate_pps:
                 return edge_goal(t, "at_max", s, conditional=_conditional(low_verdict, t))
@@ -169,16 +195,38 @@ class BisectSearch(SearchAlgorithm):
             return unmeasurable_goal(t, s, low, up, up_verdict.trials)
         return GoalResult(t, low, up, "ok", _conditional(low_verdict, t))
 
-    def _gallop(self, trials: TrialLog, t: float, knee: float
+    def _short_phase(self, trials: TrialLog, t: float) -> tuple[float, float, bool]:
+        """``bisect_start = "short"``: Algorithm 1 with short trials down to a bracket
+        :data:`SHORT_WIDTH` accuracies wide; returns where the full phase starts, its
+        first step and True (it gallops both ways).  An unusable short trial (the
+        generator could not offer the rate) ends the phase as a failure would."""
+        s = self.settings
+        duration = SHORT_SHARE * s.trial_duration_s
+        low, up = s.min_rate_pps, s.max_rate_pps
+        while up - low > SHORT_WIDTH * s.accuracy_pps:
+            rate = 0.5 * (low + up)
+            trial = trials.run(rate, duration, probe=True)
+            if trial.usable and not exceeds(trial, t):
+                low = rate
+            else:
+                up = rate
+                if not trial.usable:
+                    break
+        # the gallop doubles the step before its first move: the second full trial
+        # goes to the short bracket's upper rate
+        return low, max(0.5 * s.accuracy_pps, 0.5 * (up - low)), True
+
+    def _gallop(self, trials: TrialLog, t: float, rate: float, step: float, descend: bool
                 ) -> tuple[float, float, RateVerdict | None, RateVerdict | None]:
-        """The informed start's bracket (module docstring): (low, up, their verdicts; None
-        where that side is still the search range's edge, not measured)."""
+        """The bracket of an informed start (module docstring): full trials from ``rate``,
+        up by ``step`` (doubling) while they pass; when the first fails, down the same
+        way if ``descend``, else back to Algorithm 1 on [min, rate]; the step doubles
+        before each move.  Returns (low, up,
+        their verdicts; None where that side is still the search range's edge)."""
         s = self.settings
         low, up = s.min_rate_pps, s.max_rate_pps
         low_verdict: RateVerdict | None = None
         up_verdict: RateVerdict | None = None
-        step = max(s.accuracy_pps, START_STEP * knee)
-        rate = knee - step if knee < s.max_rate_pps else s.max_rate_pps
         while True:
             rate = min(max(rate, s.min_rate_pps), s.max_rate_pps)
             verdict = self._measure(trials, rate, t)
@@ -190,7 +238,9 @@ class BisectSearch(SearchAlgorithm):
                 return low, up, low_verdict, up_verdict
             if low >= s.max_rate_pps or up <= s.min_rate_pps:
                 return low, up, low_verdict, up_verdict
-            if low_verdict is None:
+            if verdict.passed[t] is None:
+                return low, up, low_verdict, up_verdict  # unmeasurable here: _bisect says so
+            if low_verdict is None and not descend:
                 # the first trial at or below the knee failed: the probe was wrong (loss
                 # that does not come from capacity, e.g. stalls of a busy host); Algorithm 1
                 # takes over on [min, up], one probe and one trial more than it alone

@@ -27,6 +27,10 @@ Modes:
 - ``new``: the shipped ``make run``: the resident generator, quick's own search;
 - ``informed``: as ``new`` with ``search.bisect_start=mrr`` (a short probe at max
   places the bisection's bracket, :mod:`srperf.search.bisect`);
+- ``rested``: as ``new`` but every drain lasts the full ``drain_s`` (200 ms, as
+  before issue 24), so the SUT idles between trials as it did then;
+- ``short``: as ``new`` with ``search.bisect_start=short`` (short trials bisect
+  first, full trials finish from their bracket);
 - ``checkout``: the real before: ``make run`` of another checkout of srperf
   (``--checkout DIR``, e.g. the commit before issue 24, ``a5cd631``), its own
   install.sh, venv, build directory (``DIR/.bench-build``) and quick.yaml (refused
@@ -73,6 +77,8 @@ MODES: dict[str, tuple[dict[str, object], list[str]]] = {
     "former": ({"resident": False, "settle_s": 0.0}, ["search.bisect_start=range"]),
     "new": ({}, []),
     "informed": ({}, ["search.bisect_start=mrr"]),
+    "short": ({}, ["search.bisect_start=short"]),
+    "rested": ({"settle_s": 0.0}, []),
     "checkout": ({}, []),
 }
 """Per mode: tester.options (on top of the testbed's) and ``--set`` overrides."""

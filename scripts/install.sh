@@ -22,11 +22,14 @@ if [[ "$(id -u)" -ne 0 ]]; then
     exit 1
 fi
 
+# One dpkg-query for all of them (a package dpkg has never heard of prints no line).
+declare -A installed=()
+while read -r pkg status; do
+    [[ "$status" == "install ok installed" ]] && installed["$pkg"]=1
+done < <(dpkg-query -W -f='${Package} ${Status}\n' "${APT_PACKAGES[@]}" 2>/dev/null || true)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
-    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
-        missing+=("$pkg")
-    fi
+    [[ -n "${installed[$pkg]:-}" ]] || missing+=("$pkg")
 done
 if [[ "${#missing[@]}" -gt 0 ]]; then
     echo "installing system packages: ${missing[*]}"

@@ -83,8 +83,14 @@ def receive_frames(sock: socket.socket, timeout_s: float, count: int | None = No
     return frames
 
 
+GRACE_S = 0.02
+"""After the count has arrived, how long a capture keeps listening for extras (a
+behavior that duplicates): far beyond a path's latency here (microseconds on veth,
+well under a millisecond through a physical SUT)."""
+
+
 def send_and_capture(ns: str | None, tx: str, rx: str, frames: list[bytes],
-                     timeout_s: float, grace_s: float = 0.1, gap_s: float = 0.0
+                     timeout_s: float, grace_s: float = GRACE_S, gap_s: float = 0.0
                      ) -> list[bytes]:
     """Send each of ``frames`` once on ``tx`` (``gap_s`` apart) and return what arrived
     on ``rx``, in order, both ports in namespace ``ns``.

@@ -28,7 +28,8 @@ Modes:
 - ``informed``: as ``new`` with ``search.bisect_start=mrr`` (a short probe at max
   places the bisection's bracket, :mod:`srperf.search.bisect`);
 - ``rested``: as ``new`` but every drain lasts the full ``drain_s`` (200 ms, as
-  before issue 24), so the SUT idles between trials as it did then;
+  before issue 24), so the SUT idles between trials as it did then; ``rest50``
+  the same with a 50 ms drain;
 - ``short``: as ``new`` with ``search.bisect_start=short`` (short trials bisect
   first, full trials finish from their bracket);
 - ``checkout``: the real before: ``make run`` of another checkout of srperf
@@ -79,6 +80,7 @@ MODES: dict[str, tuple[dict[str, object], list[str]]] = {
     "informed": ({}, ["search.bisect_start=mrr"]),
     "short": ({}, ["search.bisect_start=short"]),
     "rested": ({"settle_s": 0.0}, []),
+    "rest50": ({"settle_s": 0.0, "drain_s": 0.05}, []),
     "checkout": ({}, []),
 }
 """Per mode: tester.options (on top of the testbed's) and ``--set`` overrides."""

@@ -371,6 +371,27 @@ def test_capture_returns_looped_frames(loop: Loop, gen: LinuxGenerator) -> None:
 
 @needs_root
 @pytest.mark.netns
+def test_a_trial_after_one_with_loss_waits_rest_s(loop: Loop) -> None:
+    """A trial that lost frames makes the next one wait ``rest_s`` from its end; a trial
+    without loss does not."""
+    with LinuxGenerator(loop.tester, "t0", "t1", cpu=0, tolerance=0.05, retries=0,
+                        rest_s=0.3) as g:
+        g.prepare(_frame())
+        run(["ip", "link", "set", "dev", "p1", "down"], ns=loop.peer)   # t1 gets nothing
+        try:
+            lossy = g.trial(2000, 0.05)
+        finally:
+            run(["ip", "link", "set", "dev", "p1", "up"], ns=loop.peer)
+        assert lossy.received == 0 and lossy.extra["rested_s"] == 0
+        after = g.trial(2000, 0.05)
+        assert 0.1 < after.extra["rested_s"] <= 0.3
+        following = g.trial(2000, 0.05)
+        # it rests only if ``after`` lost frames (the bridge port may still be coming up)
+        assert (following.extra["rested_s"] == 0) == (after.received == after.intended)
+
+
+@needs_root
+@pytest.mark.netns
 def test_sink_detach_attach(loop: Loop) -> None:
     ns = loop.tester
     assert linux_sink.sink_prog_id(ns, "t1") is not None

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Does a trial right after an overloaded one lose frames, by the rest between them?
+
+On a virtual testbed of its own prefix, with one behavior configured, each case
+runs an overload trial (``--high`` pps), sleeps the case's rest, then runs a
+light trial (``--low`` pps) and records its loss; the cases are interleaved
+``--rounds`` times so slow drifts of the machine hit them alike.  The
+generator's own rest is off (``tester.options.rest_s: 0``): the rest is the
+case's.  Prints per rest: the light trials' losses and how many exceeded the
+threshold (0.5 %).  This is the figure behind ``tester.options.rest_s``
+(drivers/linux.py).
+
+    .venv/bin/python bench/rest_after_overload.py [--rests 0,0.01,0.03,0.05,0.1]
+        [--rounds 6] [--behavior end] [--high 1200000] [--low 431250] [--prefix srprest]
+
+Needs root.  Compare the rests of one sitting only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+from srperf import behaviors, forwarders
+from srperf.config.loader import load_testbed
+from srperf.session import MeasurementSession
+from srperf.testbeds.virtual import VirtualTestbed
+
+ROOT = Path(__file__).resolve().parents[1]
+THRESHOLD = 0.005
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rests", default="0,0.01,0.03,0.05,0.1", help="seconds, comma-separated")
+    p.add_argument("--rounds", type=int, default=6)
+    p.add_argument("--behavior", default="end")
+    p.add_argument("--high", type=float, default=1_200_000.0, help="overload trial, pps")
+    p.add_argument("--low", type=float, default=431_250.0, help="light trial, pps")
+    p.add_argument("--prefix", default="srprest")
+    args = p.parse_args()
+    rests = [float(r) for r in args.rests.split(",")]
+    data = yaml.safe_load((ROOT / "testbed" / "virtual.yaml").read_text())
+    data["prefix"] = args.prefix
+    data.setdefault("tester", {})["options"] = {"rest_s": 0.0}
+    work = Path(tempfile.mkdtemp(prefix="srperf-rest-"))
+    (work / "testbed.yaml").write_text(yaml.safe_dump(data))
+    beh = behaviors.get(args.behavior)
+    losses: dict[float, list[float]] = {r: [] for r in rests}
+    with MeasurementSession(VirtualTestbed(load_testbed(work / "testbed.yaml")),
+                            forwarders.get("linux")) as session:
+        session.configure(beh)
+        session.prepare(beh, 64)
+        measure = session.measure_fn(beh)
+        for r in range(args.rounds):
+            for rest in rests:
+                time.sleep(0.5)   # every case starts from a rested SUT
+                high = measure(args.high, 1.0)
+                time.sleep(rest)
+                low = measure(args.low, 1.0)
+                losses[rest].append(low.loss_ratio)
+                print(f"round {r + 1} rest {rest * 1e3:5.0f} ms: {args.high:.0f} pps lost "
+                      f"{high.loss_ratio:7.2%}, then {args.low:.0f} pps lost "
+                      f"{low.loss_ratio:7.3%}", flush=True)
+    print(f"\n{args.behavior}: a {args.low:.0f} pps trial after a {args.high:.0f} pps one")
+    print(f"{'rest ms':>8} {'failed':>8} {'median loss':>12}  losses")
+    for rest in rests:
+        v = losses[rest]
+        failed = sum(x > THRESHOLD for x in v)
+        print(f"{rest * 1e3:8.0f} {failed:>3} of {len(v):<2} {statistics.median(v):11.3%}  "
+              + " ".join(f"{x:.2%}" for x in v))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

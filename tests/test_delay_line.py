@@ -20,6 +20,7 @@ import pytest
 from srperf import delay_line
 from srperf.netns import netns_names, run
 from srperf.transports.netns import NetnsTransport
+from ns_http import fetch, http_server
 
 pytestmark = [pytest.mark.netns]
 
@@ -108,20 +109,11 @@ def test_gso_frames_pass_whole_and_the_bytes_are_intact(tmp_path: Path) -> None:
     blob.write_bytes(bytes(range(256)) * 16_000)   # 4 MB
     with pair() as (a, b):
         lines = [delay_line.insert(MACHINE, ns, "e0", 2.0) for ns in (a, b)]
-        srv = subprocess.Popen(["ip", "netns", "exec", b, "python3", "-m", "http.server",
-                                "-b", B, "-d", str(tmp_path), "8097"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            for _ in range(50):
-                if run(["curl", "-s", "-o", "/dev/null", "-m", "1", f"http://[{B}]:8097/"],
-                       ns=a, check=False).ok:
-                    break
-            res = subprocess.run(["ip", "netns", "exec", a, "curl", "-sS", "-m", "30",
-                                  f"http://[{B}]:8097/blob"], capture_output=True, timeout=60)
-            into_a = lines[0].counters()
+            with http_server(b, B, tmp_path, 8097, client_ns=a) as url:
+                res = fetch(a, f"{url}/blob", timeout_s=30)
+                into_a = lines[0].counters()
         finally:
-            srv.terminate()
-            srv.wait()
             for line in lines:
                 line.remove()
         assert res.returncode == 0 and res.stdout == blob.read_bytes()

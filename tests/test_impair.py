@@ -12,6 +12,7 @@ import pytest
 
 from srperf.stateful import impair
 from srperf.stateful.pipes_chain import ROUTER, PipesChain
+from ns_http import fetch, http_server
 
 pytestmark = [pytest.mark.netns]
 
@@ -35,26 +36,11 @@ def test_loss_is_real(tmp_path) -> None:
             assert applied[0].sender == (server, "l0")
             obj = tmp_path / "blob"
             obj.write_bytes(bytes(range(256)) * 8000)   # 2 MB from the server
-            srv = subprocess.Popen(["ip", "netns", "exec", server, "python3", "-m",
-                                    "http.server", "-b", ch.server_ip6, "-d", str(tmp_path),
-                                    "8099"], stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL)
-            try:
+            with http_server(server, ch.server_ip6, tmp_path, 8099, client_ns=client) as url:
                 before = _retrans(server)
-                for _ in range(50):
-                    ok = subprocess.run(["ip", "netns", "exec", client, "curl", "-s", "-o",
-                                         "/dev/null", "-m", "1",
-                                         f"http://[{ch.server_ip6}]:8099/"]).returncode == 0
-                    if ok:
-                        break
-                res = subprocess.run(["ip", "netns", "exec", client, "curl", "-sS", "-m", "60",
-                                      f"http://[{ch.server_ip6}]:8099/blob"],
-                                     capture_output=True, timeout=90)
+                res = fetch(client, f"{url}/blob")
                 assert res.returncode == 0 and res.stdout == obj.read_bytes()
                 assert _retrans(server) - before > 10   # the server resent lost segments
-            finally:
-                srv.terminate()
-                srv.wait()
             if not has_netem:
                 counts = impair.drop_counts(applied[0])
                 total = counts["passed"] + counts["dropped"]
@@ -78,18 +64,6 @@ def _rtt_ms(ns: str, dst: str, count: int = 8) -> float:
     return statistics.median(times)
 
 
-def _fetch(client: str, server_ip6: str, port: int) -> bytes:
-    for _ in range(50):
-        if subprocess.run(["ip", "netns", "exec", client, "curl", "-s", "-o", "/dev/null",
-                           "-m", "1", f"http://[{server_ip6}]:{port}/"]).returncode == 0:
-            break
-    res = subprocess.run(["ip", "netns", "exec", client, "curl", "-sS", "-m", "60",
-                          f"http://[{server_ip6}]:{port}/blob"], capture_output=True,
-                         timeout=90)
-    assert res.returncode == 0, res.stderr
-    return res.stdout
-
-
 def test_delay_and_loss_through_a_pipes_chain(tmp_path) -> None:
     """Link 0 delayed 10 ms each way, link 1 delayed 5 ms with 5 % loss each way: the
     client's round trip to the server grows by 30 ms, a fetch through the relay arrives
@@ -108,15 +82,10 @@ def test_delay_and_loss_through_a_pipes_chain(tmp_path) -> None:
             assert 29.8 <= added <= 34.0, (base, added)   # lost pings do not count
             obj = tmp_path / "blob"
             obj.write_bytes(bytes(range(256)) * 4000)   # 1 MB from the server
-            srv = subprocess.Popen(["ip", "netns", "exec", server, "python3", "-m",
-                                    "http.server", "-b", ch.server_ip6, "-d", str(tmp_path),
-                                    "8098"], stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL)
-            try:
-                assert _fetch(client, ch.server_ip6, 8098) == obj.read_bytes()
-            finally:
-                srv.terminate()
-                srv.wait()
+            with http_server(server, ch.server_ip6, tmp_path, 8098, client_ns=client) as url:
+                res = fetch(client, f"{url}/blob")
+                assert res.returncode == 0, res.stderr
+                assert res.stdout == obj.read_bytes()
             if not has_netem:
                 lossy = impair.drop_counts(applied[2])   # link 1, toward the server
                 back = impair.drop_counts(applied[3])    # link 1, toward the relay

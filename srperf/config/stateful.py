@@ -62,10 +62,11 @@ def _streams(value: Any) -> int | str:
     return value
 
 
-def _segments(value: Any) -> tuple[int, ...]:
+def _distinct_counts(value: Any) -> tuple[int, ...]:
+    """A list of counts (segments, chains), each configuration once."""
     out = tuple(int(v) for v in value)
     if len(set(out)) != len(out):
-        raise ValueError(f"{list(value)!r}: a segment count is listed twice")
+        raise ValueError(f"{list(value)!r}: a count is listed twice")
     return out
 
 
@@ -113,7 +114,7 @@ class GoodputConfig(Settings):
         "each; the segments beyond the SUT's and the server's last SID: segment_mode)", unit="segments",
         schema={"type": "array", "minItems": 1,
                 "items": {"type": "integer", "minimum": 2, "maximum": 16}},
-        parse=_segments)
+        parse=_distinct_counts)
     segment_mode: str = setting(
         "carried", "how segments beyond the behavior's SID and the server's last one are "
         "made: carried (in the SRH as segments already visited: the caching-proxy paper's "
@@ -131,7 +132,7 @@ class GoodputConfig(Settings):
         "alternate between two chains ending at two server SIDs)", unit="chains",
         schema={"type": "array", "minItems": 1,
                 "items": {"type": "integer", "minimum": 1, "maximum": 2}},
-        parse=_segments)
+        parse=_distinct_counts)
     vnf_modes: tuple[str, ...] = setting(
         (), "VNF modes measured one after the other, one configuration each (forwarders with "
         "VNFs, e.g. ebpf; empty: the experiment's options.vnf_mode); with snat the caching "

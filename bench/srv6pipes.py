@@ -8,8 +8,9 @@ Sections (the paper's figures):
   6   proxy (relay on m1) vs router, 1 KB, 100 KB and 1 MB objects
   9   XOR passes (xor:N on m1 = 2N passes), 1 MB objects
   11  two chained xormask proxies (function + inverse) vs two routers, 1 MB
-  7   1 % loss per direction on links client-m1 and m2-server (bpf-drop where no netem),
-      relay vs router, 1 MB; a delay is reported unsupported where netem is missing
+  7   1 % loss and 5 ms delay per direction on links client-m1 and m2-server (bpf-drop and
+      the delay line where no netem), relay vs router, 1 MB, with --tcp-congestion (e.g.
+      reno, as experiments/srv6pipes.yaml: a loss-based control, as the paper's kernel had)
 With --rate-mbit R (e.g. 10000, the paper's 10 Gb/s links) sections 6 and 9 are run again
 with every link capped at R Mb/s, and section 11 at --chain-rate-mbit (1000: the paper ran
 its chained proxies over 1 Gb/s links); the uncapped rows stay in the table.
@@ -73,7 +74,9 @@ def plan(args: argparse.Namespace) -> list[tuple[str, PipesCase]]:
             cases += [("11", PipesCase((ROUTER, ROUTER), (MB,), rate_mbit=rate)),
                       ("11", PipesCase(("xormask", "xormask"), (MB,), rate_mbit=rate))]
     if "7" in sections:
-        cases += [("7", PipesCase((role, ROUTER), (MB,), loss_pct=args.loss_pct))
+        cases += [("7", PipesCase((role, ROUTER), (MB,), loss_pct=args.loss_pct,
+                                  delay_ms=args.delay_ms,
+                                  tcp_congestion=args.tcp_congestion or None))
                   for role in (ROUTER, "relay")]
     return cases
 
@@ -88,7 +91,10 @@ def main() -> int:
     ap.add_argument("--sections", default="6,9,11,7")
     ap.add_argument("--xor", default="1,4,16", help="XOR pass counts N (xor:N)")
     ap.add_argument("--loss-pct", type=float, default=1.0)
-    ap.add_argument("--delay-ms", type=float, default=10.0)
+    ap.add_argument("--delay-ms", type=float, default=5.0)
+    ap.add_argument("--tcp-congestion", default="",
+                    help="section 7: TCP congestion control of the chain's namespaces "
+                    "(default: their own, BBR on this host)")
     ap.add_argument("--rate-mbit", type=float, default=0.0,
                     help="also run sections 6 and 9 with every link at this rate (Mb/s)")
     ap.add_argument("--chain-rate-mbit", type=float, default=1000.0,

@@ -84,7 +84,11 @@ generator-limited trial in any search): lossfit took 0.79x mlr's trial seconds
 where mlr reported 624-762 (mean 695.0, CV 8.8 %), a median 1.20x higher; there
 the loss at 0.5 % came from host stalls (2-4 % lost in about half the trials over
 a wide band of rates), the threshold model put the crossing at 920-1000 kpps,
-and lossfit's lower bound followed whichever trials happened to pass.
+and lossfit's lower bound followed whichever trials happened to pass.  After the
+generator's rest after loss (``tester.options.rest_s``), B2 on End (``--behaviors end
+--max-rate 1500000 --no-bisect``, 4 interleaved repeats, 2026-11-26): lossfit took 4.0x
+mlr's trial seconds (124.0 against 30.8 per search, 55-215 per search) for a median PDR
+1.01x mlr's, with less spread (CV 1.9 % against 4.7 %).
 
 Statuses are those of the other searches (:class:`srperf.search.base.GoalResult`).
 """

@@ -293,7 +293,10 @@ def test_search_with_flows_and_its_trial_gaps(tmp_path: Path,
     assert rc == (3 if status == "generator_limited" else 0), out
     rows = db.execute("SELECT time, duration_s, intended, sent FROM trials "
                       "ORDER BY id").fetchall()
-    assert len(rows) >= 3 and all(sent > 0 for *_, sent in rows)
+    # at least one gap: when the SUT keeps up with the midpoint, the search measures max
+    # next and ends at_max after two trials (its accuracy, 2 % of line rate, is wider than
+    # the half of the range left)
+    assert len(rows) >= 2 and all(sent > 0 for *_, sent in rows)
     times = [datetime.fromisoformat(t) for t, *_ in rows]
     gaps = [(b - a).total_seconds() - float(d)
             for a, b, (_, d, _, _) in zip(times, times[1:], rows[1:])]

@@ -59,9 +59,9 @@ srgen per trial, a fixed drain), kept for comparison (``bench/trial_gap.py``).
 *Rest after loss* (``rest_s``, 40 ms): a trial that follows one which lost frames
 starts no sooner than ``rest_s`` after it ended.  On the virtual testbed a SUT that
 was just overloaded refuses frames for some 10-30 ms after its queues are empty:
-a 431 kpps trial 3 ms after a 1.2 Mpps one failed 4 times in 6, 10 ms after it
-once in 6, 30, 50 and 100 ms after it never (End, 6 of each; before issue 24 the
-gap was always over 400 ms).  Without it a bisection whose first trial overloads
+a 431 kpps trial 3 ms after a 1.2 Mpps one failed 5 times in 12, 10 ms after it
+4 times in 12, 30, 50 and 100 ms after it never (End, two sittings of
+bench/rest_after_overload.py; before issue 24 the gap was always over 400 ms).  Without it a bisection whose first trial overloads
 the SUT finds its second trial failing and settles near half the PDR.  A trial
 after one without loss follows at once.  The time slept is ``extra["rested_s"]``.
 """

@@ -107,17 +107,28 @@ def informed(settings: SearchSettings = QUICK) -> SearchSettings:
     return dataclasses.replace(settings, bisect_start="mrr")
 
 
-@pytest.mark.parametrize("capacity", [90_000.0, 333_000.0, 640_000.0, 1_234_567.0])
-def test_informed_start_finds_the_same_answer_with_fewer_trials(capacity: float) -> None:
+def assert_bracketed(result, true: float) -> None:
+    """The goal is found, holds the model's exact PDR and is at most QUICK's accuracy wide."""
+    g = result.goals[0]
+    assert g.status == "ok"
+    assert g.lower_bound_pps <= true <= g.upper_bound_pps
+    assert g.upper_bound_pps - g.lower_bound_pps <= QUICK.accuracy_pps
+
+
+def plain_and(settings: SearchSettings, capacity: float):
+    """Algorithm 1 (QUICK) and ``settings`` on the same model SUT, both checked with
+    :func:`assert_bracketed`: (plain result, result with ``settings``)."""
     plain = create("bisect", QUICK).run(SimulatedGenerator(SimulatedModel(capacity)).trial)
     gen = SimulatedGenerator(SimulatedModel(capacity))
-    fast = create("bisect", informed()).run(gen.trial)
-    true = gen.true_pdr(0.5)
+    fast = create("bisect", settings).run(gen.trial)
     for result in (plain, fast):
-        g = result.goals[0]
-        assert g.status == "ok"
-        assert g.lower_bound_pps <= true <= g.upper_bound_pps
-        assert g.upper_bound_pps - g.lower_bound_pps <= QUICK.accuracy_pps
+        assert_bracketed(result, gen.true_pdr(0.5))
+    return plain, fast
+
+
+@pytest.mark.parametrize("capacity", [90_000.0, 333_000.0, 640_000.0, 1_234_567.0])
+def test_informed_start_finds_the_same_answer_with_fewer_trials(capacity: float) -> None:
+    plain, fast = plain_and(informed(), capacity)
     probe, *decisions = fast.trials
     assert probe.extra.get("probe") is True and probe.rate_pps == QUICK.max_rate_pps
     assert probe.duration_s == QUICK.initial_trial_duration_s
@@ -134,14 +145,12 @@ def test_informed_start_falls_back_to_algorithm_1_when_the_probe_misleads() -> N
     gen = SimulatedGenerator(model)
     result = create("bisect", informed()).run(gen.trial)
     plain = create("bisect", QUICK).run(SimulatedGenerator(model).trial)
-    g = result.goals[0]
     probe, first, second = result.trials[:3]
     knee = probe.received / probe.elapsed_s / 0.995
     assert first.rate_pps == pytest.approx(knee - max(QUICK.accuracy_pps, 0.02 * knee))
     assert first.loss_ratio > 0.005
     assert second.rate_pps == pytest.approx(0.5 * (QUICK.min_rate_pps + first.rate_pps))
-    assert g.status == "ok" and g.upper_bound_pps - g.lower_bound_pps <= QUICK.accuracy_pps
-    assert g.lower_bound_pps <= gen.true_pdr(0.5) <= g.upper_bound_pps
+    assert_bracketed(result, gen.true_pdr(0.5))
     assert result.trial_seconds <= plain.trial_seconds + probe.duration_s + 1.0 + 1e-9
 
 
@@ -181,15 +190,7 @@ def assert_full_trials_decide(result, settings: SearchSettings = QUICK) -> None:
 
 @pytest.mark.parametrize("capacity", [90_000.0, 333_000.0, 640_000.0, 1_234_567.0])
 def test_short_start_finds_the_same_answer_with_fewer_trial_seconds(capacity: float) -> None:
-    plain = create("bisect", QUICK).run(SimulatedGenerator(SimulatedModel(capacity)).trial)
-    gen = SimulatedGenerator(SimulatedModel(capacity))
-    fast = create("bisect", short()).run(gen.trial)
-    true = gen.true_pdr(0.5)
-    for result in (plain, fast):
-        g = result.goals[0]
-        assert g.status == "ok"
-        assert g.lower_bound_pps <= true <= g.upper_bound_pps
-        assert g.upper_bound_pps - g.lower_bound_pps <= QUICK.accuracy_pps
+    plain, fast = plain_and(short(), capacity)
     g = fast.goals[0]
     full = {t.rate_pps: t for t in fast.trials if not t.extra.get("probe")}
     # both bounds are full-duration trials: a pass at the lower, a failure at the upper
@@ -217,10 +218,7 @@ def test_short_start_gallops_back_when_short_trials_mislead(factor: float) -> No
     keeps Algorithm 1's meaning and accuracy."""
     gen = SimulatedGenerator(SimulatedModel(640_000.0))
     result = create("bisect", short()).run(overstating(gen, factor))
-    g = result.goals[0]
-    assert g.status == "ok"
-    assert g.lower_bound_pps <= gen.true_pdr(0.5) <= g.upper_bound_pps
-    assert g.upper_bound_pps - g.lower_bound_pps <= QUICK.accuracy_pps
+    assert_bracketed(result, gen.true_pdr(0.5))
     first_full = next(t for t in result.trials if not t.extra.get("probe"))
     assert (first_full.loss_ratio > 0.005) == (factor > 1)
     assert_full_trials_decide(result)

@@ -256,7 +256,8 @@ def summarize(figures: list[RunFigures], modes: list[str], rounds: int) -> int:
             c = [f.pdr_kpps[b] for f in by_mode[mode] if b in f.pdr_kpps]
             if a and c:
                 ratios.append(f"{b} {statistics.median(c) / statistics.median(a):.3f}")
-        print(f"median PDR ratio {mode}/{first}: {', '.join(ratios) or 'no behavior measured both ways'}")
+        print(f"median PDR ratio {mode}/{first}: "
+              f"{', '.join(ratios) or 'no behavior measured both ways'}")
     return 0
 
 

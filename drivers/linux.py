@@ -51,9 +51,9 @@ the frame or an option changes (once per search).  A trial then costs no new
 process: srgen reads the ports' counters itself, through files it opened once.
 The drain after the last packet ends as soon as the rx port has counted every
 sent packet, or neither its counter nor the tx port's has moved for
-``settle_s`` (``drain_s`` at most); frames the rx port counts after that, between two trials, are said in
-the next trial's ``extra["rx_between_trials"]`` and logged (they were counted
-lost).  ``resident: false`` and ``settle_s: 0`` give the former behaviour (one
+``settle_s`` (``drain_s`` at most); frames the rx port counts after that, between
+two trials, are said in the next trial's ``extra["rx_between_trials"]`` and logged
+(they were counted lost).  ``resident: false`` and ``settle_s: 0`` give the former behaviour (one
 srgen per trial, a fixed drain), kept for comparison (``bench/trial_gap.py``).
 
 *Rest after loss* (``rest_s``, 40 ms): a trial that follows one which lost frames
@@ -61,9 +61,10 @@ starts no sooner than ``rest_s`` after it ended.  On the virtual testbed a SUT t
 was just overloaded refuses frames for some 10-30 ms after its queues are empty:
 a 431 kpps trial 3 ms after a 1.2 Mpps one failed 5 times in 12, 10 ms after it
 4 times in 12, 30, 50 and 100 ms after it never (End, two sittings of
-bench/rest_after_overload.py; before issue 24 the gap was always over 400 ms).  Without it a bisection whose first trial overloads
-the SUT finds its second trial failing and settles near half the PDR.  A trial
-after one without loss follows at once.  The time slept is ``extra["rested_s"]``.
+bench/rest_after_overload.py; before issue 24 the gap was always over 400 ms).
+Without it a bisection whose first trial overloads the SUT finds its second trial
+failing and settles near half the PDR.  A trial after one without loss follows at
+once.  The time slept is ``extra["rested_s"]``.
 """
 
 from __future__ import annotations

@@ -43,9 +43,12 @@ Additions, each documented where it happens:
   doubling) until a passing and a failing full trial bound the answer, then
   bisects as Algorithm 1.  Unlike one probe it bisects: a plateau of loss from
   the host's stalls moves its bracket by a step or two, not to half the rate.
-  A short trial's loss is a little lower than a full one's (the queues hold a
-  larger share of its excess), so a wrong bracket costs a few full trials, never
-  the answer: every bound is a full-duration trial decided as above.
+  A short trial's loss is lower than a full one's (the queues hold a larger share
+  of its excess), so a wrong bracket costs full trials, never the answer: every
+  bound is a full-duration trial decided as above.  On the model SUT it takes
+  0.65-0.78x Algorithm 1's trial time (bench/search_b1.py); on the shared virtual
+  testbed 0.2 s trials passed at 1.32 Mpps where 1 s trials passed at 0.87 Mpps,
+  and it cost more (bench/make_run.py), so ``quick`` keeps ``range`` here too.
 """
 
 from __future__ import annotations
@@ -221,8 +224,8 @@ class BisectSearch(SearchAlgorithm):
         """The bracket of an informed start (module docstring): full trials from ``rate``,
         up by ``step`` (doubling) while they pass; when the first fails, down the same
         way if ``descend``, else back to Algorithm 1 on [min, rate]; the step doubles
-        before each move.  Returns (low, up,
-        their verdicts; None where that side is still the search range's edge)."""
+        before each move.  Returns (low, up, their verdicts; None where that side is
+        still the search range's edge)."""
         s = self.settings
         low, up = s.min_rate_pps, s.max_rate_pps
         low_verdict: RateVerdict | None = None

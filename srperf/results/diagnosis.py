@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from srperf.profile.stacks import ROUTE_LOOKUP
-from srperf.results.profiles import BehaviorProfile
+from srperf.results.behavior_profile import BehaviorProfile
 
 AGREEMENT_PCT = 20.0
 """Largest gap between the time ratio and the inverse PDR ratio, in % of the latter,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from srperf.results.profiles import BehaviorProfile
+from srperf.results.behavior_profile import BehaviorProfile
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ is a sample with ``status`` other than ``ok`` and a ``reason``, never a number.
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol
 
@@ -58,6 +59,11 @@ class Endpoints:
     """The SUT's node: its CPU busy share and counters are read through it."""
     sut_cpu: int | None = None
     """The SUT's forwarding CPU (its busy share is reported; None: all CPUs)."""
+
+
+def second_address(address: str) -> str:
+    """``address + 1``: the server's address reached through the second chain."""
+    return str(ipaddress.IPv6Address(address) + 1)
 
 
 @dataclass(frozen=True)
@@ -115,4 +121,5 @@ class StatefulRunner(Protocol):
         """Stop every process :meth:`start` and :meth:`run` started (idempotent)."""
 
 
-__all__ = ["StatefulError", "Endpoint", "Endpoints", "Variant", "StatefulSample", "StatefulRunner", "OK"]
+__all__ = ["StatefulError", "Endpoint", "Endpoints", "Variant", "StatefulSample", "StatefulRunner", "OK",
+           "second_address"]

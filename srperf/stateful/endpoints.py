@@ -21,13 +21,12 @@ testbed whose ``is_up`` is false, which the next ``up`` rebuilds.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 from typing import Any
 
 from srperf.config.model import TestbedConfig
 from srperf.netns import run
-from srperf.stateful.base import Endpoint, Endpoints, StatefulError
+from srperf.stateful.base import Endpoint, Endpoints, StatefulError, second_address
 from srperf.testbeds.base import Testbed
 from srperf.transports.netns import NetnsTransport
 
@@ -35,11 +34,6 @@ log = logging.getLogger(__name__)
 
 TOOLS = ("iperf3",)
 """Programs the goodput kind needs on both endpoints."""
-
-
-def second_address(address: str) -> str:
-    """``address + 1``: the server's address reached through the second chain."""
-    return str(ipaddress.IPv6Address(address) + 1)
 
 
 class VirtualEndpoints:
@@ -153,4 +147,4 @@ def make_endpoints(testbed: Testbed) -> Any:
     return VirtualEndpoints(testbed)
 
 
-__all__ = ["VirtualEndpoints", "make_endpoints", "second_address", "TOOLS"]
+__all__ = ["VirtualEndpoints", "make_endpoints", "TOOLS"]

@@ -40,8 +40,7 @@ from typing import Any
 
 from srperf.config.model import EndpointHostConfig, TestbedConfig
 from srperf.errors import SrperfError
-from srperf.stateful.base import Endpoint, Endpoints, StatefulError
-from srperf.stateful.endpoints import second_address
+from srperf.stateful.base import Endpoint, Endpoints, StatefulError, second_address
 from srperf.testbeds import ssh_prepare
 from srperf.testbeds.base import Testbed
 from srperf.transports.base import Transport

@@ -30,8 +30,7 @@ from dataclasses import dataclass
 from srperf.config.model import TestbedConfig, vnf_sid
 from srperf.errors import UnsupportedBehavior
 from srperf.stateful import carry
-from srperf.stateful.base import Endpoints, StatefulError
-from srperf.stateful.endpoints import second_address
+from srperf.stateful.base import Endpoints, StatefulError, second_address
 from srperf.transports.base import Transport
 
 log = logging.getLogger(__name__)

@@ -38,7 +38,8 @@ DESCRIPTIONS: dict[str, str] = {
     "behaviors": "List the SRv6 behaviors srperf knows (name, display name, kind) and the "
                  "forwarders that offer each; for a forwarder that does not, why not.",
     "build": "Compile the traffic generator (srgen), the tester's XDP sink, the eBPF "
-             "dataplane, the SRv6Pipes relay and the user-space delay line into the build directory ($SRPERF_BUILD_DIR, default "
+             "dataplane, the SRv6Pipes relay and the user-space delay line into the build "
+             "directory ($SRPERF_BUILD_DIR, default "
              "~/.cache/srperf/build); a program is rebuilt only when a source is newer. "
              "The set-up ('make install', 'make run', 'make test') does this already.",
     "runs": "List the runs of a results store, newest first: id, experiment, testbed, "

@@ -32,6 +32,9 @@ Modes:
   the same with a 50 ms drain;
 - ``short``: as ``new`` with ``search.bisect_start=short`` (short trials bisect
   first, full trials finish from their bracket);
+- ``whole``: as ``new`` with ``search.early_stop=false`` (every trial runs its whole
+  duration, however certain its failure); ``rest200``: as ``new`` with
+  ``tester.options.rest_s`` 200 ms (the SUT idles that long after a lossy trial);
 - ``checkout``: the real before: ``make run`` of another checkout of srperf
   (``--checkout DIR``, e.g. the commit before issue 24, ``a5cd631``), its own
   install.sh, venv, build directory (``DIR/.bench-build``) and quick.yaml (refused
@@ -81,9 +84,13 @@ MODES: dict[str, tuple[dict[str, object], list[str]]] = {
     "short": ({}, ["search.bisect_start=short"]),
     "rested": ({"settle_s": 0.0}, []),
     "rest50": ({"settle_s": 0.0, "drain_s": 0.05}, []),
+    "whole": ({}, ["search.early_stop=false"]),
+    "rest200": ({"rest_s": 0.2}, []),
     "checkout": ({}, []),
 }
 """Per mode: tester.options (on top of the testbed's) and ``--set`` overrides."""
+NEAR_LOSS = (0.005 / 4, 0.005 * 4)
+"""quick's threshold (0.5 %) divided and multiplied by bisect's near_factor (4)."""
 
 
 @dataclass
@@ -102,6 +109,11 @@ class RunFigures:
     """Per behavior: the PDR in kpps, or the status (unsupported, generator_limited...)."""
     pdr_kpps: dict[str, float] = field(default_factory=dict)
     trials_per_search: dict[str, int] = field(default_factory=dict)
+    near: int = 0
+    """Trials whose loss was near the 0.5 % threshold (1/4 to 4 times it): the ones
+    bisect repeats."""
+    stopped: int = 0
+    """Trials stopped early (``search.early_stop``)."""
 
 
 def store_figures(store: Path, fig: RunFigures) -> None:
@@ -121,9 +133,12 @@ def store_figures(store: Path, fig: RunFigures) -> None:
                 fig.pdr[behavior] = status
         for behavior, status in db.execute("SELECT behavior, status FROM outcomes"):
             fig.pdr.setdefault(behavior, status)
-        for elapsed, per_attempt in db.execute(
-                "SELECT elapsed_s, json_extract(extra, '$.elapsed_s_per_attempt') FROM trials"):
+        for elapsed, per_attempt, loss, stopped in db.execute(
+                "SELECT elapsed_s, json_extract(extra, '$.elapsed_s_per_attempt'), loss_ratio, "
+                "json_extract(extra, '$.stopped') FROM trials"):
             fig.sending_s += sum(json.loads(per_attempt)) if per_attempt else float(elapsed)
+            fig.near += NEAR_LOSS[0] <= float(loss) <= NEAR_LOSS[1]
+            fig.stopped += stopped is not None
 
 
 def same_plan(checkout: Path) -> None:
@@ -212,8 +227,8 @@ def main() -> int:
             per = ", ".join(f"{b} {n}" for b, n in fig.trials_per_search.items())
             print(f"round {r + 1} {mode:<8} wall {fig.wall_s:6.1f} s (install {fig.install_s:4.1f}"
                   f" s, srperf run {fig.run_s:6.1f} s); {fig.searches} searches, {fig.trials} "
-                  f"trials, {fig.trial_s:.1f} trial-s, {fig.sending_s:.1f} s sending; trials per "
-                  f"search: {per}", flush=True)
+                  f"trials, {fig.trial_s:.1f} trial-s, {fig.sending_s:.1f} s sending, {fig.near} "
+                  f"near, {fig.stopped} stopped; trials per search: {per}", flush=True)
     return summarize(figures, modes, args.rounds)
 
 
@@ -224,7 +239,7 @@ def summarize(figures: list[RunFigures], modes: list[str], rounds: int) -> int:
         by_mode[fig.mode].append(fig)
     print(f"\nmake run (install.sh + srperf run quick), {rounds} round(s), medians:")
     print(f"{'mode':<9} {'wall s':>7} {'install':>7} {'run s':>7} {'trials':>7} "
-          f"{'trial-s':>8} {'sending':>8}")
+          f"{'trial-s':>8} {'sending':>8} {'near':>5} {'stopped':>7}")
     wall: dict[str, float] = {}
     modes = [m for m in modes if by_mode[m]]
     for mode in modes:
@@ -234,7 +249,9 @@ def summarize(figures: list[RunFigures], modes: list[str], rounds: int) -> int:
               f"{statistics.median(f.run_s for f in fs):7.1f} "
               f"{statistics.median(f.trials for f in fs):7.0f} "
               f"{statistics.median(f.trial_s for f in fs):8.1f} "
-              f"{statistics.median(f.sending_s for f in fs):8.1f}")
+              f"{statistics.median(f.sending_s for f in fs):8.1f} "
+              f"{statistics.median(f.near for f in fs):5.0f} "
+              f"{statistics.median(f.stopped for f in fs):7.0f}")
     for mode in modes[1:]:
         print(f"wall time {mode}/{modes[0]}: {wall[mode] / wall[modes[0]]:.2f}")
     behaviors = list(dict.fromkeys(b for f in figures for b in f.pdr))

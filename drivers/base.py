@@ -20,6 +20,13 @@ class TrialResult:
     exactly once: it is either ``sent`` (accepted by the tester's tx port) or
     ``refused`` (the path refused it; never retried, counted as lost).
     ``received`` packets arrived at the tester's rx port.
+
+    A trial *stopped early* (asked for with ``stop_lost``, see
+    :meth:`TrafficGenerator.trial`) describes the part that ran: ``intended``
+    and ``duration_s`` are the packets offered before the stop and their
+    scheduled time; ``extra["stopped"]`` keeps the planned ``duration_s`` and
+    ``intended`` and the bound, whose crossing made the whole trial's loss
+    certain to exceed it.
     """
 
     rate_pps: float
@@ -75,6 +82,18 @@ class TrialResult:
     def received_rate_pps(self) -> float:
         """Packets received per second of intended duration."""
         return self.received / self.duration_s if self.duration_s > 0 else 0.0
+
+    @property
+    def stopped_early(self) -> bool:
+        """True when the generator ended the trial early, its loss bound certainly crossed."""
+        return bool(self.extra.get("stopped"))
+
+    @property
+    def planned_duration_s(self) -> float:
+        """The duration the trial was asked for, seconds (``duration_s`` unless it
+        stopped early)."""
+        stopped = self.extra.get("stopped")
+        return float(stopped["planned_s"]) if stopped else self.duration_s
 
     @property
     def usable(self) -> bool:
@@ -162,8 +181,17 @@ class TrafficGenerator(abc.ABC):
                              "the trex driver")
 
     @abc.abstractmethod
-    def trial(self, rate_pps: float, duration_s: float) -> TrialResult:
-        """Offer round(rate_pps * duration_s) copies of the prepared frame, paced."""
+    def trial(self, rate_pps: float, duration_s: float, *,
+              stop_lost: int | None = None) -> TrialResult:
+        """Offer round(rate_pps * duration_s) copies of the prepared frame, paced.
+
+        ``stop_lost`` (None: never): the generator may end the trial as soon as
+        more than ``stop_lost`` of its packets are *certainly* lost (a packet the
+        path refused), since the whole trial would then have lost more than that
+        too; the result is then marked stopped early (see :class:`TrialResult`).
+        A driver that cannot count certain losses during a trial ignores it and
+        runs the whole trial.
+        """
 
     @abc.abstractmethod
     def capture(self, frames: list[bytes], timeout_s: float = 2.0,

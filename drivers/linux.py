@@ -158,6 +158,11 @@ class SrgenReport:
         return self.sent + self.refused
 
     @property
+    def stopped(self) -> bool:
+        """srgen ended the trial early: more than its ``stop_lost`` were refused."""
+        return bool(self.raw.get("stopped"))
+
+    @property
     def refusals_counted(self) -> bool:
         """Every refused attempt is a drop the kernel counted (port or qdisc), and
         without a hold queue every refused frame is one refused attempt."""
@@ -324,8 +329,10 @@ class LinuxGenerator(TrafficGenerator):
         self._write_frames(variants)
         self._flows = flows
 
-    def trial(self, rate_pps: float, duration_s: float) -> TrialResult:
-        """Offer round(rate_pps * duration_s) frames at ``rate_pps`` (pps) for ``duration_s`` (s)."""
+    def trial(self, rate_pps: float, duration_s: float, *,
+              stop_lost: int | None = None) -> TrialResult:
+        """Offer round(rate_pps * duration_s) frames at ``rate_pps`` (pps) for ``duration_s`` (s);
+        srgen stops early once more than ``stop_lost`` were refused (None: never)."""
         if rate_pps <= 0 or duration_s <= 0:
             raise ValueError(f"rate_pps ({rate_pps}) and duration_s ({duration_s}) must be > 0")
         intended = round(rate_pps * duration_s)
@@ -334,7 +341,7 @@ class LinuxGenerator(TrafficGenerator):
                                note="rate x duration rounds to zero packets: nothing sent")
         attempts: list[TrialResult] = []
         for _ in range(self.retries + 1):
-            result = self._one_trial(rate_pps, duration_s, intended)
+            result = self._one_trial(rate_pps, duration_s, intended, stop_lost)
             attempts.append(result)
             if not result.generator_limited:
                 self._best_paced_pps = max(self._best_paced_pps, rate_pps)
@@ -435,9 +442,11 @@ class LinuxGenerator(TrafficGenerator):
             argv += ["-k", str(self._flow_count)]
         return argv
 
-    def run_srgen(self, rate_pps: float, count: int, drain_s: float | None = None) -> SrgenReport:
+    def run_srgen(self, rate_pps: float, count: int, drain_s: float | None = None,
+                  stop_lost: int | None = None) -> SrgenReport:
         """Run one srgen trial in the namespace: ``count`` frames at ``rate_pps`` (0 =
-        unpaced), by the resident srgen (started when needed) or a process of its own."""
+        unpaced), by the resident srgen (started when needed) or a process of its own;
+        it stops early once more than ``stop_lost`` frames were refused (None: never)."""
         if self._frame_file is None:
             raise GeneratorError("prepare(frame) must be called before a trial")
         drain = self.drain_s if drain_s is None else drain_s
@@ -451,12 +460,14 @@ class LinuxGenerator(TrafficGenerator):
             else:  # srgen is the only sender on tx: the queue's drops between two reads are its
                 drops_before = self._prepare_port()
                 self._ensure_resident()
-            text = self._resident_trial(rate_pps, count, drain, settle, timeout)
+            text = self._resident_trial(rate_pps, count, drain, settle, timeout, stop_lost)
         else:
             drops_before = self._prepare_port()
             argv = [*self._in_ns, str(self._binary), *self._options_argv(),
                     "-r", f"{rate_pps:.6f}", "-n", str(count), "-d", str(round(drain * 1000)),
                     "-s", str(round(settle * 1e6))]
+            if stop_lost is not None:
+                argv += ["-L", str(stop_lost)]
             log.debug("run %s", " ".join(argv))
             try:
                 proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
@@ -499,10 +510,11 @@ class LinuxGenerator(TrafficGenerator):
             self._fail(f"srgen -S said {line!r} instead of ready")
 
     def _resident_trial(self, rate_pps: float, count: int, drain_s: float, settle_s: float,
-                        timeout_s: float) -> str:
+                        timeout_s: float, stop_lost: int | None = None) -> str:
         assert self._proc is not None and self._proc.stdin is not None
+        stop = "" if stop_lost is None else f" {stop_lost}"
         command = (f"trial {rate_pps:.6f} {count} {round(drain_s * 1e6)} "
-                   f"{round(settle_s * 1e6)}\n")
+                   f"{round(settle_s * 1e6)}{stop}\n")
         try:
             self._proc.stdin.write(command)
             self._proc.stdin.flush()
@@ -647,11 +659,19 @@ class LinuxGenerator(TrafficGenerator):
         time.sleep(left)
         return left
 
-    def _one_trial(self, rate_pps: float, duration_s: float, intended: int) -> TrialResult:
+    def _one_trial(self, rate_pps: float, duration_s: float, intended: int,
+                   stop_lost: int | None = None) -> TrialResult:
         rested = self._rest()
-        rep = self.run_srgen(rate_pps, intended)
+        rep = self.run_srgen(rate_pps, intended, stop_lost=stop_lost)
         if rep.rx_packets_delta < rep.offered:
             self._lossy_end = time.monotonic()
+        stopped: dict[str, Any] | None = None
+        if rep.stopped:
+            # The trial that ran is the part before the stop (see TrialResult).
+            stopped = {"planned_s": duration_s, "planned_frames": intended,
+                       "stop_lost": stop_lost}
+            intended = int(rep.raw.get("offered", -1))
+            duration_s = intended / rate_pps
         # elapsed_ns spans the first to the last offer: intended - 1 intervals.
         # One more interval (the last packet's own slot) makes offered / elapsed
         # equal the rate for perfect pacing.
@@ -661,6 +681,10 @@ class LinuxGenerator(TrafficGenerator):
         if rep.offered != intended:
             consistent = False
             notes.append(f"srgen offered {rep.offered} of {intended} packets")
+        if stopped is not None:
+            notes.append(f"stopped after {duration_s:.3f} s of {stopped['planned_s']:g} s: "
+                         f"{count(rep.refused, 'frame')} refused, more than the "
+                         f"{stop_lost} the whole trial may lose")
         if rep.sent != rep.tx_packets_delta:
             consistent = False
             notes.append(f"sent {rep.sent} != tx_packets delta {rep.tx_packets_delta}")
@@ -696,6 +720,8 @@ class LinuxGenerator(TrafficGenerator):
                  "tx_dropped_delta": rep.tx_dropped_delta,
                  "rx_dropped_delta": rep.rx_dropped_delta, "pacing_error": error,
                  "rested_s": round(rested, 6)}
+        if stopped is not None:
+            extra["stopped"] = stopped
         return TrialResult(rate_pps=rate_pps, duration_s=duration_s, intended=intended,
                            sent=rep.sent, refused=rep.refused, received=rep.rx_packets_delta,
                            elapsed_s=elapsed_s, generator_limited=limited,

@@ -212,8 +212,12 @@ class SimulatedGenerator(TrafficGenerator):
     def max_rate_pps(self) -> float | None:
         return self.model.generator_max_rate_pps
 
-    def trial(self, rate_pps: float, duration_s: float) -> TrialResult:
-        """One model trial at ``rate_pps`` for ``duration_s`` seconds (instant)."""
+    def trial(self, rate_pps: float, duration_s: float, *,
+              stop_lost: int | None = None) -> TrialResult:
+        """One model trial at ``rate_pps`` for ``duration_s`` seconds (instant).
+
+        ``stop_lost`` is ignored: the model's losses happen inside the SUT, not as
+        refusals it could count during the trial, so every trial runs whole."""
         if not rate_pps > 0 or not duration_s > 0:
             raise GeneratorError(f"simulated trial needs rate > 0 pps and duration > 0 s, "
                                  f"got {rate_pps!r}, {duration_s!r}")

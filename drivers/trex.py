@@ -320,7 +320,11 @@ class TrexGenerator(TrafficGenerator):
                             "pps": rate_pps})
         return streams
 
-    def trial(self, rate_pps: float, duration_s: float) -> TrialResult:
+    def trial(self, rate_pps: float, duration_s: float, *,
+              stop_lost: int | None = None) -> TrialResult:
+        """One trial on the TRex server.  ``stop_lost`` is ignored: TRex's losses are
+        inside the SUT (or frames still in flight) until the trial's end, never a
+        certain count during it, so every trial runs whole."""
         if not self.frames:
             raise GeneratorError("trial before prepare(): no frame loaded")
         intended = round(rate_pps * duration_s)

@@ -82,7 +82,7 @@ def search_settings(exp: Experiment, tb: TestbedConfig, seed: int = 0) -> Search
         exceed_ratio=s.exceed_ratio, duration_sum_s=s.duration_sum_s,
         relative_width=s.relative_width, seed=seed,
         mrr_rate_pps=s.mrr_rate.resolve(lr) if s.mrr_rate else None,
-        bisect_start=s.bisect_start)
+        bisect_start=s.bisect_start, early_stop=s.early_stop)
     try:
         settings.validate()
     except ValueError as exc:

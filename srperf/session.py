@@ -44,12 +44,10 @@ from srperf.imix import IMIX_SIZE
 from srperf.progress import ProgressEvents
 from srperf.results.store import ResultStore, TrialKey
 from srperf.search import create as create_search
-from srperf.search.base import LatencyPoint, SearchResult, SearchSettings
+from srperf.search.base import LatencyPoint, Measure, SearchResult, SearchSettings
 from srperf.testbeds.base import SutHandle, Testbed
 
 log = logging.getLogger(__name__)
-
-Measure = Callable[[float, float], TrialResult]
 
 TRIAL_RETRIES = 1
 """Re-runs of a trial whose generator failed (its process died) before the search
@@ -211,12 +209,13 @@ class MeasurementSession:
         sut = self.sut
         last: dict[str, dict[str, int] | None] = {}
 
-        def measure(rate_pps: float, duration_s: float) -> TrialResult:
+        def measure(rate_pps: float, duration_s: float, *,
+                    stop_lost: int | None = None) -> TrialResult:
             self.testbed.keep_claim()  # re-taken if a dropped connection lost it
             # One read per trial: the previous trial's "after" is this one's "before"
             # (nothing but test traffic reaches the SUT between two trials of a search).
             before = last["after"] if "after" in last else sut.counters()
-            trial = self._trial(gen, behavior.name, rate_pps, duration_s)
+            trial = self._trial(gen, behavior.name, rate_pps, duration_s, stop_lost)
             if before is not None:
                 after = sut.counters() or {}
                 last["after"] = after
@@ -237,12 +236,14 @@ class MeasurementSession:
 
     @staticmethod
     def _trial(gen: TrafficGenerator, name: str, rate_pps: float,
-               duration_s: float) -> TrialResult:
+               duration_s: float, stop_lost: int | None = None) -> TrialResult:
         """One trial; a generator failure (its process died) is retried
         :data:`TRIAL_RETRIES` times, then ends the search (SearchAborted)."""
         for attempt in range(TRIAL_RETRIES + 1):
             try:
-                return gen.trial(rate_pps, duration_s)
+                if stop_lost is None:
+                    return gen.trial(rate_pps, duration_s)
+                return gen.trial(rate_pps, duration_s, stop_lost=stop_lost)
             except GeneratorError as exc:
                 if attempt < TRIAL_RETRIES:
                     log.warning("%s: the generator failed during a trial at %.0f pps (%s); "

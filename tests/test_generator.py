@@ -152,10 +152,11 @@ class _FakeGen(LinuxGenerator):
         self.reports = reports
         self.calls = 0
 
-    def run_srgen(self, rate_pps: float, count: int, drain_s: float | None = None
-                  ) -> SrgenReport:
+    def run_srgen(self, rate_pps: float, count: int, drain_s: float | None = None,
+                  stop_lost: int | None = None) -> SrgenReport:
         data = dict(self.reports[min(self.calls, len(self.reports) - 1)])
         self.calls += 1
+        self.stop_lost = stop_lost
         return SrgenReport.parse(json.dumps(data))
 
 
@@ -199,9 +200,9 @@ def test_trial_good_and_limited_flags() -> None:
 
 def test_trial_refusals_are_checked_against_queue_drops() -> None:
     class _QueuedFake(_FakeGen):
-        def run_srgen(self, rate_pps: float, count: int, drain_s: float | None = None
-                      ) -> SrgenReport:
-            return dataclasses.replace(super().run_srgen(rate_pps, count, drain_s),
+        def run_srgen(self, rate_pps: float, count: int, drain_s: float | None = None,
+                      stop_lost: int | None = None) -> SrgenReport:
+            return dataclasses.replace(super().run_srgen(rate_pps, count, drain_s, stop_lost),
                                        qdisc_dropped_delta=self.queue_drops)
 
     with _QueuedFake([_report(990, 10, 1.0, tx_dropped=0)], retries=0, queue_pkts=64,
@@ -236,6 +237,28 @@ def test_trial_refusals_with_a_hold_queue() -> None:
     with _FakeGen([{**_report(990, 10, 1.0, tx_dropped=12), "attempts_refused": 12}],
                   retries=0, queue_pkts=0) as g:
         assert not g.trial(1000, 1.0).counters_consistent
+
+
+def test_a_stopped_trial_is_the_part_that_ran() -> None:
+    """srgen stopped after 300 of 1000 frames, 20 refused (more than stop_lost 5): the
+    trial is those 300 frames in 0.3 s, the plan kept in extra["stopped"]."""
+    stopped = {**_report(280, 20, 0.299), "intended": 1000, "stopped": 1, "offered": 300}
+    with _FakeGen([stopped], retries=0) as g:
+        r = g.trial(1000, 1.0, stop_lost=5)
+        assert g.stop_lost == 5
+        assert (r.intended, r.sent, r.refused, r.received) == (300, 280, 20, 280)
+        assert r.duration_s == pytest.approx(0.3) and r.planned_duration_s == 1.0
+        assert r.stopped_early and r.usable, r.note
+        assert r.extra["stopped"] == {"planned_s": 1.0, "planned_frames": 1000, "stop_lost": 5}
+        assert r.loss_ratio == pytest.approx(20 / 300) and "stopped after 0.300 s" in r.note
+    whole = _report(990, 10, 0.999)
+    with _FakeGen([{**whole, "stopped": 0, "offered": 1000}], retries=0) as g:
+        r = g.trial(1000, 1.0, stop_lost=50)
+        assert not r.stopped_early and r.intended == 1000 and r.planned_duration_s == 1.0
+    # srgen saying it stopped with an offered count that is not sent + refused
+    with _FakeGen([{**stopped, "offered": 301}], retries=0) as g:
+        r = g.trial(1000, 1.0, stop_lost=5)
+        assert not r.counters_consistent and "offered 300 of 301" in r.note
 
 
 def test_trial_counter_mismatch_is_flagged() -> None:
@@ -498,6 +521,32 @@ def test_queue_holds_a_burst_the_ring_refuses(overload: tuple[str, str], mode: s
             assert _delta(before, after, "tx_dropped") == queued.extra["attempts_refused"]
             slipped_s = queued.extra["slipped_ns"] / 1e9
             assert queued.elapsed_s - slipped_s < 0.003 + 0.001 + 0.0005, queued
+
+
+@needs_root
+@pytest.mark.netns
+@pytest.mark.parametrize("mode,queue_mode", [("mmsg", "hold"), ("mmsg", "qdisc"),
+                                             ("ring", "qdisc")])
+def test_a_trial_stops_once_more_than_stop_lost_were_refused(
+        overload: tuple[str, str], mode: str, queue_mode: str) -> None:
+    """200,000 frames planned for 1 s into the slow peer: with stop_lost 2,000 srgen
+    ends the trial soon after the 2,001st refusal; without it (or with a bound the
+    trial never reaches) it offers every frame."""
+    tester, _ = overload
+    with _slow_peer_gen(tester, mode, queue_pkts=500, queue_mode=queue_mode) as g:
+        before = link_stats(tester, "u0")
+        r = g.trial(200_000, 1.0, stop_lost=2_000)
+        after = link_stats(tester, "u0")
+        assert r.stopped_early and r.counters_consistent and r.usable, r.note
+        assert r.extra["stopped"] == {"planned_s": 1.0, "planned_frames": 200_000,
+                                      "stop_lost": 2_000}
+        assert r.refused > 2_000 and r.sent + r.refused == r.intended < 100_000, r
+        assert r.duration_s == pytest.approx(r.intended / 200_000)
+        assert _delta(before, after, "tx_packets") == r.sent
+        assert r.loss_ratio > 2_000 / 200_000
+        whole = g.trial(200_000, 0.1, stop_lost=20_000)    # cannot lose more than all
+        assert not whole.stopped_early and whole.sent + whole.refused == whole.intended == 20_000
+        assert whole.refused > 0 and whole.counters_consistent, whole.note
 
 
 @needs_root

@@ -78,9 +78,18 @@
  *     as soon as the RX port has counted every sent packet, or neither the
  *     TX counter (frames leaving a queue) nor the RX counter has moved for
  *     SETTLE_US (0: always the whole DRAIN_MS).
+ *   - -L STOP_LOST (stop): the trial ends early, before all COUNT packets
+ *     are offered, once more than STOP_LOST of them were refused.  A refused
+ *     packet is lost whatever happens later, so the whole trial would have
+ *     lost more than STOP_LOST: a caller that asks for this knows the
+ *     verdict is then certain.  The report says "stopped": 1 and "offered",
+ *     the packets offered before the stop (the trial that ran); elapsed_ns
+ *     spans those.  Losses elsewhere on the path (not refusals) are only
+ *     counted at the end and never stop a trial.
  *   - -S (serve): srgen stays up between trials, with its socket, ring,
  *     frames and counter files; each line on stdin is a command:
- *       trial RATE COUNT DRAIN_US SETTLE_US  -> one JSON line (as above)
+ *       trial RATE COUNT DRAIN_US SETTLE_US [STOP_LOST]
+ *                                            -> one JSON line (as above)
  *       quit                                 -> exit 0 (so does end of input)
  *     and it prints {"ready": true} once set up.  Packet numbers (-V) and
  *     flows go on from trial to trial.  rx_between_trials is what the RX
@@ -146,6 +155,7 @@ struct opts {
 	uint64_t queue_pkts;  /* 0: bypass the qdisc; else send through it (see -Q) */
 	uint64_t hold_pkts;   /* 0: refuse at once; else hold refused packets (see -H) */
 	long counter_off;     /* -1: every packet the same; else see -V */
+	uint64_t stop_lost;   /* -L: stop once more were refused (NO_STOP: never) */
 };
 
 /* The sender: its socket and, in ring mode, the mapped TX ring.  head and
@@ -183,10 +193,13 @@ struct stat_fds {
 	int tx_packets, tx_dropped, rx_packets, rx_dropped;
 };
 
-/* One trial: COUNT packets at RATE (0: unpaced), then the drain. */
+#define NO_STOP UINT64_MAX    /* stop_lost: never stop early */
+
+/* One trial: COUNT packets at RATE (0: unpaced), then the drain; it stops
+ * early once more than STOP_LOST packets were refused (see -L). */
 struct trial_req {
 	double rate_pps;
-	uint64_t count, drain_ns, settle_ns;
+	uint64_t count, drain_ns, settle_ns, stop_lost;
 };
 
 static void die(const char *fmt, ...)
@@ -206,7 +219,7 @@ static void usage(void)
 	fputs("usage: srgen -f FRAME -r RATE_PPS -n COUNT -t TX_DEV -x RX_DEV\n"
 	      "             [-c CPU] [-P FIFO_PRIO] [-d DRAIN_MS] [-b BATCH] [-l MAX_LAG_US]\n"
 	      "             [-q QUANTUM_US] [-m mmsg|ring] [-Q QUEUE_PKTS | -H HOLD_PKTS]\n"
-	      "             [-V COUNTER_OFFSET] [-k FLOWS] [-s SETTLE_US]\n"
+	      "             [-V COUNTER_OFFSET] [-k FLOWS] [-s SETTLE_US] [-L STOP_LOST]\n"
 	      "       srgen -S -f FRAME -t TX_DEV -x RX_DEV [the options above]\n"
 	      "  RATE_PPS 0 = unpaced; BATCH 1..256 (16); DRAIN_MS (200); MAX_LAG_US (1000);\n"
 	      "  QUANTUM_US (0): send once this much traffic is due (fewer, fuller batches)\n"
@@ -217,7 +230,9 @@ static void usage(void)
 	      "  -k the frame file holds FLOWS frames of one length; packet i is frame i % FLOWS\n"
 	      "  -s end the drain once RX has counted every sent packet or not moved for\n"
 	      "     SETTLE_US (0: wait the whole DRAIN_MS)\n"
-	      "  -S serve: one trial per line on stdin, 'trial RATE COUNT DRAIN_US SETTLE_US'\n",
+	      "  -L end the trial once more than STOP_LOST packets were refused\n"
+	      "  -S serve: one trial per line on stdin,\n"
+	      "     'trial RATE COUNT DRAIN_US SETTLE_US [STOP_LOST]'\n",
 	      stderr);
 	exit(2);
 }
@@ -300,7 +315,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	o->rate_pps = -1;
 	o->counter_off = -1;
 	o->flows = 1;
-	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:m:Q:H:V:k:s:Sh")) != -1) {
+	o->stop_lost = NO_STOP;
+	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:m:Q:H:V:k:s:L:Sh")) != -1) {
 		switch (c) {
 		case 'f': o->frame_path = optarg; break;
 		case 'r': {
@@ -323,6 +339,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case 'H': o->hold_pkts = parse_u64(optarg, "hold"); break;
 		case 'q': o->quantum_ns = parse_u64(optarg, "quantum") * 1000ull; break;
 		case 's': o->settle_ns = parse_u64(optarg, "settle") * 1000ull; break;
+		case 'L': o->stop_lost = parse_u64(optarg, "stop lost"); break;
 		case 'S': o->serve = 1; break;
 		case 'k':
 			o->flows = parse_u64(optarg, "flows");
@@ -723,6 +740,7 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 	double ns_per_pkt;
 	uint64_t min_batch = 1, held_max = 0;
 	int holding = 0;      /* a backlog of refused packets is not caught up yet */
+	int stopped = 0;      /* more than stop_lost were refused: the trial ended early */
 
 	snd->calls = snd->refused_short = snd->attempts_refused = 0;
 	snd->refused_last = 0;
@@ -739,6 +757,11 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 	t0 = first = last = now_ns();
 	while (offered < t->count) {
 		uint64_t now = now_ns(), due = t->count, n, k;
+
+		if (refused > t->stop_lost) {
+			stopped = 1;
+			break;
+		}
 
 		if (ns_per_pkt > 0) {
 			/* Packets 0..due-1 are due at or before now. */
@@ -832,7 +855,8 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 	       ", \"settle_ns\": %" PRIu64 ", \"drained_ns\": %" PRIu64 ", \"cpu\": %d"
 	       ", \"rx_between_trials\": %" PRIu64
 	       ", \"tx_packets_delta\": %" PRIu64 ", \"tx_dropped_delta\": %" PRIu64
-	       ", \"rx_packets_delta\": %" PRIu64 ", \"rx_dropped_delta\": %" PRIu64 "}\n",
+	       ", \"rx_packets_delta\": %" PRIu64 ", \"rx_dropped_delta\": %" PRIu64
+	       ", \"stopped\": %d, \"offered\": %" PRIu64 "}\n",
 	       t->count, sent, refused, snd->refused_short, t->count ? last - first : 0,
 	       t->rate_pps, snd->len, o->batch, snd->calls,
 	       o->mode == MODE_RING ? "ring" : "mmsg", snd->nframes,
@@ -840,7 +864,8 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 	       snd->attempts_refused, max_lag, o->max_lag_ns, slipped, t->drain_ns,
 	       t->settle_ns, drained_ns, o->cpu, between,
 	       after.tx_packets - before.tx_packets, after.tx_dropped - before.tx_dropped,
-	       after.rx_packets - before.rx_packets, after.rx_dropped - before.rx_dropped);
+	       after.rx_packets - before.rx_packets, after.rx_dropped - before.rx_dropped,
+	       stopped, offered);
 	fflush(stdout);
 }
 
@@ -911,18 +936,21 @@ static void serve(struct gen *g)
 	fflush(stdout);
 	while (fgets(line, sizeof(line), stdin)) {
 		struct trial_req t;
-		unsigned long long count, drain_us, settle_us;
+		unsigned long long count, drain_us, settle_us, stop_lost;
 		char extra;
+		int fields;
 
 		if (!strcmp(line, "quit\n") || !strcmp(line, "quit"))
 			return;
-		if (sscanf(line, "trial %lf %llu %llu %llu %c", &t.rate_pps, &count, &drain_us,
-			   &settle_us, &extra) != 4 || !(t.rate_pps >= 0))
-			die("bad command: '%.*s' (trial RATE COUNT DRAIN_US SETTLE_US, or quit)",
-			    (int)strcspn(line, "\n"), line);
+		fields = sscanf(line, "trial %lf %llu %llu %llu %llu %c", &t.rate_pps, &count,
+				&drain_us, &settle_us, &stop_lost, &extra);
+		if ((fields != 4 && fields != 5) || !(t.rate_pps >= 0))
+			die("bad command: '%.*s' (trial RATE COUNT DRAIN_US SETTLE_US "
+			    "[STOP_LOST], or quit)", (int)strcspn(line, "\n"), line);
 		t.count = count;
 		t.drain_ns = drain_us * 1000ull;
 		t.settle_ns = settle_us * 1000ull;
+		t.stop_lost = fields == 5 ? stop_lost : NO_STOP;
 		run_trial(g, &t);
 	}
 }
@@ -936,7 +964,8 @@ int main(int argc, char **argv)
 	if (g.o.serve) {
 		serve(&g);
 	} else {
-		struct trial_req t = { g.o.rate_pps, g.o.count, g.o.drain_ns, g.o.settle_ns };
+		struct trial_req t = { g.o.rate_pps, g.o.count, g.o.drain_ns, g.o.settle_ns,
+					g.o.stop_lost };
 
 		run_trial(&g, &t);
 	}

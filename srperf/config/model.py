@@ -356,6 +356,11 @@ class SearchConfig(Settings):
         "the rate it delivered; short = Algorithm 1 with 0.2x-duration trials first, then "
         "full trials from that bracket (both: same bounds and accuracy, fewer trial-seconds)",
         schema={"enum": ["range", "mrr", "short"]})
+    early_stop: bool = setting(
+        True, "bisect/multi: a trial ends as soon as the frames it certainly lost (refused by "
+        "the SUT's port) decide it, failing and not near a threshold; it is stored as the "
+        "part that ran, marked stopped (drivers that cannot count such losses run it whole)",
+        schema={"type": "boolean"})
     warmup_s: float = setting(0.0, "traffic before each trial, not counted", unit="s",
                               schema={"type": "number", "minimum": 0,
                                       "maximum": MAX_TRIAL_S}, parse=float)

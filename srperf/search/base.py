@@ -10,7 +10,7 @@ from __future__ import annotations
 import abc
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Protocol
 
 from srperf.drivers.base import TrialResult
 
@@ -22,8 +22,16 @@ def exceeds(trial: TrialResult, threshold_pct: float) -> bool:
 BISECT_STARTS = ("range", "mrr", "short")
 """Values of :attr:`SearchSettings.bisect_start`."""
 
-Measure = Callable[[float, float], TrialResult]
-"""measure(rate_pps, duration_s) -> TrialResult."""
+class Measure(Protocol):
+    """``measure(rate_pps, duration_s) -> TrialResult``: one trial.
+
+    ``stop_lost`` is passed only by searches with ``early_stop`` (see
+    :meth:`srperf.drivers.base.TrafficGenerator.trial`); a measure callable for
+    other searches may take the two positional arguments alone.
+    """
+
+    def __call__(self, rate_pps: float, duration_s: float, *,
+                 stop_lost: int | None = None) -> TrialResult: ...
 
 
 @dataclass(frozen=True)
@@ -70,6 +78,14 @@ class SearchSettings:
             bisection then goes on as in Algorithm 1 (:mod:`srperf.search.bisect`);
             ``"short"`` bisects with short trials first (a fifth of the trial duration,
             never deciding) and finishes with full trials from that bracket.
+        early_stop: ``bisect`` and ``multi``: each trial may end as soon as the
+            packets it certainly lost decide it the way the whole trial would
+            (failing every threshold, and not near one where that would make
+            the rate be measured again: :func:`srperf.search.common.stop_lost`).
+            Its verdict and the search's course are those of the whole trial;
+            it costs only the part that ran.  Off here (a measure callable
+            need not know ``stop_lost``); an experiment's ``search.early_stop``
+            is on unless it says otherwise.
     """
 
     thresholds_pct: tuple[float, ...] = (0.5,)
@@ -91,6 +107,7 @@ class SearchSettings:
     preceding_phases: int = 1
     max_trials: int = 1000
     bisect_start: str = "range"
+    early_stop: bool = False
 
     def validate(self) -> None:
         """Raise ValueError with a precise message when a setting is impossible."""
@@ -210,7 +227,8 @@ class SearchResult:
 
     @property
     def trial_seconds(self) -> float:
-        """Sum of intended durations of every trial, warm-up included, seconds."""
+        """Sum of intended durations of every trial, warm-up included, seconds (of a
+        trial stopped early, the part that ran)."""
         return sum(t.duration_s for t in self.trials)
 
     @property

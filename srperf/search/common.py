@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -78,11 +79,17 @@ class TrialLog:
         self.trials: list[TrialResult] = []
         self.started = time.monotonic()
 
-    def run(self, rate_pps: float, duration_s: float, **flags: object) -> TrialResult:
-        """One trial at ``rate_pps`` for ``duration_s``; flags go to ``extra``."""
+    def run(self, rate_pps: float, duration_s: float, stop_lost: int | None = None,
+            **flags: object) -> TrialResult:
+        """One trial at ``rate_pps`` for ``duration_s``, which may stop early once more
+        than ``stop_lost`` packets are certainly lost (None: never); flags go to
+        ``extra``."""
         if len(self.trials) >= self.settings.max_trials:
             raise TrialBudgetExceeded()
-        trial = self.measure(rate_pps, duration_s)
+        if stop_lost is None:
+            trial = self.measure(rate_pps, duration_s)
+        else:
+            trial = self.measure(rate_pps, duration_s, stop_lost=stop_lost)
         if flags:
             trial = mark(trial, **flags)
         self.trials.append(trial)
@@ -159,9 +166,33 @@ class RateVerdict:
         return max(losses) if losses else None
 
 
+def stop_lost(intended: int, thresholds_pct: tuple[float, ...], near_factor: float,
+              repeats: int, near: set[float]) -> int:
+    """Most packets a trial of ``intended`` packets may certainly lose before its
+    outcome in :func:`measure_rate` is settled, whatever the rest of it does.
+
+    A trial that lost more than ``s * intended`` packets has a loss ratio above
+    ``s``; so does the part of it that ran (it offered at most ``intended``).  For
+    each threshold t (percent) ``s`` is the loss ratio above which the trial
+    fails t (t / 100) and, when the rate would be measured again for a trial near
+    t (``repeats`` > 1 and t not yet in ``near``), is also beyond near
+    (:func:`is_near`: ``near_factor`` x t, or ``near_factor`` x
+    :data:`NDR_NEAR_LOSS` for NDR).  The bound is the largest ``s`` of all
+    thresholds: beyond it the trial, whole or stopped, fails every threshold
+    and adds no threshold to ``near``, exactly as the whole trial would.
+    """
+    shares = []
+    for t in thresholds_pct:
+        share = t / 100.0
+        if repeats > 1 and t not in near:
+            share = near_factor * (share if share > 0 else NDR_NEAR_LOSS)
+        shares.append(share)
+    return math.floor(max(shares) * intended)
+
+
 def measure_rate(trials: TrialLog, rate_pps: float, duration_s: float,
                  thresholds_pct: tuple[float, ...], repeats: int,
-                 near_factor: float) -> RateVerdict:
+                 near_factor: float, early_stop: bool = False) -> RateVerdict:
     """Decide pass/fail at one rate for every threshold, repeating near a threshold.
 
     One usable trial decides, unless its loss is near one of the thresholds
@@ -170,6 +201,8 @@ def measure_rate(trials: TrialLog, rate_pps: float, duration_s: float,
     trials came near; each threshold is decided by the majority of all usable
     trials at the rate (a tie fails).  ``repeats = 1`` is one trial per rate.
     Unusable trials are retried up to :data:`UNUSABLE_RETRIES` times in all.
+    With ``early_stop`` each trial may end once it lost more than
+    :func:`stop_lost` packets for certain: the verdicts are those of whole trials.
     """
     usable: list[TrialResult] = []
     runs: list[TrialResult] = []
@@ -191,7 +224,9 @@ def measure_rate(trials: TrialLog, rate_pps: float, duration_s: float,
                 break
         if unusable >= UNUSABLE_RETRIES:
             break
-        trial = trials.run(rate_pps, duration_s)
+        bound = (stop_lost(round(rate_pps * duration_s), thresholds_pct, near_factor,
+                           repeats, near) if early_stop else None)
+        trial = trials.run(rate_pps, duration_s, stop_lost=bound)
         runs.append(trial)
         if not trial.usable:
             unusable += 1

@@ -120,7 +120,9 @@ def crossing_estimate(trials: Sequence[TrialResult], threshold_pct: float,
     y = np.array([1.0 if exceeds(t, threshold_pct) else 0.0 for t in usable])
     if y.min() == y.max():
         return None
-    durations = np.array([t.duration_s for t in usable])
+    # A trial stopped early is certain evidence of a bad whole trial: its weight
+    # is the duration it was asked for.
+    durations = np.array([t.planned_duration_s for t in usable])
     w = durations / durations.max()
     lo_x, hi_x = float(x.min()), float(x.max())
     if hi_x <= lo_x:

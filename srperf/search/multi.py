@@ -33,7 +33,8 @@ class MultiSearch(SearchAlgorithm):
             trials.warmup()
             while (rate := self._next_rate(verdicts)) is not None:
                 verdicts[rate] = measure_rate(trials, rate, s.trial_duration_s, s.thresholds_pct,
-                                              s.repeat_near_threshold, s.near_factor)
+                                              s.repeat_near_threshold, s.near_factor,
+                                              s.early_stop)
         except TrialBudgetExceeded:
             note = f"trial budget of {s.max_trials} reached"
         goals = [self._goal(verdicts, t, note) for t in s.thresholds_pct]

@@ -8,10 +8,12 @@ light trial (``--low`` pps) and records its loss; the cases are interleaved
 generator's own rest is off (``tester.options.rest_s: 0``): the rest is the
 case's.  Prints per rest: the light trials' losses and how many exceeded the
 threshold (0.5 %).  This is the figure behind ``tester.options.rest_s``
-(drivers/linux.py).
+(drivers/linux.py).  ``--baseline`` adds a case whose first trial is at ``--low``
+too (no overload, no rest): what the light trial loses anyway.
 
     .venv/bin/python bench/rest_after_overload.py [--rests 0,0.01,0.03,0.05,0.1]
-        [--rounds 6] [--behavior end] [--high 1200000] [--low 431250] [--prefix srprest]
+        [--rounds 6] [--behavior end] [--high 1200000] [--low 431250] [--baseline]
+        [--prefix srprest]
 
 Needs root.  Compare the rests of one sitting only.
 """
@@ -43,16 +45,20 @@ def main() -> int:
     p.add_argument("--behavior", default="end")
     p.add_argument("--high", type=float, default=1_200_000.0, help="overload trial, pps")
     p.add_argument("--low", type=float, default=431_250.0, help="light trial, pps")
+    p.add_argument("--baseline", action="store_true",
+                   help="also a case without overload: two light trials back to back")
     p.add_argument("--prefix", default="srprest")
     args = p.parse_args()
-    rests = [float(r) for r in args.rests.split(",")]
+    rests: list[float | None] = [float(r) for r in args.rests.split(",")]
+    if args.baseline:
+        rests.insert(0, None)
     data = yaml.safe_load((ROOT / "testbed" / "virtual.yaml").read_text())
     data["prefix"] = args.prefix
     data.setdefault("tester", {})["options"] = {"rest_s": 0.0}
     work = Path(tempfile.mkdtemp(prefix="srperf-rest-"))
     (work / "testbed.yaml").write_text(yaml.safe_dump(data))
     beh = behaviors.get(args.behavior)
-    losses: dict[float, list[float]] = {r: [] for r in rests}
+    losses: dict[float | None, list[float]] = {r: [] for r in rests}
     with MeasurementSession(VirtualTestbed(load_testbed(work / "testbed.yaml")),
                             forwarders.get("linux")) as session:
         session.configure(beh)
@@ -61,21 +67,26 @@ def main() -> int:
         for r in range(args.rounds):
             for rest in rests:
                 time.sleep(0.5)   # every case starts from a rested SUT
-                high = measure(args.high, 1.0)
-                time.sleep(rest)
+                first = args.high if rest is not None else args.low
+                high = measure(first, 1.0)
+                time.sleep(rest or 0.0)
                 low = measure(args.low, 1.0)
                 losses[rest].append(low.loss_ratio)
-                print(f"round {r + 1} rest {rest * 1e3:5.0f} ms: {args.high:.0f} pps lost "
+                print(f"round {r + 1} {_case(rest)}: {first:.0f} pps lost "
                       f"{high.loss_ratio:7.2%}, then {args.low:.0f} pps lost "
                       f"{low.loss_ratio:7.3%}", flush=True)
     print(f"\n{args.behavior}: a {args.low:.0f} pps trial after a {args.high:.0f} pps one")
-    print(f"{'rest ms':>8} {'failed':>8} {'median loss':>12}  losses")
+    print(f"{'case':>16} {'failed':>8} {'median loss':>12}  losses")
     for rest in rests:
         v = losses[rest]
         failed = sum(x > THRESHOLD for x in v)
-        print(f"{rest * 1e3:8.0f} {failed:>3} of {len(v):<2} {statistics.median(v):11.3%}  "
+        print(f"{_case(rest):>16} {failed:>3} of {len(v):<2} {statistics.median(v):11.3%}  "
               + " ".join(f"{x:.2%}" for x in v))
     return 0
+
+
+def _case(rest: float | None) -> str:
+    return "no overload" if rest is None else f"rest {rest * 1e3:5.0f} ms"
 
 
 if __name__ == "__main__":

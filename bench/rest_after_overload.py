@@ -9,11 +9,13 @@ generator's own rest is off (``tester.options.rest_s: 0``): the rest is the
 case's.  Prints per rest: the light trials' losses and how many exceeded the
 threshold (0.5 %).  This is the figure behind ``tester.options.rest_s``
 (drivers/linux.py).  ``--baseline`` adds a case whose first trial is at ``--low``
-too (no overload, no rest): what the light trial loses anyway.
+too (no overload, no rest): what the light trial loses anyway.  ``--stopped`` runs
+each rest twice, once with the overload trial whole and once stopped early as a
+bisection would stop it (``search.early_stop``: more than 2 % of its frames refused).
 
     .venv/bin/python bench/rest_after_overload.py [--rests 0,0.01,0.03,0.05,0.1]
         [--rounds 6] [--behavior end] [--high 1200000] [--low 431250] [--baseline]
-        [--prefix srprest]
+        [--stopped] [--prefix srprest]
 
 Needs root.  Compare the rests of one sitting only.
 """
@@ -21,6 +23,7 @@ Needs root.  Compare the rests of one sitting only.
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 import tempfile
@@ -36,6 +39,9 @@ from srperf.testbeds.virtual import VirtualTestbed
 
 ROOT = Path(__file__).resolve().parents[1]
 THRESHOLD = 0.005
+STOP_SHARE = 4 * THRESHOLD
+"""``--stopped``: the overload trial stops once it lost more than this share of its
+frames, the bound bisect sets for a first trial at a rate (near_factor 4 x 0.5 %)."""
 
 
 def main() -> int:
@@ -47,46 +53,57 @@ def main() -> int:
     p.add_argument("--low", type=float, default=431_250.0, help="light trial, pps")
     p.add_argument("--baseline", action="store_true",
                    help="also a case without overload: two light trials back to back")
+    p.add_argument("--stopped", action="store_true",
+                   help="each rest also after an overload trial stopped early")
     p.add_argument("--prefix", default="srprest")
     args = p.parse_args()
     rests: list[float | None] = [float(r) for r in args.rests.split(",")]
+    cases: list[tuple[float | None, bool]] = [(r, False) for r in rests]
+    if args.stopped:
+        cases = [(r, stop) for r in rests for stop in (False, True)]
     if args.baseline:
-        rests.insert(0, None)
+        cases.insert(0, (None, False))
+    stop_lost = math.floor(STOP_SHARE * args.high)
     data = yaml.safe_load((ROOT / "testbed" / "virtual.yaml").read_text())
     data["prefix"] = args.prefix
     data.setdefault("tester", {})["options"] = {"rest_s": 0.0}
     work = Path(tempfile.mkdtemp(prefix="srperf-rest-"))
     (work / "testbed.yaml").write_text(yaml.safe_dump(data))
     beh = behaviors.get(args.behavior)
-    losses: dict[float | None, list[float]] = {r: [] for r in rests}
+    losses: dict[tuple[float | None, bool], list[float]] = {c: [] for c in cases}
     with MeasurementSession(VirtualTestbed(load_testbed(work / "testbed.yaml")),
                             forwarders.get("linux")) as session:
         session.configure(beh)
         session.prepare(beh, 64)
         measure = session.measure_fn(beh)
         for r in range(args.rounds):
-            for rest in rests:
+            for case in cases:
+                rest, stop = case
                 time.sleep(0.5)   # every case starts from a rested SUT
                 first = args.high if rest is not None else args.low
-                high = measure(first, 1.0)
+                high = (measure(first, 1.0, stop_lost=stop_lost) if stop
+                        else measure(first, 1.0))
                 time.sleep(rest or 0.0)
                 low = measure(args.low, 1.0)
-                losses[rest].append(low.loss_ratio)
-                print(f"round {r + 1} {_case(rest)}: {first:.0f} pps lost "
-                      f"{high.loss_ratio:7.2%}, then {args.low:.0f} pps lost "
-                      f"{low.loss_ratio:7.3%}", flush=True)
+                losses[case].append(low.loss_ratio)
+                print(f"round {r + 1} {_case(case)}: {first:.0f} pps for "
+                      f"{high.duration_s:.2f} s lost {high.loss_ratio:7.2%}, then "
+                      f"{args.low:.0f} pps lost {low.loss_ratio:7.3%}", flush=True)
     print(f"\n{args.behavior}: a {args.low:.0f} pps trial after a {args.high:.0f} pps one")
-    print(f"{'case':>16} {'failed':>8} {'median loss':>12}  losses")
-    for rest in rests:
-        v = losses[rest]
+    print(f"{'case':>24} {'failed':>8} {'median loss':>12}  losses")
+    for case in cases:
+        v = losses[case]
         failed = sum(x > THRESHOLD for x in v)
-        print(f"{_case(rest):>16} {failed:>3} of {len(v):<2} {statistics.median(v):11.3%}  "
+        print(f"{_case(case):>24} {failed:>3} of {len(v):<2} {statistics.median(v):11.3%}  "
               + " ".join(f"{x:.2%}" for x in v))
     return 0
 
 
-def _case(rest: float | None) -> str:
-    return "no overload" if rest is None else f"rest {rest * 1e3:5.0f} ms"
+def _case(case: tuple[float | None, bool]) -> str:
+    rest, stop = case
+    if rest is None:
+        return "no overload"
+    return f"rest {rest * 1e3:5.0f} ms" + (" (stopped)" if stop else "")
 
 
 if __name__ == "__main__":

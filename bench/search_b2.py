@@ -15,6 +15,10 @@ range of the PDR, the ranking of behaviors in each repeat, and the CV ratio.
                                         [--first-repeat N] [--summary-from FILE ...]
                                         [--max-rate PPS] [--no-bisect]
 
+An algorithm written ``NAME:stop`` (``--ours bisect:stop --also bisect``) is NAME
+with ``early_stop`` (a trial ends once its certain losses decide it), so a search
+can be compared with and without it in one sitting.
+
 Needs root; builds a virtual testbed with prefix `srpb2` (--prefix) and removes
 it.  A long comparison can run in parts (--first-repeat numbers the repeats of a
 part, --trials-json keeps each) and be summarised together with --summary-from.
@@ -183,6 +187,14 @@ def summarize(dump: list[dict[str, Any]], names: list[str], algs: list[str], our
                   f"median PDR ratio {ours}/{other}: {ratios}")
 
 
+def variant(label: str, settings: SearchSettings) -> SearchSettings:
+    """``settings`` for an algorithm label: ``NAME`` as is, ``NAME:stop`` with early_stop."""
+    name, _, kind = label.partition(":")
+    if kind not in ("", "stop"):
+        sys.exit(f"algorithm {label!r}: only NAME or NAME:stop")
+    return dataclasses.replace(settings, early_stop=kind == "stop")
+
+
 def run_repeats(s: BenchSession, tb: TestbedConfig, names: list[str],
                 algs: dict[str, SearchSettings], repeats: int,
                 dump: list[dict[str, Any]], first: int = 1) -> None:
@@ -197,7 +209,7 @@ def run_repeats(s: BenchSession, tb: TestbedConfig, names: list[str],
             order = list(algs) if rep % 2 else list(reversed(algs))
             for alg in order:
                 settings = dataclasses.replace(algs[alg], seed=rep)
-                res = s.search(beh, settings, alg, s.key(name, rep))
+                res = s.search(beh, settings, alg.partition(":")[0], s.key(name, rep))
                 goal = res.goals[0]
                 dump.append({"repeat": rep, "behavior": name, "algorithm": alg,
                              "trial_s": res.trial_seconds,
@@ -253,13 +265,13 @@ def main() -> int:
         tb.tester, options={**tb.tester.options, **options}))
     ours = SearchSettings(thresholds_pct=(args.threshold,), min_rate_pps=50_000,
                           max_rate_pps=args.max_rate, accuracy_pps=5_000)
-    algs = {args.ours: ours}
+    algs = {args.ours: variant(args.ours, ours)}
     if not args.no_bisect:
         algs["bisect"] = BisectSearch.srperf_settings(args.bisect_trial_s / 10.0,
                                                       thresholds_pct=(args.threshold,),
                                                       max_rate_pps=args.max_rate)
     for extra in filter(None, args.also.split(",")):
-        algs[extra] = ours
+        algs[extra] = variant(extra, ours)
     dump: list[dict[str, Any]] = []
     started = time.monotonic()
     try:

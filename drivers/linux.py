@@ -50,8 +50,8 @@ files, and takes each trial as a line on its stdin; it is restarted only when
 the frame or an option changes (once per search).  A trial then costs no new
 process: srgen reads the ports' counters itself, through files it opened once.
 The drain after the last packet ends as soon as the rx port has counted every
-sent packet, or neither its counter nor the tx port's has moved for
-``settle_s`` (``drain_s`` at most); frames the rx port counts after that, between
+sent packet, or the tx port has counted every sent packet (none waits in the SUT's
+ring) and neither counter has moved for ``settle_s`` (``drain_s`` at most); frames the rx port counts after that, between
 two trials, are said in the next trial's ``extra["rx_between_trials"]`` and logged
 (they were counted lost).  ``resident: false`` and ``settle_s: 0`` give the former behaviour (one
 srgen per trial, a fixed drain), kept for comparison (``bench/trial_gap.py``).
@@ -203,7 +203,8 @@ class LinuxGeneratorOptions(Settings):
     resident: bool = setting(True, "keep one srgen process up between trials (false: one "
                              "process per trial)", schema={"type": "boolean"})
     settle_s: float = setting(0.02, "end the drain once the rx port has counted every sent "
-                              "packet or not moved for this long (0: always wait drain_s)",
+                              "packet, or the tx port has and neither moved for this long "
+                              "(0: always wait drain_s)",
                               unit="s", schema={"type": "number", "minimum": 0,
                                                 "maximum": 10})
     rest_s: float = setting(0.04, "a trial after one that lost frames starts no sooner than "

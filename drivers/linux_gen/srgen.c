@@ -75,9 +75,12 @@
  *     packet i is frame i % FLOWS.  -V still works on every one of them.
  *   - Drain: after the last offer srgen waits for the path before it reads
  *     the counters: DRAIN_MS at most; with -s SETTLE_US, it stops earlier,
- *     as soon as the RX port has counted every sent packet, or neither the
- *     TX counter (frames leaving a queue) nor the RX counter has moved for
- *     SETTLE_US (0: always the whole DRAIN_MS).
+ *     as soon as the RX port has counted every sent packet, or the TX port
+ *     has counted every sent packet (none waits in the peer's ring or a
+ *     queue) and neither its counter nor the RX counter has moved for
+ *     SETTLE_US (0: always the whole DRAIN_MS).  A peer that stalls with
+ *     frames in its ring is waited for: a trial stopped early (-L) stops in
+ *     such a stall more often than not.
  *   - -L STOP_LOST (stop): the trial ends early, before all COUNT packets
  *     are offered, once more than STOP_LOST of them were refused.  A refused
  *     packet is lost whatever happens later, so the whole trial would have
@@ -710,7 +713,8 @@ static uint64_t drain(const struct stat_fds *fds, const struct counters *before,
 			tx = x;
 			moved = now;
 		}
-		if (rx - before->rx_packets >= sent || now - moved >= t->settle_ns)
+		if (rx - before->rx_packets >= sent ||
+		    (now - moved >= t->settle_ns && tx - before->tx_packets >= sent))
 			break;
 		nanosleep(&ts, NULL);
 		now = now_ns();

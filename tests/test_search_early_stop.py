@@ -158,3 +158,33 @@ def test_searches_without_early_stop_never_pass_stop_lost() -> None:
     for algorithm in ("bisect", "multi"):
         result = create(algorithm, SETTINGS).run(measure)
         assert result.goals[0].status == "ok"
+
+
+def test_the_experiment_key_reaches_the_search_and_the_generator() -> None:
+    """search.early_stop (on unless set) becomes SearchSettings.early_stop, and a
+    session's trial hands the bound to the generator."""
+    from srperf.config.loader import load_experiment, load_testbed
+    from srperf.orchestrator import search_settings
+    from srperf.resources import experiments_dir, testbed_dir
+    from srperf.session import MeasurementSession
+
+    tb = load_testbed(testbed_dir() / "virtual.yaml")
+    quick = experiments_dir() / "quick.yaml"
+    assert search_settings(load_experiment(quick), tb).early_stop
+    off = load_experiment(quick, ["search.early_stop=false"])
+    assert not search_settings(off, tb).early_stop
+
+    class Recorder:
+        def __init__(self) -> None:
+            self.calls: list[tuple[float, float, int | None]] = []
+
+        def trial(self, rate_pps: float, duration_s: float, *,
+                  stop_lost: int | None = None) -> TrialResult:
+            self.calls.append((rate_pps, duration_s, stop_lost))
+            n = round(rate_pps * duration_s)
+            return TrialResult(rate_pps, duration_s, n, n, 0, n, duration_s)
+
+    gen = Recorder()
+    MeasurementSession._trial(gen, "end", 1000.0, 1.0, 7)  # type: ignore[arg-type]
+    MeasurementSession._trial(gen, "end", 1000.0, 1.0)      # type: ignore[arg-type]
+    assert gen.calls == [(1000.0, 1.0, 7), (1000.0, 1.0, None)]

@@ -567,12 +567,13 @@ def test_the_drain_waits_for_frames_in_a_stalled_peers_ring(overload: tuple[str,
     for t in threads:
         run(["taskset", "-pc", cpu, str(t.pid)])
         run(["chrt", "-i", "-p", "0", str(t.pid)])
-    busy = subprocess.Popen(["taskset", "-c", cpu, "timeout", "5", "sh", "-c",
-                             "while :; do :; done"])
+    # taskset execs sh: the loop is this process (no child a kill would orphan)
+    busy = subprocess.Popen(["taskset", "-c", cpu, "sh", "-c", "while :; do :; done"])
 
     def release() -> None:
         """The stall ends: the busy loop goes, the NAPI thread is a normal task again."""
-        busy.kill()
+        if busy.poll() is None:
+            busy.kill()
         busy.wait()
         for t in threads:
             run(["chrt", "-o", "-p", "0", str(t.pid)], check=False)

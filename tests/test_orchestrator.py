@@ -44,11 +44,12 @@ def test_failure_mid_run_keeps_finished_trials(tmp_path: Path,
     calls = {"n": 0}
     real_trial = SimulatedGenerator.trial
 
-    def flaky(self: SimulatedGenerator, rate_pps: float, duration_s: float):
+    def flaky(self: SimulatedGenerator, rate_pps: float, duration_s: float, *,
+              stop_lost: int | None = None):
         calls["n"] += 1
         if calls["n"] == 12:
             raise RuntimeError("generator crashed")
-        return real_trial(self, rate_pps, duration_s)
+        return real_trial(self, rate_pps, duration_s, stop_lost=stop_lost)
 
     monkeypatch.setattr(SimulatedGenerator, "trial", flaky)
     with pytest.raises(RuntimeError, match="generator crashed"):

@@ -9,7 +9,9 @@ generator's own rest is off (``tester.options.rest_s: 0``): the rest is the
 case's.  Prints per rest: the light trials' losses and how many exceeded the
 threshold (0.5 %).  This is the figure behind ``tester.options.rest_s``
 (drivers/linux.py).  ``--baseline`` adds a case whose first trial is at ``--low``
-too (no overload, no rest): what the light trial loses anyway.  ``--stopped`` runs
+too, right after it (no overload, no rest), and with ``--clean-rests`` after each of
+those rests: what the light trial loses anyway, and what a second trial at that
+rate loses by the time between the two.  ``--stopped`` runs
 each rest twice, once with the overload trial whole and once stopped early as a
 bisection would stop it (``search.early_stop``: more than 2 % of its frames refused).
 
@@ -53,16 +55,19 @@ def main() -> int:
     p.add_argument("--low", type=float, default=431_250.0, help="light trial, pps")
     p.add_argument("--baseline", action="store_true",
                    help="also a case without overload: two light trials back to back")
+    p.add_argument("--clean-rests", default="",
+                   help="with --baseline: also these rests (s) between the two light trials")
     p.add_argument("--stopped", action="store_true",
                    help="each rest also after an overload trial stopped early")
     p.add_argument("--prefix", default="srprest")
     args = p.parse_args()
     rests: list[float | None] = [float(r) for r in args.rests.split(",")]
-    cases: list[tuple[float | None, bool]] = [(r, False) for r in rests]
+    cases: list[tuple[float | None, bool, float]] = [(r, False, 0.0) for r in rests]
     if args.stopped:
-        cases = [(r, stop) for r in rests for stop in (False, True)]
+        cases = [(r, stop, 0.0) for r in rests for stop in (False, True)]
     if args.baseline:
-        cases.insert(0, (None, False))
+        clean = [0.0] + [float(r) for r in args.clean_rests.split(",") if r]
+        cases[:0] = [(None, False, r) for r in clean]
     stop_lost = math.floor(STOP_SHARE * args.high)
     data = yaml.safe_load((ROOT / "testbed" / "virtual.yaml").read_text())
     data["prefix"] = args.prefix
@@ -70,7 +75,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="srperf-rest-"))
     (work / "testbed.yaml").write_text(yaml.safe_dump(data))
     beh = behaviors.get(args.behavior)
-    losses: dict[tuple[float | None, bool], list[float]] = {c: [] for c in cases}
+    losses: dict[tuple[float | None, bool, float], list[float]] = {c: [] for c in cases}
     with MeasurementSession(VirtualTestbed(load_testbed(work / "testbed.yaml")),
                             forwarders.get("linux")) as session:
         session.configure(beh)
@@ -78,12 +83,12 @@ def main() -> int:
         measure = session.measure_fn(beh)
         for r in range(args.rounds):
             for case in cases:
-                rest, stop = case
+                rest, stop, clean_rest = case
                 time.sleep(0.5)   # every case starts from a rested SUT
                 first = args.high if rest is not None else args.low
                 high = (measure(first, 1.0, stop_lost=stop_lost) if stop
                         else measure(first, 1.0))
-                time.sleep(rest or 0.0)
+                time.sleep(clean_rest if rest is None else rest)
                 low = measure(args.low, 1.0)
                 losses[case].append(low.loss_ratio)
                 print(f"round {r + 1} {_case(case)}: {first:.0f} pps for "
@@ -99,10 +104,10 @@ def main() -> int:
     return 0
 
 
-def _case(case: tuple[float | None, bool]) -> str:
-    rest, stop = case
+def _case(case: tuple[float | None, bool, float]) -> str:
+    rest, stop, clean_rest = case
     if rest is None:
-        return "no overload"
+        return f"no overload, {clean_rest * 1e3:.0f} ms"
     return f"rest {rest * 1e3:5.0f} ms" + (" (stopped)" if stop else "")
 
 

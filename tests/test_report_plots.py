@@ -30,6 +30,20 @@ def test_generator_limited_trials_are_drawn_at_the_rate_achieved() -> None:
     assert _trials(limited=False).offered_kpps == [100.0, 50.0, 25.0]
 
 
+def test_a_trial_stopped_early_says_so_in_its_tooltip() -> None:
+    df = pd.DataFrame({
+        "run_id": ["r"] * 2, "search_seq": [1] * 2,
+        "offered_kpps": [100.0, 50.0], "received_kpps": [60.0, 50.0],
+        "delivery_ratio": [0.6, 1.0], "loss_ratio": [0.4, 0.0],
+        "duration_s": [0.05, 1.0], "generator_limited": [0, 0],
+        "stopped_early": [True, False]})
+    t = SearchTrials.split(df, ["run_id", "search_seq"])[("r", 1)]
+    assert t.stopped == [True, False]
+    _, loss = search_panels(t, {"status": "ok", "lower_pps": 50_000.0,
+                                "upper_pps": 100_000.0}, 0.5)
+    assert loss.count("stopped early") == 1 and "100.0 kpps, 0.05 s" in loss
+
+
 def test_no_upper_bound_where_the_search_found_no_loss() -> None:
     limited = {"status": "generator_limited", "lower_pps": None, "upper_pps": 25_000.0}
     _, loss = search_panels(_trials(True), limited, 0.5)

@@ -47,6 +47,20 @@ def test_trials_are_durable_before_the_run_ends(tmp_path: Path) -> None:
     store.close()
 
 
+def test_the_trials_frame_marks_trials_stopped_early(tmp_path: Path) -> None:
+    from srperf.results import frames
+
+    store = ResultStore(tmp_path / "r.sqlite")
+    run = store.begin_run("exp", "tb", "linux", {})
+    key = TrialKey("end", "linux", 64, 1, 1)
+    store.add_trial(run, key, trial(1e5, 1000))
+    store.add_trial(run, key, trial(2e5, 700, extra={
+        "stopped": {"planned_s": 1.0, "planned_frames": 200_000, "stop_lost": 4000}}))
+    df = frames.trials(store, run)
+    assert df["stopped_early"].tolist() == [False, True]
+    store.close()
+
+
 def _search(lower: float, upper: float, status: str = "ok") -> SearchResult:
     return SearchResult("bisect", [GoalResult(0.5, lower, upper, status)],
                         [trial(lower, 1000)])

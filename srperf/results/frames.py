@@ -48,8 +48,11 @@ def runs(store: ResultStore, run_ids: str | Iterable[str] | None = None) -> pd.D
 def trials(store: ResultStore, run_ids: str | Iterable[str] | None = None) -> pd.DataFrame:
     """One row per trial with derived columns: ``received_rate_pps`` (received per
     second of intended duration), ``delivery_ratio`` (received / intended, the
-    SRPerf paper's DR) and ``offered_kpps``/``received_kpps``."""
+    SRPerf paper's DR), ``offered_kpps``/``received_kpps`` and ``stopped_early``
+    (the trial ended once its failure was certain: its figures are of the part that
+    ran, ``search.early_stop``)."""
     df = store.frame("trials", _ids(run_ids))
+    df["stopped_early"] = df["extra"].map(_stopped) if "extra" in df else False
     dur = df["duration_s"].where(df["duration_s"] > 0)
     df["received_rate_pps"] = df["received"] / dur
     df["delivery_ratio"] = (df["received"] / df["intended"].where(df["intended"] > 0)).fillna(1.0)
@@ -185,3 +188,13 @@ def stateful_counters(samples: pd.DataFrame) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     return df.groupby(["run_id", "kind", "behavior", "variant"], sort=False,
                       as_index=False).sum(numeric_only=True)
+
+
+def _stopped(extra: object) -> bool:
+    """True when a trial's ``extra`` (JSON text) holds ``stopped``."""
+    if not isinstance(extra, str) or '"stopped"' not in extra:
+        return False
+    try:
+        return bool(json.loads(extra).get("stopped"))
+    except (ValueError, AttributeError):
+        return False

@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import io
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import matplotlib
 
@@ -128,6 +128,8 @@ class SearchTrials:
     duration_s: list[float]
     usable: list[bool]
     """False for generator-limited trials (drawn hollow, never decided on)."""
+    stopped: list[bool] = field(default_factory=list)
+    """True for trials stopped early (their figures are of the part that ran)."""
 
     @classmethod
     def split(cls, trials: pd.DataFrame, keys: list[str]) -> dict[tuple, "SearchTrials"]:
@@ -136,6 +138,8 @@ class SearchTrials:
         cols = [trials[c].tolist() for c in ("offered_kpps", "received_kpps",
                                               "delivery_ratio", "loss_ratio", "duration_s")]
         limited = trials["generator_limited"].fillna(0).tolist()
+        stopped = trials["stopped_early"].tolist() if "stopped_early" in trials \
+            else [False] * len(trials)
         # a generator-limited trial is drawn at the rate it achieved (sent / elapsed),
         # not at the rate it was meant to offer
         achieved = (trials["offered_rate_pps"] / 1000.0).tolist() \
@@ -152,6 +156,7 @@ class SearchTrials:
             g.loss_ratio.append(cols[3][i] if cols[3][i] == cols[3][i] else 0.0)
             g.duration_s.append(cols[4][i])
             g.usable.append(not limited[i])
+            g.stopped.append(bool(stopped[i]))
         return groups
 
 
@@ -198,8 +203,10 @@ def search_panels(t: SearchTrials, search: dict, threshold_pct: float) -> list[s
     lp.vline(k(search.get("lower_pps")), LOWER_COLOR, "lower bound")
     if search.get("status") in UPPER_BOUND_STATUSES:
         lp.vline(k(search.get("upper_pps")), UPPER_COLOR, "upper bound")
-    tips = [f"{x:.1f} kpps, {d:g} s: loss {100 * lr:.4f} %" for x, d, lr in
-            zip(t.offered_kpps, t.duration_s, t.loss_ratio)]
+    stops = t.stopped or [False] * len(t.offered_kpps)
+    tips = [f"{x:.1f} kpps, {d:g} s: loss {100 * lr:.4f} %"
+            + (" (stopped early, its failure certain)" if st else "")
+            for x, d, lr, st in zip(t.offered_kpps, t.duration_s, t.loss_ratio, stops)]
     lp.points(_pick(t.offered_kpps, ok), _pick(loss_pct, ok), COLORS[0], "trial",
               tips=_pick(tips, ok))
     if not all(ok):

@@ -51,10 +51,11 @@ the frame or an option changes (once per search).  A trial then costs no new
 process: srgen reads the ports' counters itself, through files it opened once.
 The drain after the last packet ends as soon as the rx port has counted every
 sent packet, or the tx port has counted every sent packet (none waits in the SUT's
-ring) and neither counter has moved for ``settle_s`` (``drain_s`` at most); frames the rx port counts after that, between
-two trials, are said in the next trial's ``extra["rx_between_trials"]`` and logged
-(they were counted lost).  ``resident: false`` and ``settle_s: 0`` give the former behaviour (one
-srgen per trial, a fixed drain), kept for comparison (``bench/trial_gap.py``).
+ring) and neither counter has moved for ``settle_s`` (``drain_s`` at most); frames
+the rx port counts after that, between two trials, are said in the next trial's
+``extra["rx_between_trials"]`` and logged (they were counted lost).
+``resident: false`` and ``settle_s: 0`` give the former behaviour (one srgen per
+trial, a fixed drain), kept for comparison (``bench/trial_gap.py``).
 
 *Rest between trials* (``rest_s``, 40 ms): a trial starts no sooner than ``rest_s``
 after the previous one ended.  On the virtual testbed a SUT that was just

@@ -206,8 +206,10 @@ def test_resident_srgen_survives_thousands_of_trials(pair: str, mode: str) -> No
 @needs_root
 @pytest.mark.netns
 def test_resident_srgen_restarts_on_a_new_frame_and_after_dying(pair: str) -> None:
+    """rest_s 0: the trial right after the kill starts at once and finds srgen dead
+    (after a rest the dead process is already reaped, and simply started anew)."""
     frame = bytes(behaviors.get("ipv6").build_frame(TB, 64))
-    g = LinuxGenerator(pair, "t0", "t1", cpu=None, retries=0, tolerance=0.5)
+    g = LinuxGenerator(pair, "t0", "t1", cpu=None, retries=0, tolerance=0.5, rest_s=0.0)
     try:
         g.prepare(frame)
         g.trial(10_000, 0.001)

@@ -77,6 +77,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 from trial_gap import testbed_file  # noqa: E402  (a sibling bench script)
 
+from srperf.search.base import SearchSettings  # noqa: E402
+
 MODES: dict[str, tuple[dict[str, object], list[str]]] = {
     "former": ({"resident": False, "settle_s": 0.0}, ["search.bisect_start=range"]),
     "new": ({}, []),
@@ -89,8 +91,8 @@ MODES: dict[str, tuple[dict[str, object], list[str]]] = {
     "checkout": ({}, []),
 }
 """Per mode: tester.options (on top of the testbed's) and ``--set`` overrides."""
-NEAR_LOSS = (0.005 / 4, 0.005 * 4)
-"""quick's threshold (0.5 %) divided and multiplied by bisect's near_factor (4)."""
+NEAR_LOSS = (0.005 / SearchSettings.near_factor, 0.005 * SearchSettings.near_factor)
+"""quick's threshold (0.5 %) divided and multiplied by bisect's near_factor."""
 
 
 @dataclass

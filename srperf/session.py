@@ -241,8 +241,6 @@ class MeasurementSession:
         :data:`TRIAL_RETRIES` times, then ends the search (SearchAborted)."""
         for attempt in range(TRIAL_RETRIES + 1):
             try:
-                if stop_lost is None:
-                    return gen.trial(rate_pps, duration_s)
                 return gen.trial(rate_pps, duration_s, stop_lost=stop_lost)
             except GeneratorError as exc:
                 if attempt < TRIAL_RETRIES:

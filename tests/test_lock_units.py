@@ -101,7 +101,8 @@ class DyingGenerator:
     def __init__(self, deaths: int) -> None:
         self.deaths, self.trials = deaths, 0
 
-    def trial(self, rate_pps: float, duration_s: float) -> TrialResult:
+    def trial(self, rate_pps: float, duration_s: float, *,
+              stop_lost: int | None = None) -> TrialResult:
         self.trials += 1
         if self.deaths > 0:
             self.deaths -= 1

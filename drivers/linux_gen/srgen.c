@@ -231,8 +231,8 @@ static void usage(void)
 	      "  -H retry refused packets, up to HOLD_PKTS waiting at a time (0: never)\n"
 	      "  -V write packet i's counter into the counter slot at byte COUNTER_OFFSET\n"
 	      "  -k the frame file holds FLOWS frames of one length; packet i is frame i % FLOWS\n"
-	      "  -s end the drain once RX has counted every sent packet or not moved for\n"
-	      "     SETTLE_US (0: wait the whole DRAIN_MS)\n"
+	      "  -s end the drain once RX has counted every sent packet, or TX has and\n"
+	      "     neither moved for SETTLE_US (0: wait the whole DRAIN_MS)\n"
 	      "  -L end the trial once more than STOP_LOST packets were refused\n"
 	      "  -S serve: one trial per line on stdin,\n"
 	      "     'trial RATE COUNT DRAIN_US SETTLE_US [STOP_LOST]'\n",

@@ -15,6 +15,7 @@ import statistics
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
+from srperf.config.numbers import flag_float, flag_int
 from srperf import behaviors, environment, forwarders, testbeds
 from srperf.config.model import TestbedConfig
 from srperf.config.settings import Settings
@@ -128,12 +129,12 @@ def search_settings(args: Any) -> SearchSettings:
 
 
 def add_search_args(parser: Any) -> None:
-    parser.add_argument("--loss", type=float, default=0.5, help="loss threshold, %%")
-    parser.add_argument("--min-rate", type=float, default=20_000.0, help="pps")
-    parser.add_argument("--max-rate", type=float, default=900_000.0, help="pps")
-    parser.add_argument("--accuracy", type=float, default=10_000.0, help="bisection stop, pps")
-    parser.add_argument("--trial", type=float, default=1.0, help="trial duration, s")
-    parser.add_argument("--repeat", type=int, default=3,
+    parser.add_argument("--loss", type=flag_float, default=0.5, help="loss threshold, %%")
+    parser.add_argument("--min-rate", type=flag_float, default=20_000.0, help="pps")
+    parser.add_argument("--max-rate", type=flag_float, default=900_000.0, help="pps")
+    parser.add_argument("--accuracy", type=flag_float, default=10_000.0, help="bisection stop, pps")
+    parser.add_argument("--trial", type=flag_float, default=1.0, help="trial duration, s")
+    parser.add_argument("--repeat", type=flag_int, default=3,
                         help="trials near the threshold are repeated (majority)")
     parser.add_argument("--algorithm", default="bisect")
 

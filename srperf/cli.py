@@ -135,6 +135,7 @@ def _common_run_args(p: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     from srperf import redact
 
+    redact.scan_invocation(list(argv if argv is not None else sys.argv[1:]))
     with redact.redacting_std_streams():
         return _main(argv)
 
@@ -166,7 +167,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Exception as exc:  # noqa: BLE001 - no traceback reaches the user
         log_file = cli_guard.write_error_log(exc, list(argv if argv is not None else sys.argv[1:]))
-        print(f"srperf: internal error: {type(exc).__name__}: {str(exc)[:200]} "
+        print(f"srperf: internal error: {type(exc).__name__}: {redact.redact(str(exc))[:200]} "
               f"(traceback in {log_file or 'no log file could be written'})", file=sys.stderr)
         return EXIT_FAILED
 

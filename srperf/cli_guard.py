@@ -116,8 +116,9 @@ def write_error_log(exc: BaseException, argv: list[str]) -> Path | None:
                                     suffix=".log", dir=log_dir())
     except OSError:
         return None
-    from srperf.redact import redact
+    from srperf.redact import redact, scan_invocation
 
+    scan_invocation(argv)
     with os.fdopen(fd, "w") as out:
         out.write(redact(f"srperf {' '.join(argv)}\n\n"))
         out.write(redact("".join(traceback.format_exception(exc))))

@@ -29,7 +29,9 @@ class ConfigError(SrperfError):
             where = f"{file}: {key}" if key else file
             super().__init__(f"{where}: {reason}")
             return
-        text = repr(value)
+        from srperf.redact import redact
+
+        text = redact(repr(value))   # a secret is hidden whole, before the value is cut
         if len(text) > self.VALUE_CHARS:
             text = text[:self.VALUE_CHARS - 3] + "..."
         super().__init__(f"{file}: {key or '<top level>'} = {text}: {reason}")

@@ -1,75 +1,251 @@
-"""Secrets kept out of stored reasons, logs and output.
+"""Secrets kept out of everything srperf prints, logs or stores: the one redactor.
 
-A testbed's ``proxy_command`` may hold a secret (a password for ``sshpass``, a
-token in a URL).  When a testbed file is loaded its proxy command, as written
-and as expanded for its host, is registered here; :func:`redact` then replaces
-either text wherever it appears (a run's stored reason, an outcome, a log
-record, a message printed by the CLI) with :func:`redacted_command`: the
-program's name only.
+Which texts are secret is decided from the *values* srperf loads, never from the
+key a print site happens to know:
+
+- every configuration mapping srperf parses (experiments, testbeds, nightly suites,
+  ``--set`` values: :func:`srperf.config.yamlfile.parse_text` calls :func:`scan`),
+- the command line and the environment (:func:`scan_invocation`, called first thing
+  by the CLI and again by the error-log writer).
+
+A secret is the password of any URL (``scheme://user:PASSWORD@host``, in ``--db``,
+``SRPERF_DB``, a suite's ``database``, wherever it is written, even under a
+misspelt key or inside a list), a ``password=...`` pair, the value of an
+environment variable named like a password or token, and every text under a key
+that looks like a proxy command or a password (``proxy_command``, OpenSSH's
+``ProxyCommand``, ``proxy_comand``, ``password``, ``token``...), as text or as a
+list of words.  A command is registered whole (shown as its program's name:
+:func:`redacted_command`) and word by word (so that a cut excerpt of it, or one
+word quoted alone, is redacted too).
+
+The output boundary then passes everything through :func:`redact`: the CLI's
+stdout and stderr (:func:`redacting_std_streams`), every logging handler
+(:class:`RedactingFilter`), the internal-error log (``cli_guard``), the
+message of every :class:`~srperf.errors.ConfigError` (before its value is cut),
+and the results store's writer of run rows, reasons and notes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import difflib
+import json
 import logging
 import os
+import re
 import shlex
 import sys
 import threading
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator, Mapping
+from urllib.parse import unquote
 
 _lock = threading.Lock()
 _secrets: dict[str, str] = {}   # text -> what replaces it
+_pattern: re.Pattern[str] | None = None   # every secret, longest first; None: rebuild
 MIN_SECRET = 6
-"""Texts shorter than this are not registered (they would redact ordinary words)."""
+"""Texts shorter than this are not registered alone (they would redact ordinary
+words); a short URL password is still redacted inside its ``user:PASSWORD@``."""
+MIN_WORD = 4
+"""A word right after a short option of a proxy command (``sshpass -p WORD``) is
+registered from this length on (unless it is a number or a placeholder)."""
+HIDDEN = "…(redacted)"
+URL_HIDDEN = "***"
+
+_URL_CREDENTIALS = re.compile(
+    r"(?P<scheme>(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{0,30}://)"
+    r"(?P<user>[^\s:/@?#'\"]{0,256}):(?P<password>[^\s@/?#'\"]{1,1024})@")
+_PAIR = re.compile(r"(?i)\b(?:password|passwd|pwd|pass)\s*=\s*(?P<value>[^\s&;,='\"]{1,1024})")
+_SECRET_WORDS = ("password", "passwd", "passphrase", "secret", "token", "apikey",
+                 "credential")
+_COMMAND_KEYS = ("proxycommand",)
+_ENV_SECRET = re.compile(r"(?i)(PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API_?KEY)")
 
 
-def redacted_command(command: str) -> str:
+# -- what is secret --------------------------------------------------------------
+
+def _norm(key: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", key.lower())
+
+
+def is_secret_key(key: object) -> bool:
+    """True when ``key`` names a proxy command or a password, however it is spelt
+    (``proxy_command``, ``ProxyCommand``, ``proxy-cmd``, ``proxy_comand``,
+    ``db_password``...)."""
+    if not isinstance(key, str):
+        return False
+    norm = _norm(key)
+    if not norm:
+        return False
+    if any(word in norm for word in _SECRET_WORDS):
+        return True
+    if "proxy" in norm and any(w in norm for w in ("command", "cmd", "comm", "exec", "jump")):
+        return True
+    return any(difflib.SequenceMatcher(None, norm, k).ratio() >= 0.75 for k in _COMMAND_KEYS)
+
+
+def redacted_command(command: str | Iterable[str]) -> str:
     """``ssh …(redacted)``: the program of ``command`` (its base name), never its
     arguments nor ``VAR=value`` assignments before it."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        words = command.split()
+    if isinstance(command, str):
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            words = command.split()
+    else:
+        words = [str(w) for w in command]
     words = [w for w in words if "=" not in w or w.startswith(("-", "/"))]
     program = os.path.basename(words[0]) if words else ""
-    return f"{program} …(redacted)" if program else "…(redacted)"
+    return f"{program} {HIDDEN}" if program else HIDDEN
 
 
-def register(secret: str, replacement: str | None = None) -> None:
-    """Redact ``secret`` from now on (with ``replacement``, default '…(redacted)')."""
-    if len(secret) < MIN_SECRET:
+def _forms(text: str) -> list[str]:
+    """``text`` as messages may quote it: as is, in a ``repr``, in JSON, with its
+    double quotes escaped."""
+    out = [text, repr(text)[1:-1], json.dumps(text)[1:-1], text.replace('"', '\\"')]
+    return list(dict.fromkeys(out))
+
+
+def register(secret: str, replacement: str | None = None, min_len: int = MIN_SECRET) -> None:
+    """Redact ``secret`` from now on (with ``replacement``, default '…(redacted)'), in
+    each form a message may quote it in."""
+    global _pattern
+    if not isinstance(secret, str) or len(secret) < min_len:
         return
     with _lock:
-        _secrets[secret] = replacement or "…(redacted)"
+        for form in _forms(secret):
+            if form and _secrets.get(form) is None:
+                _secrets[form] = replacement or HIDDEN
+                _pattern = None
+
+
+def register_command(command: str | list[Any]) -> None:
+    """A proxy command (text or list of words): whole, as its ``repr``, and each word
+    that may be a secret (not the program, an option flag or a ``%`` placeholder)."""
+    if isinstance(command, list):
+        words = [str(w) for w in command if isinstance(w, (str, int, float))]
+        shown = redacted_command(words)
+        for whole in (repr(command), str(command), " ".join(words), shlex.join(words)):
+            register(whole, f"[{shown}]" if whole.startswith("[") else shown)
+    else:
+        shown = redacted_command(command)
+        register(command, shown)
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            words = command.split()
+    after_flag = False
+    for i, word in enumerate(words):
+        if i == 0 or "%" in word:
+            after_flag = False
+            continue
+        if word.startswith("-"):
+            if word.startswith("--") and "=" in word:
+                register(word.split("=", 1)[1], min_len=MIN_WORD)
+            elif not word.startswith("--") and len(word) > 2:
+                register(word[2:], min_len=MIN_WORD)   # -pSECRET
+            after_flag = len(word) == 2
+            continue
+        if "=" in word:
+            register(word.split("=", 1)[1], min_len=MIN_WORD)
+        if after_flag and not word.isdigit():
+            register(word, min_len=MIN_WORD)
+        else:
+            register(word)
+        after_flag = False
 
 
 def register_proxy_command(template: str, host: str, port: int, user: str) -> None:
-    """Register a proxy command as written and as expanded for its node, and the
-    ``repr`` forms messages quote it in."""
+    """Register a proxy command as written and as expanded for its node."""
     from srperf.config.model import expand_proxy_command
 
-    forms = [template]
+    register_command(template)
     try:
-        forms.append(expand_proxy_command(template, host, port, user))
+        register(expand_proxy_command(template, host, port, user), redacted_command(template))
     except ValueError:
         pass
-    shown = redacted_command(template)
-    for text in forms:
-        for form in (text, repr(text)[1:-1], text.replace('"', '\\"')):
-            register(form, shown)
+
+
+def scan_text(text: str) -> None:
+    """Register the passwords of the URLs and ``password=`` pairs in ``text``."""
+    if not isinstance(text, str) or not text:
+        return
+    for m in _URL_CREDENTIALS.finditer(text):
+        user, password = m.group("user"), m.group("password")
+        register(f"{m.group('scheme')}{user}:{password}@",
+                 f"{m.group('scheme')}{user}:{URL_HIDDEN}@", min_len=1)
+        register(f"{user}:{password}@", f"{user}:{URL_HIDDEN}@", min_len=1)
+        for form in {password, unquote(password)}:
+            register(form, URL_HIDDEN)
+    for m in _PAIR.finditer(text):
+        register(m.group("value"), URL_HIDDEN, min_len=MIN_WORD)
+
+
+def scan(data: Any, secret: bool = False) -> None:
+    """Register every secret of a loaded configuration value (deep): URL passwords in
+    any text, and whatever sits under a proxy-command- or password-like key."""
+    if isinstance(data, str):
+        scan_text(data)
+        if secret:
+            register_command(data)
+    elif isinstance(data, Mapping):
+        for key, value in data.items():
+            if isinstance(key, str):
+                scan_text(key)
+            scan(value, secret=is_secret_key(key) and not isinstance(value, Mapping))
+    elif isinstance(data, (list, tuple)):
+        words = secret and all(isinstance(v, (str, int, float)) for v in data)
+        if words:
+            register_command(list(data))   # one command, as a list of words
+        for value in data:
+            scan(value, secret=secret and not words and not isinstance(value, Mapping))
+
+
+def scan_invocation(argv: Iterable[str], environ: Mapping[str, str] | None = None) -> None:
+    """Register the secrets of a command line (URL passwords; ``KEY=VALUE`` items whose
+    key looks secret, as ``--set ...proxy_command=...`` writes them) and of the
+    environment (URL passwords in any variable; variables named like a password)."""
+    for arg in argv:
+        if not isinstance(arg, str):
+            continue
+        scan_text(arg)
+        key, sep, value = arg.partition("=")
+        if sep and is_secret_key(key.rsplit(".", 1)[-1].lstrip("-")):
+            register_command(value)
+    env = os.environ if environ is None else environ
+    for name, value in env.items():
+        scan_text(value)
+        if _ENV_SECRET.search(name):
+            register(value, URL_HIDDEN, min_len=MIN_WORD)
+
+
+def reset() -> None:
+    """Forget every registered secret (tests)."""
+    global _pattern
+    with _lock:
+        _secrets.clear()
+        _pattern = None
+
+
+# -- the output boundary ---------------------------------------------------------
+
+def _compiled() -> tuple[re.Pattern[str] | None, dict[str, str]]:
+    global _pattern
+    with _lock:
+        if _pattern is None and _secrets:
+            ordered = sorted(_secrets, key=len, reverse=True)
+            _pattern = re.compile("|".join(map(re.escape, ordered)))
+        return _pattern, dict(_secrets)
 
 
 def redact(text: str) -> str:
-    """``text`` with every registered secret replaced (the longest first)."""
-    if not _secrets or not text:
+    """``text`` with every registered secret replaced (in one pass, the longest first,
+    so that a replacement is never redacted again)."""
+    if not _secrets or not text or not isinstance(text, str):
         return text
-    with _lock:
-        secrets = sorted(_secrets.items(), key=lambda kv: -len(kv[0]))
-    for secret, shown in secrets:
-        if secret in text:
-            text = text.replace(secret, shown)
-    return text
+    pattern, table = _compiled()
+    if pattern is None or not any(secret in text for secret in table):
+        return text   # (a plain search per secret is far faster than the regex on long text)
+    return pattern.sub(lambda m: table[m.group(0)], text)
 
 
 def redact_value(value: object) -> object:
@@ -84,7 +260,7 @@ def redact_value(value: object) -> object:
 
 
 class RedactingFilter(logging.Filter):
-    """A handler filter that redacts every record's final message."""
+    """A handler filter that redacts every record's final message and traceback."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if _secrets:
@@ -94,6 +270,8 @@ class RedactingFilter(logging.Filter):
                 record.msg, record.args = clean, None
             if record.exc_info and record.exc_text is None:
                 record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
+            if record.stack_info:
+                record.stack_info = redact(record.stack_info)
         return True
 
 
@@ -129,5 +307,7 @@ def install_log_filter(logger: logging.Logger | None = None) -> None:
             handler.addFilter(RedactingFilter())
 
 
-__all__ = ["RedactingFilter", "RedactingStream", "install_log_filter", "redacting_std_streams", "redact", "redact_value",
-           "redacted_command", "register", "register_proxy_command"]
+__all__ = ["HIDDEN", "MIN_SECRET", "RedactingFilter", "RedactingStream", "install_log_filter",
+           "is_secret_key", "redact", "redact_value", "redacted_command", "redacting_std_streams",
+           "register", "register_command", "register_proxy_command", "reset", "scan",
+           "scan_invocation", "scan_text"]

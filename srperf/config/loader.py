@@ -109,10 +109,10 @@ def _number(value: Any) -> str:
 
 def _unit(schema: dict[str, Any]) -> str:
     """`` (s)`` when the schema's description ends with a unit in parentheses."""
-    doc = str(schema.get("description", ""))
-    head = doc.split(":")[0]
-    return f" {head[head.rindex('(') + 1:head.rindex(')')]}" \
-        if head.endswith(")") and "(" in head else ""
+    from srperf.config.numbers import unit_of
+
+    unit = unit_of(schema)
+    return f" {unit}" if unit else ""
 
 
 def _subschema(schema: dict[str, Any], dotted: str) -> dict[str, Any]:
@@ -127,7 +127,10 @@ def check_value(flag: str, value: Any, dotted: str, schema: dict[str, Any] | Non
     """A command-line option checked like the file key it stands for: ``dotted`` is the
     key path in ``schema`` (default: the experiment schema); returns the value coerced
     (``--repetitions 1e3`` -> 1000), or ConfigError naming ``flag`` and the bound."""
+    from srperf.config.numbers import refuse_non_finite
+
     sub = _subschema(schema or EXPERIMENT_SCHEMA, dotted)
+    refuse_non_finite(file, value, [flag])   # jsonschema's bounds let NaN through
     box = {flag: value}
     _validate(file, box, {"type": "object", "properties": {flag: sub}})
     return box[flag]

@@ -17,13 +17,13 @@ file (a path key may point at some unrelated large file).
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from srperf.config.numbers import refuse_non_finite  # the one numeric gate (re-exported)
 from srperf.errors import ConfigError
 
 MAX_BYTES = 4 * 1024 * 1024
@@ -118,30 +118,10 @@ StrictLoader.add_implicit_resolver(
     list("-+0123456789"))
 
 
-def _key(path: list[Any]) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
-def refuse_non_finite(file: str, data: Any, path: list[Any] | None = None) -> None:
-    """Raise ConfigError at the first ``.inf``/``.nan`` anywhere in ``data``."""
-    path = path or []
-    if isinstance(data, float) and not math.isfinite(data):
-        raise ConfigError(file, _key(path), data, "must be a finite number")
-    if isinstance(data, dict):
-        for key, value in data.items():
-            refuse_non_finite(file, value, path + [key])
-    elif isinstance(data, list):
-        for i, value in enumerate(data):
-            refuse_non_finite(file, value, path + [i])
-
-
 def parse_text(text: str, file: str) -> Any:
     """Parse YAML ``text`` strictly (duplicate keys refused); errors name ``file``."""
     try:
-        return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        data = yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -149,6 +129,10 @@ def parse_text(text: str, file: str) -> Any:
         if isinstance(exc, LimitExceeded):
             raise ConfigError(file, where, ConfigError.SKIP, f"refused: {problem}") from None
         raise ConfigError(file, where, ConfigError.SKIP, f"not valid YAML: {problem}") from None
+    from srperf import redact
+
+    redact.scan(data)   # its passwords and proxy commands, before any message quotes them
+    return data
 
 
 def read_text(path: Path) -> str:

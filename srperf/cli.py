@@ -257,7 +257,11 @@ def _prepare(tb: TestbedConfig, undo: bool, dry_run: bool) -> int:
                           "a virtual testbed's base setup itself)")
     setup = ssh_prepare.base_setup(tb)
     if dry_run:
-        for argv in setup.commands():
+        if undo:
+            print(f"# unprepare: undoes what prepare recorded in {setup.record} on the SUT "
+                  f"({ssh_prepare.RECORDED}: the value before prepare, read from it)")
+        for argv in (setup.commands() if not undo else
+                     [a for a, _ in ssh_prepare.undo_commands(None, setup)]):
             print(shlex.join(argv))
         return EXIT_OK
     testbed = testbeds.create(tb)
@@ -402,6 +406,9 @@ def _resume(args: argparse.Namespace) -> int:
     """``run --resume RUN_ID``: the run's own experiment and testbed, made again."""
     from srperf.cli_results import _open, _resolve
 
+    from srperf.config.cli_inputs import check_run_spec
+
+    check_run_spec("--resume", args.resume)
     cli_runs.check_resume_args(args)
     with _open(args) as store:
         (run_id,) = _resolve(store, [args.resume])

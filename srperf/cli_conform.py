@@ -49,8 +49,11 @@ def _experiment(args: argparse.Namespace):
     from srperf.config.loader import (apply_overrides, experiment_from_mapping,
                                       load_experiment)
 
+    from srperf.config.cli_inputs import check_conform_forwarder
+
     if args.experiment:
         exp = load_experiment(resources.find_config(args.experiment, "experiment"), args.set)
+        check_conform_forwarder(exp.forwarder, exp.source, "forwarder")
         if args.forwarder and args.forwarder != exp.forwarder:
             raise ConfigError("--forwarder", "forwarder", args.forwarder,
                               f"the experiment {exp.source} uses {exp.forwarder}")
@@ -60,6 +63,7 @@ def _experiment(args: argparse.Namespace):
             exp = experiment_from_mapping(data, f"{exp.source} (with --behavior)")
         return exp
     name = args.forwarder or "linux"
+    check_conform_forwarder(name, "<command line>", "--forwarder")
     offered = list(forwarders.get(name).behaviors)
     data = {"name": "conform", "forwarder": name, "behaviors": args.behavior or offered}
     apply_overrides(data, args.set, "<command line>")
@@ -79,7 +83,10 @@ def cmd_conform(args: argparse.Namespace) -> int:
     check_dir(Path(args.results), "--results")
     exp = _experiment(args)
     tb = resolve_testbed(args.testbed, exp)
+    from srperf.config.cli_inputs import check_conform_testbed
+
     testbed = testbeds.create(tb)
+    check_conform_testbed(tb.source, tb.kind, testbed.is_model)   # before a run is opened
     forwarder = forwarders.get(exp.forwarder)
     testbed.check_forwarder(forwarder, exp.source)
     options = forwarder.conformance_options(forwarder.parse_options(exp.options))

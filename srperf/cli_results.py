@@ -87,7 +87,10 @@ def _open(args: argparse.Namespace):
 
 def _resolve(store: object, specs: list[str]) -> list[str]:
     ids: list[str] = []
+    from srperf.config.cli_inputs import check_run_spec
+
     for spec in specs:
+        check_run_spec("run", spec)
         found = store.run_ids(spec)  # type: ignore[attr-defined]
         if len(found) != 1:
             why = "no such run" if not found else f"ambiguous: {', '.join(found[:5])}"

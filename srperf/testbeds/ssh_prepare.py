@@ -29,6 +29,7 @@ import json
 import logging
 import posixpath
 from dataclasses import dataclass, field
+from typing import Any
 
 from srperf.config.model import TestbedConfig
 from srperf.errors import SrperfError
@@ -109,6 +110,35 @@ class BaseSetup:
             out.append(r.argv("replace"))
         out.append(["ip", "sr", "tunsrc", "set", self.tunsrc])
         return out
+
+
+RECORDED = "<recorded>"
+"""What ``unprepare --dry-run`` shows for a value only the record on the SUT holds."""
+
+
+def undo_commands(record: dict[str, Any] | None,
+                  setup: BaseSetup) -> list[tuple[list[str], bool]]:
+    """The commands ``unprepare`` runs, in order, each with whether its failure counts
+    (a route or neighbour already gone does not).  ``record`` None: what ``--dry-run``
+    prints without reading the SUT, from the file's setup, with :data:`RECORDED` for
+    the values the record holds (only what ``prepare`` changed is undone)."""
+    if record is None:
+        record = {"tunsrc": RECORDED, "routes": [r.__dict__ for r in setup.routes],
+                  "neighbours": [n.__dict__ for n in setup.neighbours],
+                  "addresses": [a.__dict__ for a in setup.addresses],
+                  "sysctls": {k: RECORDED for k in setup.sysctls}}
+    out: list[tuple[list[str], bool]] = [
+        (["ip", "sr", "tunsrc", "set", str(record.get("tunsrc") or "::")], True)]
+    out += [(RouteEntry(**r).argv("del"), False) for r in record.get("routes", [])]
+    out += [(["ip", "neigh", "del", n["ip"], "dev", n["dev"]], False)
+            for n in record.get("neighbours", [])]
+    out += [(["ip", a["family"], "addr", "del", a["cidr"], "dev", a["dev"]], True)
+            for a in record.get("addresses", [])]
+    sysctls = record.get("sysctls", {})
+    if sysctls:
+        out.append((["sysctl", "-q", "-w", *(f"{k}={v}" for k, v in sysctls.items())], True))
+    out.append((["rm", "-f", setup.record], True))
+    return out
 
 
 def record_path(tb: TestbedConfig) -> str:
@@ -216,22 +246,18 @@ def unprepare(node: Transport, setup: BaseSetup) -> bool:
         if not res.ok:
             problems.append(f"{' '.join(argv)}: {(res.stderr or res.stdout).strip()}")
 
-    undo(["ip", "sr", "tunsrc", "set", str(record.get("tunsrc") or "::")])
-    for r in record.get("routes", []):
-        node.run(RouteEntry(**r).argv("del"), timeout=30.0)
-    for n in record.get("neighbours", []):
-        node.run(["ip", "neigh", "del", n["ip"], "dev", n["dev"]], timeout=30.0)
-    for a in record.get("addresses", []):
-        undo(["ip", a["family"], "addr", "del", a["cidr"], "dev", a["dev"]])
-    sysctls = record.get("sysctls", {})
-    if sysctls:
-        undo(["sysctl", "-q", "-w", *(f"{k}={v}" for k, v in sysctls.items())])
+    *steps, (remove, _) = undo_commands(record, setup)
+    for argv, counts in steps:
+        if counts:
+            undo(argv)
+        else:
+            node.run(argv, timeout=30.0)
     if problems:
         raise PrepareError(f"{node.where}: undoing the base setup: " + "; ".join(problems)
                            + f" (record kept: {setup.record})")
-    _check(node, ["rm", "-f", setup.record])
+    _check(node, remove)
     return True
 
 
 __all__ = ["Address", "BaseSetup", "Neighbour", "PrepareError", "RouteEntry", "base_setup",
-           "prepare", "record_path", "unprepare"]
+           "prepare", "record_path", "undo_commands", "unprepare"]

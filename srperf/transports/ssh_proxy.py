@@ -22,6 +22,18 @@ import paramiko
 log = logging.getLogger(__name__)
 
 
+class _QuietTransportErrors(logging.Filter):
+    """Paramiko's transport thread logs each failed handshake (a proxy that is missing or
+    exits at once) as an ERROR with its traceback; srperf turns the same failure into
+    one TransportError line, so those records pass only when srperf logs at DEBUG."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno < logging.ERROR or log.isEnabledFor(logging.DEBUG)
+
+
+logging.getLogger("paramiko.transport").addFilter(_QuietTransportErrors())
+
+
 class ShellProxyCommand(paramiko.ProxyCommand):
     """A socket-like object whose bytes go through ``/bin/sh -c 'exec COMMAND'``.
 

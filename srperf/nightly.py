@@ -99,6 +99,9 @@ def load_suite(path: str | Path) -> Suite:
     exps = data["experiments"]
     if isinstance(exps, str):
         exps = [exps]
+    from srperf.config.applicability import check_suite_experiments
+
+    check_suite_experiments(file, exps)
     reps = data.get("repetitions")
     cmp: dict[str, Any] = data.get("compare") or {}
     thr = cmp.get("threshold_pct", DEFAULT_THRESHOLD_PCT)

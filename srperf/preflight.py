@@ -39,6 +39,9 @@ ETH_HDR = 14
 
 def check_testbed(tb: TestbedConfig) -> None:
     """What a testbed alone needs before a run: its driver and its host keys."""
+    from srperf.config.applicability import check_testbed as check_rules
+
+    check_rules(tb)   # endpoints that are the SUT, reserved tables, a TRex server
     if not _is_model(tb):
         from srperf.generators import DRIVERS
 
@@ -166,6 +169,9 @@ def check_run(exp: Experiment, tb: TestbedConfig) -> None:
     check_testbed(tb)
     testbeds.create(tb).check_forwarder(forwarders.get(exp.forwarder), exp.source)
     check_stateful(exp, tb)
+    from srperf.config.applicability import check_steering
+
+    check_steering(exp, tb)
     check_search(exp, tb)
     check_frames(exp, tb)
 

@@ -323,9 +323,9 @@ COMMANDS: list[tuple[str, list[str], tuple[str, ...]]] = [
     ("cli-results-other-owner", ["run", "{exp}", "--results", "{nobody_dir}"],
      ("--results", "nobody_dir", "owned by")),
     ("cli-resume-percent", ["run", "--resume", "%", "--results", "{store}"],
-     ("run = '%'", "no such run")),
+     ("--resume = '%'", "not a run id")),
     ("cli-report-underscore", ["report", "_", "--results", "{store}"],
-     ("run", "'_'", "no such run")),
+     ("run", "'_'", "not a run id")),
 ]
 
 # -- nightly suite files: (id, text, needles) -----------------------------------------------

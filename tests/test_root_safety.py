@@ -164,9 +164,9 @@ def test_resume_percent_picks_no_run(tmp_path: Path, capsys: pytest.CaptureFixtu
         assert store.run_ids("%") == [] and store.run_ids("_") == []
         assert store.run_ids(run_id[:8]) == [run_id]
     code, _, err = _call(["run", "--resume", "%", "--results", str(tmp_path / "res")], capsys)
-    assert code == 2 and "'%'" in err and "no such run" in err, err
+    assert code == 2 and "'%'" in err and "not a run id" in err, err
     code, _, err = _call(["report", "2%", "--results", str(tmp_path / "res")], capsys)
-    assert code == 2 and "no such run" in err, err
+    assert code == 2 and "not a run id" in err, err
 
 
 # -- modes of what srperf writes ----------------------------------------------------------------

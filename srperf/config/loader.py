@@ -196,6 +196,9 @@ def experiment_from_mapping(data: dict[str, Any], file: str) -> Experiment:
     _check_behaviors(file, forwarder, behaviors)
     options = dict(data.get("options", {}))
     check_options(file, forwarder, options)
+    from srperf.config.applicability import check_experiment_mapping
+
+    check_experiment_mapping(file, data)   # uniqueness, keys that apply, reserved tables
     if len(set(behaviors)) != len(behaviors):
         dup = next(b for b in behaviors if behaviors.count(b) > 1)
         raise ConfigError(file, f"behaviors[{behaviors.index(dup)}]", dup, "listed twice")

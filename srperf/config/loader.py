@@ -87,7 +87,7 @@ def _validate(file: str, data: dict[str, Any], schema: dict[str, Any]) -> None:
     elif err.validator in ("maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum"):
         reason = {"maximum": "above the limit of", "exclusiveMaximum": "must be below",
                   "minimum": "below the limit of", "exclusiveMinimum": "must be above"}[
-            err.validator] + f" {_number(err.validator_value)}" + _unit(err.schema)
+            err.validator] + f" {_number(err.validator_value)}" + _unit(err.schema, err.path)
     elif err.validator in ("maxLength", "maxItems"):
         reason = (f"longer than the limit of {err.validator_value} "
                   f"{'characters' if err.validator == 'maxLength' else 'entries'}")
@@ -107,11 +107,12 @@ def _number(value: Any) -> str:
     return str(value) if isinstance(value, int) else f"{value:g}"
 
 
-def _unit(schema: dict[str, Any]) -> str:
+def _unit(schema: dict[str, Any], path: Any = ()) -> str:
     """`` (s)`` when the schema's description ends with a unit in parentheses."""
     from srperf.config.numbers import unit_of
 
-    unit = unit_of(schema)
+    keys = [p for p in path if isinstance(p, str)]
+    unit = unit_of(schema, keys[-1] if keys else "")
     return f" {unit}" if unit else ""
 
 

@@ -9,8 +9,9 @@ finite, within its bounds, and a message about a bound names its unit.
   against a file key (``check_value``) passes :func:`refuse_non_finite` too, since
   jsonschema's bounds let NaN through (``nan > 1000`` is false).
 
-A unit is the schema's ``"unit"`` when it has one, else the first parenthesized
-word of its description that is a unit (``"delay (ms) per direction ... (netem,
+A unit is the schema's ``"unit"`` when it has one (every setting declared with a
+unit has it: :mod:`srperf.config.settings`), else the first parenthesized group of
+its description that starts with a unit (``"delay (ms) per direction ... (netem,
 else the user-space delay line)"`` -> ``ms``, never the later aside).
 """
 
@@ -33,17 +34,47 @@ UNITS = ("s", "ms", "us", "µs", "ns", "%", "pps", "kpps", "Mpps", "bytes", "B",
 _PAREN = re.compile(r"\(([^()]{1,24})\)")
 
 
-def unit_of(schema: dict[str, Any]) -> str:
-    """The unit of a numeric key (``"ms"``), or '' when its schema states none."""
+KEY_UNITS: dict[str, str] = {
+    "packet_sizes": "bytes", "object_sizes": "bytes", "link_mtu": "bytes",
+    "repetitions": "repetitions", "segments": "segments", "chains": "chains",
+    "streams": "streams", "port": "(a TCP port)", "cpu": "(a CPU number)",
+    "irq_cpu": "(a CPU number)", "table": "(a routing table number)",
+    "napi_fifo_priority": "(a SCHED_FIFO priority)",
+    "napi_defer_hard_irqs": "(NAPI polls)", "csid_lblen": "bits", "csid_nflen": "bits",
+    "link_prefix_len6": "bits", "link_prefix_len4": "bits",
+    "csid_sut": "(a C-SID value)", "csid_next": "(a C-SID value)",
+    "vnf_target": "(a VNF index)", "exceed_ratio": "(a share of trial time, 0-1)",
+    "relative_width": "(a share of the rate)", "confidence": "(a probability)",
+    "fraction": "(a share of the PDR)", "fractions": "(shares of the PDR)",
+    "line_rate_pps": "pps", "rx_queues": "queues", "accuracy": "pps", "min_rate": "pps",
+    "max_rate": "pps", "mrr_rate": "pps", "table_base": "(a routing table number)",
+    "tolerance": "(a share of the intended rate)", "retries": "retries",
+    "fifo_priority": "(a SCHED_FIFO priority)", "sync_port": "(a TCP port)",
+    "async_port": "(a TCP port)", "tx_port": "(a TRex port index)",
+    "rx_port": "(a TRex port index)", "cores": "cores",
+}
+"""Units of numeric keys whose schema states none, by key name."""
+_SUFFIX_UNITS = (("_pct", "%"), ("_ms", "ms"), ("_us", "µs"), ("_ns", "ns"), ("_s", "s"),
+                 ("_pps", "pps"), ("_mbit", "Mb/s"), ("_hz", "Hz"), ("_bytes", "bytes"))
+
+
+def unit_of(schema: dict[str, Any], key: str = "") -> str:
+    """The unit of a numeric key (``"ms"``), or '' when neither its schema nor its name
+    (:data:`KEY_UNITS`, a suffix such as ``_s`` or ``_pct``) states one."""
     explicit = schema.get("unit")
     if isinstance(explicit, str) and explicit:
         return explicit
     doc = str(schema.get("description", ""))
     for m in _PAREN.finditer(doc):
         text = m.group(1).strip()
-        first = text.split(",")[0].split(";")[0].strip()
-        if first in UNITS:
-            return first
+        words = text.split()
+        if words and words[0].rstrip(",;") in UNITS:
+            return text if "," not in text and ";" not in text else words[0].rstrip(",;")
+    if key in KEY_UNITS:
+        return KEY_UNITS[key]
+    for suffix, unit in _SUFFIX_UNITS:
+        if key.endswith(suffix):
+            return unit
     return ""
 
 
@@ -113,4 +144,4 @@ def check(where: str, key: str, value: Any, low: float | None = None,
     return value
 
 
-__all__ = ["UNITS", "check", "finite", "flag_float", "flag_int", "refuse_non_finite", "unit_of"]
+__all__ = ["KEY_UNITS", "UNITS", "check", "finite", "flag_float", "flag_int", "refuse_non_finite", "unit_of"]

@@ -59,6 +59,8 @@ class Settings:
                 if nested is None and schema.get("description"):
                     own = f"{own}: {schema['description']}"
                 schema["description"] = own
+            if unit and nested is None:
+                schema["unit"] = unit   # what a bound's message names (config.numbers)
             props[f.name] = schema
         return {"type": "object", "additionalProperties": False, "properties": props,
                 "description": (cls.__doc__ or "").strip().splitlines()[0]

@@ -43,7 +43,7 @@ KEY_UNITS: dict[str, str] = {
     "napi_defer_hard_irqs": "(NAPI polls)", "csid_lblen": "bits", "csid_nflen": "bits",
     "link_prefix_len6": "bits", "link_prefix_len4": "bits",
     "csid_sut": "(a C-SID value)", "csid_next": "(a C-SID value)",
-    "vnf_target": "(a VNF index)", "exceed_ratio": "(a share of trial time, 0-1)",
+    "vnf_target": "(a VNF index)", "exceed_ratio": "(a share of trial time)",
     "relative_width": "(a share of the rate)", "confidence": "(a probability)",
     "fraction": "(a share of the PDR)", "fractions": "(shares of the PDR)",
     "line_rate_pps": "pps", "rx_queues": "queues", "accuracy": "pps", "min_rate": "pps",

@@ -41,7 +41,7 @@ def host_name(cfg: SshConfig) -> str:
 
 def fetch_host_key(cfg: SshConfig) -> paramiko.PKey:
     """The host key the node offers (no authentication is attempted)."""
-    sock: socket.socket | ShellProxyCommand
+    sock: socket.socket | ShellProxyCommand | None = None
     try:
         if cfg.proxy_command:
             sock = ShellProxyCommand(expand_proxy_command(cfg.proxy_command, cfg.host,
@@ -55,8 +55,20 @@ def fetch_host_key(cfg: SshConfig) -> paramiko.PKey:
         finally:
             transport.close()
     except (OSError, paramiko.SSHException, EOFError) as exc:
+        detail = str(exc) or type(exc).__name__
+        if isinstance(sock, ShellProxyCommand) and sock.exited(wait_s=1.0):
+            from srperf.redact import redact, redacted_command
+
+            said = sock.stderr_text()
+            detail = (f"the proxy command ({redacted_command(cfg.proxy_command or '')}) "
+                      f"exited with status {sock.process.returncode}"
+                      + (f": {redact(said)}" if said else "")
+                      + "; run it by hand to see why")
         raise TransportError(f"ssh {cfg.host}:{cfg.port}: cannot read its host key: "
-                             f"{exc or type(exc).__name__}") from exc
+                             f"{detail}") from exc
+    finally:
+        if isinstance(sock, ShellProxyCommand):
+            sock.close()
 
 
 def fingerprint(key: paramiko.PKey) -> str:

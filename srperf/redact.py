@@ -15,8 +15,8 @@ environment variable named like a password or token, and every text under a key
 that looks like a proxy command or a password (``proxy_command``, OpenSSH's
 ``ProxyCommand``, ``proxy_comand``, ``password``, ``token``...), as text or as a
 list of words.  A command is registered whole (shown as its program's name:
-:func:`redacted_command`) and word by word (so that a cut excerpt of it, or one
-word quoted alone, is redacted too).
+:func:`redacted_command`) and by the values of its options (so that a cut excerpt
+of it, or one option value quoted alone, is redacted too).
 
 The output boundary then passes everything through :func:`redact`: the CLI's
 stdout and stderr (:func:`redacting_std_streams`), every logging handler
@@ -119,8 +119,10 @@ def register(secret: str, replacement: str | None = None, min_len: int = MIN_SEC
 
 
 def register_command(command: str | list[Any]) -> None:
-    """A proxy command (text or list of words): whole, as its ``repr``, and each word
-    that may be a secret (not the program, an option flag or a ``%`` placeholder)."""
+    """A proxy command (text or list of words): whole, as its ``repr``, and the words
+    that hold values (an option's value: ``-p SECRET``, ``-pSECRET``,
+    ``--password=SECRET``; ``VAR=SECRET``), never the program, a plain word (a host or
+    namespace name a message may rightly show) or a ``%`` placeholder."""
     if isinstance(command, list):
         words = [str(w) for w in command if isinstance(w, (str, int, float))]
         shown = redacted_command(words)
@@ -146,11 +148,10 @@ def register_command(command: str | list[Any]) -> None:
             after_flag = len(word) == 2
             continue
         if "=" in word:
-            register(word.split("=", 1)[1], min_len=MIN_WORD)
+            register(word.split("=", 1)[1], min_len=MIN_WORD)   # VAR=value, opt=value
         if after_flag and not word.isdigit():
-            register(word, min_len=MIN_WORD)
-        else:
-            register(word)
+            register(word, min_len=MIN_WORD)   # the value of an option: -p SECRET
+        scan_text(word)
         after_flag = False
 
 

@@ -259,3 +259,77 @@ def test_a_run_leaks_the_store_password_nowhere(
         _clean(pw, *texts)
     finally:
         server.stop()
+
+
+def test_set_override_of_a_proxy_key_is_hidden(log_dir: Path, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """``--set ...ProxyCommand=...`` on the command line: the value is hidden in the
+    refusal of the key (experiments have no such key)."""
+    pw = _secret()
+    code, out, err = _call(["run", "quick", "-t", "simulated", "--results",
+                            str(tmp_path / "r"), "--set",
+                            f"ProxyCommand=sshpass -p {pw} ssh -W %h:%p j.invalid"], capsys)
+    assert code == 2 and "ProxyCommand" in err, err
+    _clean(pw, out, err, _logs(log_dir))
+
+
+def test_shipped_files_hold_no_secret() -> None:
+    """The redactor is driven by values, not guesses: reading every shipped experiment,
+    testbed and the proxy options of end_ad (a ``proxy:`` block, not a command)
+    registers nothing, so nothing ordinary is ever hidden."""
+    from srperf import redact
+    from srperf.config.yamlfile import read_mapping
+
+    repo = Path(__file__).resolve().parent.parent
+    redact.reset()
+    for path in sorted((repo / "experiments").glob("*.yaml")) + \
+            sorted((repo / "testbed").glob("*.yaml")):
+        read_mapping(path)
+    assert redact._secrets == {}
+    assert redact.is_secret_key("ProxyCommand") and redact.is_secret_key("proxy-cmd")
+    assert redact.is_secret_key("proxy_comand") and redact.is_secret_key("db_password")
+    assert not redact.is_secret_key("proxy") and not redact.is_secret_key("database")
+
+
+@pytest.mark.netns
+def test_a_virtual_run_leaks_the_password_nowhere(
+        log_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """One real run on a virtual testbed (prefix q3b, namespaces made and removed by
+    the run) into a PostgreSQL URL carrying a password: stdout, stderr, error logs,
+    results files and every stored row are free of it."""
+    import pg_server
+    import sqlalchemy as sa
+
+    why = pg_server.unavailable()
+    if why:
+        pytest.skip(why)
+    pw = _secret()
+    tb = tmp_path / "tb.yaml"
+    tb.write_text(yaml.safe_dump({"name": "q3b", "kind": "virtual", "prefix": "q3b",
+                                  "tester": {"line_rate_pps": 300000}}))
+    server = pg_server.start()
+    try:
+        url = server.url.replace("postgresql://srperf@", f"postgresql://srperf:{pw}@")
+        res = tmp_path / "res"
+        code, out, err = _call(["pdr", "-b", "end", "-t", str(tb), "--results", str(res),
+                                "--db", url, "--algorithm", "bisect",
+                                "--trial-duration", "0.2", "--max-rate", "50kpps",
+                                "--min-rate", "5kpps", "--accuracy", "20000"], capsys)
+        assert code == 0, err
+        texts = [out, err, _logs(log_dir)]
+        texts += [p.read_text(errors="replace") for p in res.rglob("*") if p.is_file()
+                  and p.suffix in (".csv", ".json", ".log", ".txt", ".html", ".md")]
+        engine = sa.create_engine(url.replace("postgresql://", "postgresql+psycopg://"))
+        try:
+            meta = sa.MetaData()
+            meta.reflect(engine)
+            with engine.connect() as conn:
+                rows = [repr(list(r)) for t in meta.sorted_tables
+                        for r in conn.execute(sa.select(t))]
+        finally:
+            engine.dispose()
+        assert rows
+        _clean(pw, *texts, *rows)
+    finally:
+        server.stop()

@@ -108,7 +108,8 @@ def _number(value: Any) -> str:
 
 
 def _unit(schema: dict[str, Any], path: Any = ()) -> str:
-    """`` (s)`` when the schema's description ends with a unit in parentheses."""
+    """`` ms``: the unit :func:`srperf.config.numbers.unit_of` finds for the key at
+    ``path`` ('' when none)."""
     from srperf.config.numbers import unit_of
 
     keys = [p for p in path if isinstance(p, str)]

@@ -22,6 +22,7 @@ import math
 import re
 from typing import Any
 
+from srperf.config.coerce import key_path
 from srperf.errors import ConfigError
 
 UNITS = ("s", "ms", "us", "µs", "ns", "%", "pps", "kpps", "Mpps", "bytes", "B", "KB", "MB",
@@ -78,18 +79,11 @@ def unit_of(schema: dict[str, Any], key: str = "") -> str:
     return ""
 
 
-def _key(path: list[Any]) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
 def refuse_non_finite(file: str, data: Any, path: list[Any] | None = None) -> None:
     """Raise ConfigError at the first NaN or infinity anywhere in ``data``."""
     path = path or []
     if isinstance(data, float) and not math.isfinite(data):
-        raise ConfigError(file, _key(path), data, "must be a finite number")
+        raise ConfigError(file, key_path(path), data, "must be a finite number")
     if isinstance(data, dict):
         for key, value in data.items():
             refuse_non_finite(file, value, path + [key])

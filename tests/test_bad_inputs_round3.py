@@ -239,15 +239,6 @@ def test_reserved_routing_table_refused(table: int, tmp_path: Path,
     _refused(code, err, "pipes.yaml", "options.table", str(table), "the kernel's")
 
 
-def test_reserved_addressing_table_refused(tmp_path: Path,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
-    tb = _write(tmp_path / "tb.yaml", {**VIRTUAL_TB, "addressing": {"table": 254}})
-    code, _, err = _call(["validate", str(tb)], capsys)
-    _refused(code, err, "tb.yaml", "addressing.table", "254", "main")
-    ok = _write(tmp_path / "ok.yaml", {**VIRTUAL_TB, "addressing": {"table": 100}})
-    assert _call(["validate", str(ok)], capsys)[0] == 0
-
-
 # -- endpoints and TRex server ----------------------------------------------------------------
 @pytest.fixture(scope="module")
 def known_hosts(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -9,8 +9,8 @@ validated (``srperf validate``: exit 2, file, key and value; nothing started).
   algorithm the file chooses (or the default, mlr) that ignores it; ``goodput.vnf_modes`` for a forwarder without VNFs;
   ``goodput.chains``/``segments`` values no chosen behavior can be steered with.
 - **Reserved routing tables** (0 unspec, 253 default, 254 main, 255 local) as a table
-  srperf fills and flushes (``options.table`` of pipes and the next one it uses,
-  ``addressing.table``).
+  srperf fills and flushes (``options.table``, and for pipes the next one it uses;
+  ``addressing.table`` is checked by the loader).
 - **Endpoints** that are the SUT itself (its host name in another case or with a
   trailing dot, another spelling of its address, one of its test addresses, or the
   link address srperf itself adds to the endpoint) or whose ``dev`` is ``lo``; a TRex
@@ -220,12 +220,6 @@ def _sut_addresses(tb: Any) -> dict[str, str]:
 def check_testbed(tb: Any) -> None:
     """The rules on a loaded testbed: endpoints and a TRex server."""
     file = tb.source
-    table = tb.addressing.table
-    if table in RESERVED_TABLES:
-        raise ConfigError(file, "addressing.table", table,
-                          f"routing table {table} is the kernel's {RESERVED_TABLES[table]} "
-                          "table: End.T/End.DT6 lookups and their cleanup use this table; "
-                          "pick another (1-252 or above 255)")
     if tb.tester.driver == "trex":
         server = (tb.tester.options or {}).get("server")
         if server is not None and not (isinstance(server, str) and is_host(server)):

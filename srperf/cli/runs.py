@@ -28,7 +28,7 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
     r = sub.add_parser("runs", help="list the runs of a results store: status (running, "
                        "finished, interrupted, failed; dead when the process of a "
                        "running run is gone), reason, searches ended/planned")
-    from srperf.cli_results import _store_args
+    from srperf.cli.results import _store_args
 
     _store_args(r)
     r.add_argument("--limit", "-n", type=int, default=20,
@@ -89,7 +89,7 @@ LIMIT_SCHEMA = {"properties": {"limit": {
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from srperf.cli_results import _open
+    from srperf.cli.results import _open
 
     from srperf.config.loader import check_value
 

@@ -13,7 +13,6 @@ from pathlib import Path
 from srperf import resources
 from srperf.cli import guard, results as cli_results, runs as cli_runs
 from srperf.cli.guard import EXIT_FAILED, EXIT_NOTHING_MEASURED, EXIT_OK
-from srperf.config.loader import load_experiment, resolve_testbed
 from srperf.config.model import ALGORITHMS, Experiment, TestbedConfig
 from srperf.errors import ConfigError
 from srperf.forwarders import names as forwarder_names
@@ -90,6 +89,8 @@ def _common_run_args(p: argparse.ArgumentParser) -> None:
 
 def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = None,
          recipe: dict | None = None, resume: str | None = None) -> int:
+    from srperf.config.loader import resolve_testbed
+
     from srperf.orchestrator import Orchestrator
     from srperf.progress import make_progress
     from srperf.results.summary import format_table
@@ -159,7 +160,7 @@ def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = N
 def cmd_run(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from srperf.config.loader import check_value
+    from srperf.config.loader import check_value, load_experiment
 
     if args.resume is not None:
         return _resume(args)
@@ -235,6 +236,8 @@ def _pdr_default_search(behaviors: list[str]) -> dict[str, object]:
 def _pdr_default_behaviors(forwarder: str) -> list[str]:
     """The behaviors of :data:`PDR_EXPERIMENT` that ``forwarder`` offers, else (it offers
     none of them) every behavior of the catalogue it offers; printed before the run."""
+    from srperf.config.loader import load_experiment
+
     from srperf import behaviors as catalogue
     from srperf import forwarders
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 
 from srperf.cli.guard import EXIT_OK
-from srperf.config.loader import DEFAULT_TESTBED, resolve_testbed
 from srperf.config.model import TestbedConfig
 from srperf.errors import ConfigError
+from srperf.resources import DEFAULT_TESTBED
 
 
 def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -33,6 +33,8 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
 
 
 def cmd_testbed(args: argparse.Namespace) -> int:
+    from srperf.config.loader import resolve_testbed
+
     from srperf import testbeds
 
     tb = resolve_testbed(args.testbed)

@@ -13,7 +13,6 @@ from pathlib import Path
 from srperf import resources
 from srperf.cli import guard
 from srperf.cli.guard import EXIT_CONFIG, EXIT_OK
-from srperf.config.loader import load_experiment, load_testbed, resolve_testbed, validate_file
 from srperf.errors import ConfigError
 
 
@@ -31,6 +30,8 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from srperf.config.loader import load_experiment, load_testbed, resolve_testbed, validate_file
+
     from srperf import preflight
 
     status = EXIT_OK
@@ -57,6 +58,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def _validate_suite(path: Path, testbed: str | None) -> str:
     """A nightly suite as ``srperf nightly`` would read it: the file, its testbed and
     every experiment checked against that testbed."""
+    from srperf.config.loader import load_experiment, load_testbed
+
     from srperf import preflight
     from srperf.nightly import load_suite
 

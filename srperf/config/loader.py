@@ -22,6 +22,7 @@ from typing import Any
 from srperf.config.model import Experiment, TestbedConfig
 from srperf.config.schema import EXPERIMENT_SCHEMA, TESTBED_SCHEMA
 from srperf.errors import ConfigError
+from srperf.resources import DEFAULT_TESTBED
 
 # What each part loads lives in its own module; every name stays importable from here.
 from srperf.config.reader import (_key, _number, _subschema, _unit, _validate, apply_overrides,
@@ -63,10 +64,6 @@ def testbed_of(exp: Experiment) -> TestbedConfig | None:
         raise ConfigError(exp.source, "testbed", exp.testbed,
                           f"{why} (neither a path nor a shipped testbed name)")
     return load_testbed(found)
-
-
-DEFAULT_TESTBED = "virtual"
-"""The testbed a command uses when neither it nor the experiment names one."""
 
 
 def resolve_testbed(name: str | None, exp: Experiment | None = None) -> TestbedConfig:

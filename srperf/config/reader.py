@@ -9,7 +9,6 @@ import difflib
 from pathlib import Path
 from typing import Any, Sequence
 
-import jsonschema
 
 from srperf.config.coerce import coerce
 from srperf.config.schema import EXPERIMENT_SCHEMA
@@ -39,6 +38,8 @@ def _validate(file: str, data: dict[str, Any], schema: dict[str, Any]) -> None:
     """Coerce ``data`` to ``schema`` in place (whole floats, off/on, one-line texts),
     then check it against the schema; ConfigError names the first problem."""
     coerce(file, data, schema)
+    import jsonschema   # only where a file is checked: ``srperf --help`` does without
+
     validator = jsonschema.Draft202012Validator(schema)
     errors = list(validator.iter_errors(data))
     if not errors:

@@ -10,13 +10,13 @@ on a mismatch, names each differing field with the expected and received value.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
-from scapy.layers.l2 import Ether
-from scapy.packet import NoPayload, Packet
-
-from srperf.packets import is_test_frame
 from srperf.wording import count
+
+if TYPE_CHECKING:
+    from scapy.layers.l2 import Ether
+    from scapy.packet import NoPayload, Packet
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,8 @@ class Expectation:
 
 def layers(pkt: Packet) -> list[Packet]:
     """The layers of ``pkt``, outermost first."""
+    from scapy.packet import NoPayload
+
     out = []
     layer = pkt
     while layer is not None and not isinstance(layer, NoPayload):
@@ -62,6 +64,8 @@ def _fields(layer: Packet) -> dict[str, object]:
 
 def describe(frame: Packet | bytes) -> str:
     """One line naming a frame's size and layers."""
+    from srperf.packets import Ether   # scapy's, with srperf's layer bindings
+
     data = bytes(frame)
     return f"{len(data)}-byte frame {Ether(data).summary()}"
 
@@ -79,6 +83,8 @@ def _unpadded(frame: bytes, expected_len: int) -> bytes:
 
 def _normalised(expected: Packet, got: Packet, free: Iterable[tuple[int, str]]) -> bytes:
     """Bytes of ``expected`` with the free fields taken from ``got``."""
+    from srperf.packets import Ether   # scapy's, with srperf's layer bindings
+
     exp = Ether(bytes(expected))
     exp_layers, got_layers = layers(exp), layers(got)
     for index, name in free:
@@ -98,6 +104,8 @@ def _bytes_diff(expected: bytes, got: bytes) -> str:
 
 def differences(expected: Packet, got: Packet, limit: int = 6) -> list[str]:
     """Human-readable differing fields between two frames, outermost first."""
+    from srperf.packets import Ether   # scapy's, with srperf's layer bindings
+
     exp_layers = layers(Ether(bytes(expected)))
     got_layers = layers(Ether(bytes(got)))
     diffs: list[str] = []
@@ -138,6 +146,8 @@ def compare(expectation: Expectation,
     Frames without the test signature (neighbour discovery, ARP, MLD, ...)
     are ignored; at least one test frame must have arrived.
     """
+    from srperf.packets import is_test_frame   # scapy, with srperf's layer bindings
+
     expected_text = f"{expectation.description} ({describe(expectation.frame)})"
     frames = [bytes(f) for f in received]
     tests = [f for f in frames if is_test_frame(f)]
@@ -157,6 +167,8 @@ def compare(expectation: Expectation,
 
 def mismatch(expectation: Expectation, frame: bytes) -> list[str]:
     """The differing fields of one received frame, outermost first ([]: it matches)."""
+    from srperf.packets import Ether   # scapy's, with srperf's layer bindings
+
     raw = _unpadded(frame, len(bytes(expectation.frame)))
     got = Ether(raw)
     normalised = _normalised(expectation.frame, got, expectation.free)

@@ -25,12 +25,14 @@ varies the bytes itself (TRex's field engine).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from scapy.layers.inet import IP, UDP
-from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
-from scapy.layers.l2 import Ether
-from scapy.packet import Packet
+if TYPE_CHECKING:
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
+    from scapy.layers.l2 import Ether
+    from scapy.packet import Packet
+
 
 VARY_FIELDS = ("src_port", "src_addr", "dst_addr", "outer_src_addr", "flow_label")
 """Fields a flow may vary (see the module docstring)."""
@@ -97,6 +99,10 @@ def _offset(frame: bytes, layer: Packet) -> int:
 
 def udp_place(frame: bytes) -> UdpPlace | None:
     """The innermost UDP of ``frame`` and its pseudo-header's IP header (None: no UDP)."""
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.inet6 import IPv6
+    from srperf.packets import Ether   # scapy's, with srperf's layer bindings
+
     pkt = Ether(frame)
     udps = [x for x in _layers(pkt) if isinstance(x, UDP)]
     if not udps:
@@ -112,6 +118,8 @@ def udp_place(frame: bytes) -> UdpPlace | None:
 def _srh_between(layers: list[Packet], frame: bytes, l3: int,
                  place: UdpPlace | None) -> int | None:
     """Offset of an SRH between the IP header at ``l3`` and its UDP (None: none)."""
+    from scapy.layers.inet6 import IPv6ExtHdrSegmentRouting
+
     if place is None:
         return None
     for x in layers:
@@ -123,6 +131,10 @@ def _srh_between(layers: list[Packet], frame: bytes, l3: int,
 def flow_fields(frame: bytes, flows: Flows) -> list[FlowField]:
     """The varied fields of ``frame`` (ValueError naming a field the frame lacks, or a
     range of flows that would leave the field's 16 bits)."""
+    from scapy.layers.inet import IP
+    from scapy.layers.inet6 import IPv6
+    from srperf.packets import Ether   # scapy's, with srperf's layer bindings
+
     pkt = Ether(frame)
     layers = _layers(pkt)
     place = udp_place(frame)
@@ -207,6 +219,9 @@ def flow_frames(frame: bytes, flows: Flows) -> list[bytes]:
 
 def _fixed(raw: bytes) -> bytes:
     """``raw`` with every IPv4 header and UDP checksum recomputed by scapy."""
+    from scapy.layers.inet import IP, UDP
+    from srperf.packets import Ether   # scapy's, with srperf's layer bindings
+
     pkt = Ether(raw)
     for layer in _layers(pkt):
         if isinstance(layer, (IP, UDP)):

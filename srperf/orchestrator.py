@@ -36,6 +36,7 @@ from srperf.results.summary import summarize
 from srperf.generators import MIX_DRIVERS
 from srperf.imix import IMIX_SIZE, size_label
 from srperf.search.base import GoalResult, LatencyPoint, SearchResult, SearchSettings
+from srperf.search.configured import search_settings
 from srperf.flows import Flows
 from srperf.session import MeasurementSession
 from srperf.run_record import describe_error, remove_stale_workdir, run_tmpdir
@@ -68,26 +69,6 @@ class RunReport:
     behavior's status (:func:`srperf.results.measured.nothing_measured`)."""
     stateful: Any = None
     """What a stateful run (kind goodput/http) stored (srperf.stateful.plan.StatefulRows)."""
-
-
-def search_settings(exp: Experiment, tb: TestbedConfig, seed: int = 0) -> SearchSettings:
-    """Resolve the experiment's search (rates in % of line rate) to pps."""
-    s, lr = exp.search, tb.tester.line_rate_pps
-    settings = SearchSettings(
-        thresholds_pct=tuple(s.thresholds_pct), min_rate_pps=s.min_rate.resolve(lr),
-        max_rate_pps=s.max_rate.resolve(lr), accuracy_pps=s.accuracy.resolve(lr),
-        trial_duration_s=s.trial_duration_s,
-        initial_trial_duration_s=min(s.initial_trial_duration_s, s.trial_duration_s),
-        repeat_near_threshold=s.repeat_near_threshold, warmup_duration_s=s.warmup_s,
-        exceed_ratio=s.exceed_ratio, duration_sum_s=s.duration_sum_s,
-        relative_width=s.relative_width, seed=seed,
-        mrr_rate_pps=s.mrr_rate.resolve(lr) if s.mrr_rate else None,
-        bisect_start=s.bisect_start, early_stop=s.early_stop)
-    try:
-        settings.validate()
-    except ValueError as exc:
-        raise ConfigError(exp.source, "search", dataclasses.asdict(s), str(exc)) from None
-    return settings
 
 
 class Orchestrator:

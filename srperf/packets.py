@@ -23,6 +23,8 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw, bind_layers
 
 from srperf.config.model import TestbedConfig
+from srperf.frame_sizes import (COUNTER_LEN, COUNTER_SLOT, ETH_HDR, IPV4_HDR, IPV6_HDR, UDP_HDR,
+                                 min_size)
 
 MARKER = b"srperf-test\x00"
 """First bytes of the UDP payload (truncated when the payload is shorter)."""
@@ -33,11 +35,6 @@ SIGNATURE = struct.pack("!HH", UDP_SPORT, UDP_DPORT)
 """The UDP source and destination ports of every test packet, as bytes ("SRPF")."""
 HOP_LIMIT = 64
 """Hop limit (IPv6) / TTL (IPv4) of every header the tester builds."""
-
-IPV6_HDR = 40
-IPV4_HDR = 20
-UDP_HDR = 8
-ETH_HDR = 14
 
 NH_IPV4 = 4
 NH_IPV6 = 41
@@ -54,12 +51,6 @@ def _payload(size: int) -> Raw:
     if size < len(MARKER):
         return Raw(MARKER[:size])
     return Raw(MARKER + bytes(size - len(MARKER)))
-
-
-def min_size(inner: str) -> int:
-    """Smallest ``packet_size`` for an inner packet of kind ``inner`` (ipv6|ipv4|l2)."""
-    return {"ipv6": IPV6_HDR + UDP_HDR, "ipv4": IPV4_HDR + UDP_HDR,
-            "l2": ETH_HDR + IPV6_HDR + UDP_HDR}[inner]
 
 
 def _check_size(inner: str, size: int) -> None:
@@ -170,14 +161,6 @@ def csid_shift(address: str, lblen: int, nflen: int) -> str:
     return str(ipaddress.IPv6Address((value & block_mask) | shifted))
 
 
-COUNTER_SLOT = bytes.fromhex("0000ffff0000ffff")
-"""The counter slot of a frame whose packets must all differ (counter 0).
-
-The generator writes packet i's 32-bit counter there as two 16-bit words each
-followed by its complement (hi, ~hi, lo, ~lo).  A word and its complement add
-0xffff to the UDP checksum's sum whatever their value, so the checksum the
-frame was built with stays valid for every counter."""
-COUNTER_LEN = len(COUNTER_SLOT)
 
 
 def _last_udp(pkt: Packet) -> UDP:

@@ -208,7 +208,7 @@ def check_stateful(exp: Experiment, tb: TestbedConfig) -> None:
 def check_search(exp: Experiment, tb: TestbedConfig) -> None:
     """The search's rates in pps against the line rate, and its algorithm."""
     from srperf import search
-    from srperf.orchestrator import search_settings
+    from srperf.search.configured import search_settings
 
     s, lr = exp.search, tb.tester.line_rate_pps
     if s.algorithm not in search.ALGORITHMS:

@@ -5,6 +5,10 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
+DEFAULT_TESTBED = "virtual"
+"""The testbed a command uses when neither it nor the experiment names one (a name
+:func:`find_config` resolves; re-exported by :mod:`srperf.config.loader`)."""
+
 
 def _dir(package: str) -> Path:
     return Path(str(resources.files(package)))

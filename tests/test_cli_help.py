@@ -10,7 +10,7 @@ import argparse
 
 import pytest
 
-from srperf import cli_guard
+from srperf.cli import guard as cli_guard, helptext
 from srperf.cli import build_parser, main
 
 PARSERS = cli_guard.subparsers(build_parser())
@@ -110,6 +110,6 @@ def test_a_command_without_description_gets_its_help_line_and_exit_status() -> N
     p = argparse.ArgumentParser(prog="x")
     sub = p.add_subparsers(dest="command")
     sub.add_parser("fresh", help="do a new thing")
-    cli_guard.use_help_formatter(p)
+    helptext.use_help_formatter(p)
     text = cli_guard.subparsers(p)[1][1].format_help()
     assert "Do a new thing." in text and "exit status:" in text

@@ -30,7 +30,8 @@ from typing import Iterator
 
 import pytest
 
-from srperf import cli, cli_guard
+from srperf import cli
+from srperf.cli import guard as cli_guard
 from srperf.config.loader import DEFAULT_TESTBED
 
 ROOT = Path(__file__).resolve().parents[1]

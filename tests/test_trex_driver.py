@@ -47,8 +47,15 @@ def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         gen.close()
 
 
+# The fake's wall time is real: on a busy machine its client adds far more than the
+# default poll_slack_s (a 0.1 s trial took 0.38 s beside busy loops), which would read as
+# duration stretching.  Tests of the arithmetic give it the largest slack; stretching has
+# its own test (test_duration_stretching_is_generator_limited, default slack).
+BUSY_SLACK = {"poll_slack_s": 5.0}
+
+
 def test_exact_calls_of_one_trial(fake) -> None:
-    gen, calls = fake(server="192.0.2.9", sync_port=4601, async_port=4600)
+    gen, calls = fake(server="192.0.2.9", sync_port=4601, async_port=4600, **BUSY_SLACK)
     t = gen.trial(10_000, 0.2)
     gen.close()
     names = [c["call"] for c in calls()]
@@ -68,7 +75,7 @@ def test_exact_calls_of_one_trial(fake) -> None:
 
 
 def test_loss_arithmetic(fake) -> None:
-    gen, _ = fake({"loss": 0.25})
+    gen, _ = fake({"loss": 0.25}, **BUSY_SLACK)
     t = gen.trial(20_000, 0.1)
     assert (t.intended, t.sent, t.received, t.lost) == (2000, 2000, 1500, 500)
     assert t.loss_ratio == pytest.approx(0.25)

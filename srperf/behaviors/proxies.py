@@ -29,16 +29,21 @@ SUT), inner untouched.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
-from scapy.layers.inet import IP, UDP
-from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
-from scapy.packet import Packet
-
-from srperf import packets as P
+from srperf import frame_sizes
+from srperf.lazy_import import lazy_module
 from srperf.behaviors.spec import Behavior, CheckResult, Expectation
 from srperf.checks import compare
 from srperf.config.model import TestbedConfig, vnf_sid
+
+if TYPE_CHECKING:
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
+    from scapy.packet import Packet
+
+P = lazy_module("srperf.packets")
+"""Frame building (scapy), imported when a frame is first built or checked."""
 
 
 def target_sid(tb: TestbedConfig) -> str:
@@ -66,6 +71,9 @@ def am_segments(tb: TestbedConfig) -> list[str]:
 
 def _am_frame(tb: TestbedConfig, size: int) -> Packet:
     """A ``size``-byte IPv6/UDP packet to dst6 with an SRH inserted, DA = the VNF's SID."""
+    from scapy.layers.inet import UDP
+    from scapy.layers.inet6 import IPv6
+
     a = tb.addressing
     plain = P.udp6(tb, size)
     segs = am_segments(tb)
@@ -77,6 +85,8 @@ def _am_frame(tb: TestbedConfig, size: int) -> Packet:
 
 def _advanced_outer(sent: Packet, hops: int) -> IPv6:
     """The outer IPv6 + SRH of ``sent`` with SL - 1, DA = next SID, hop limit - hops."""
+    from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
+
     ip = sent[IPv6].copy()
     srh = ip[IPv6ExtHdrSegmentRouting]
     srh.segleft -= 1
@@ -93,6 +103,9 @@ proxy itself, which forwards packets from the VNF as a router (proxy draft)."""
 def _inner_after_vnf(sent: Packet, snat_src: str | None) -> Packet:
     """The inner packet once the VNF and the proxy forwarded it (hop limit/TTL - 2),
     maybe SNATed by the VNF."""
+    from scapy.layers.inet import UDP
+    from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
+
     srh = sent[IPv6ExtHdrSegmentRouting]
     inner = srh.payload.copy()
     if isinstance(inner, IPv6):
@@ -111,6 +124,9 @@ def _proxy_checker(tb: TestbedConfig, sent: Packet,
                    received: Sequence[Packet | bytes]) -> CheckResult:
     """Outer restored with SL - 1 / DA = next SID / hop limit - 1; inner forwarded by the VNF
     and the proxy."""
+    from scapy.layers.inet import IP
+    from scapy.layers.inet6 import IPv6ExtHdrSegmentRouting
+
     outer = _advanced_outer(sent, 1)
     srh = outer[IPv6ExtHdrSegmentRouting]
     inner_v4 = isinstance(sent[IPv6ExtHdrSegmentRouting].payload, IP)
@@ -130,6 +146,8 @@ def _proxy_checker(tb: TestbedConfig, sent: Packet,
 
 
 def _with_payload(outer: IPv6, inner: Packet) -> IPv6:
+    from scapy.layers.inet6 import IPv6ExtHdrSegmentRouting
+
     ip = outer.copy()
     srh = ip[IPv6ExtHdrSegmentRouting]
     srh.remove_payload()
@@ -139,6 +157,8 @@ def _with_payload(outer: IPv6, inner: Packet) -> IPv6:
 
 
 def _am_expect(tb: TestbedConfig, sent: Packet) -> Expectation:
+    from scapy.layers.inet6 import IPv6ExtHdrSegmentRouting
+
     ip = _advanced_outer(sent, 2)
     srh = ip[IPv6ExtHdrSegmentRouting]
     return Expectation(P.from_sut(tb, ip),
@@ -147,6 +167,8 @@ def _am_expect(tb: TestbedConfig, sent: Packet) -> Expectation:
 
 
 def _baseline_expect(tb: TestbedConfig, sent: Packet) -> Expectation:
+    from scapy.layers.inet6 import IPv6ExtHdrSegmentRouting
+
     ip = _advanced_outer(sent, 3)
     srh = ip[IPv6ExtHdrSegmentRouting]
     return Expectation(P.from_sut(tb, ip),
@@ -161,7 +183,8 @@ def _proxy(name: str, display: str, cfg: str, builder: Callable[[TestbedConfig, 
     return Behavior(name=name, display_name=display, cfg_function=cfg, kind="proxy",
                     frame_builder=builder, checker=_proxy_checker, needs_vnf=True,
                     description=description, distinct_frames=distinct,
-                    min_packet_size=P.min_size(min_size) + (P.COUNTER_LEN if distinct else 0))
+                    min_packet_size=frame_sizes.min_size(min_size) + (frame_sizes.COUNTER_LEN
+                                                                       if distinct else 0))
 
 
 BEHAVIORS: tuple[Behavior, ...] = (
@@ -179,12 +202,12 @@ BEHAVIORS: tuple[Behavior, ...] = (
            "caching proxy with an inner IPv4 packet", distinct=True),
     Behavior(name="end_am", display_name="End.AM", cfg_function="end_am", kind="proxy",
              frame_builder=_am_frame, expect=_am_expect, needs_vnf=True,
-             min_packet_size=P.min_size("ipv6"),
+             min_packet_size=frame_sizes.min_size("ipv6"),
              description="masquerading proxy: DA = last SID towards the VNF, SRH kept; "
                          "DA = SRH[SL] on return"),
     Behavior(name="end_baseline", display_name="End (in the VNF)", cfg_function="end_baseline",
              kind="proxy", frame_builder=_encap_frame("ipv6"), expect=_baseline_expect,
-             needs_vnf=True, min_packet_size=P.min_size("ipv6"),
+             needs_vnf=True, min_packet_size=frame_sizes.min_size("ipv6"),
              description="SRNK's baseline: no proxy, an SR-aware VNF runs End itself"),
 )
 """Every behavior of this module, in catalogue order."""

@@ -9,23 +9,28 @@ frame as specified.  Which forwarders offer it is the forwarders' business
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
-from scapy.layers.l2 import Ether
-from scapy.packet import Packet
-
-from srperf import packets as P
+from srperf import frame_sizes
+from srperf.lazy_import import lazy_module
 from srperf.checks import CheckResult, Expectation, compare
 from srperf.config.model import TestbedConfig
+
+if TYPE_CHECKING:
+    from scapy.layers.l2 import Ether
+    from scapy.packet import Packet
+
+P = lazy_module("srperf.packets")
+"""Frame building (scapy), imported when a frame is first built or checked."""
 
 __all__ = ["Behavior", "CheckResult", "Expectation", "KINDS", "FrameBuilder", "Expecter",
            "Checker"]
 
 KINDS = frozenset({"plain", "headend", "endpoint", "decap", "proxy"})
 
-FrameBuilder = Callable[[TestbedConfig, int], Packet]
-Expecter = Callable[[TestbedConfig, Packet], Expectation]
-Checker = Callable[[TestbedConfig, Packet, Sequence[Packet | bytes]], CheckResult]
+FrameBuilder = Callable[[TestbedConfig, int], "Packet"]
+Expecter = Callable[[TestbedConfig, "Packet"], Expectation]
+Checker = Callable[[TestbedConfig, "Packet", Sequence["Packet | bytes"]], CheckResult]
 
 
 @dataclass(frozen=True)
@@ -51,7 +56,7 @@ class Behavior:
     needs_vnf: bool = False
     """True when the SUT needs a VNF namespace/process behind it (SR proxies)."""
     description: str = ""
-    min_packet_size: int = field(default=P.min_size("ipv6"))
+    min_packet_size: int = field(default=frame_sizes.min_size("ipv6"))
     """Smallest packet_size (bytes) build_frame accepts."""
     reverse_builder: FrameBuilder | None = None
     """(testbed, packet_size) -> the frame the tester's rx port sends back through the
@@ -85,6 +90,8 @@ class Behavior:
 
     def expected(self, tb: TestbedConfig, sent_frame: Packet | bytes) -> Expectation:
         """The frame the SUT must emit for ``sent_frame`` (only with ``expect``)."""
+        from srperf.packets import Ether   # scapy's, with srperf's layer bindings
+
         if self.expect is None:
             raise NotImplementedError(f"behavior {self.name} checks frames with its own checker")
         return self.expect(tb, Ether(bytes(sent_frame)))
@@ -92,6 +99,8 @@ class Behavior:
     def check(self, tb: TestbedConfig, sent_frame: Packet | bytes,
               received_frames: Sequence[Packet | bytes]) -> CheckResult:
         """Did the SUT transform ``sent_frame`` into ``received_frames`` as specified?"""
+        from srperf.packets import Ether   # scapy's, with srperf's layer bindings
+
         sent = Ether(bytes(sent_frame))
         if self.checker is not None:
             return self.checker(tb, sent, received_frames)

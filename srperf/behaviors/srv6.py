@@ -39,17 +39,22 @@ from __future__ import annotations
 
 import dataclasses
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-from scapy.layers.inet import IP
-from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
-from scapy.layers.l2 import Ether
-from scapy.packet import Packet
-
-from srperf import packets as P
+from srperf import frame_sizes
+from srperf.lazy_import import lazy_module
 from srperf.behaviors.policies import b6_segs, encap_segs, insert_segs
 from srperf.behaviors.spec import Behavior, Expectation, Expecter, FrameBuilder
 from srperf.config.model import TestbedConfig
+
+if TYPE_CHECKING:
+    from scapy.layers.inet import IP
+    from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
+    from scapy.layers.l2 import Ether
+    from scapy.packet import Packet
+
+P = lazy_module("srperf.packets")
+"""Frame building (scapy), imported when a frame is first built or checked."""
 
 # --- frame builders ---------------------------------------------------------------
 
@@ -63,15 +68,19 @@ def _plain4(tb: TestbedConfig, size: int) -> Packet:
 
 def _l2_to_sut(tb: TestbedConfig, size: int) -> Packet:
     """H.Encaps.L2 input: the frame itself is ``size`` bytes and gets encapsulated."""
+    from scapy.layers.inet6 import IPv6
+
     inner = P.l2_frame(tb, size)   # checks the size
     return P.to_sut(tb, inner[IPv6])
 
 
 def _srv6_endpoint(inner: str, decap: bool) -> FrameBuilder:
     """Outer IPv6 + 2-SID SRH + inner packet, addressed to the SUT's SID."""
-    nh = {"ipv6": P.NH_IPV6, "ipv4": P.NH_IPV4, "l2": P.NH_ETHERNET}[inner]
+    if inner not in ("ipv6", "ipv4", "l2"):
+        raise KeyError(inner)
 
     def build(tb: TestbedConfig, size: int) -> Packet:
+        nh = {"ipv6": P.NH_IPV6, "ipv4": P.NH_IPV4, "l2": P.NH_ETHERNET}[inner]
         a = tb.addressing
         payload = {"ipv6": P.udp6, "ipv4": P.udp4, "l2": P.l2_frame}[inner](tb, size)
         if decap:   # SID list (previous, sut): the SUT's SID is the last one
@@ -85,6 +94,8 @@ def _srv6_endpoint(inner: str, decap: bool) -> FrameBuilder:
 
 def _csid_frame(tb: TestbedConfig, size: int) -> Packet:
     """Outer IPv6 whose DA is a C-SID container (SUT's C-SID, then the next one), no SRH."""
+    from scapy.layers.inet6 import IPv6
+
     a = tb.addressing
     outer = IPv6(src=a.tester_tx_ip6, dst=a.csid_address(a.csid_sut, a.csid_next),
                  hlim=P.HOP_LIMIT, nh=P.NH_IPV6)
@@ -94,12 +105,16 @@ def _csid_frame(tb: TestbedConfig, size: int) -> Packet:
 # --- expectations -------------------------------------------------------------------
 
 def _route6(tb: TestbedConfig, sent: Packet) -> Expectation:
+    from scapy.layers.inet6 import IPv6
+
     ip = sent[IPv6].copy()
     ip.hlim -= 1
     return Expectation(P.from_sut(tb, ip), f"IPv6 to {ip.dst} forwarded, hop limit {ip.hlim}")
 
 
 def _route4(tb: TestbedConfig, sent: Packet) -> Expectation:
+    from scapy.layers.inet import IP
+
     ip = sent[IP].copy()
     ip.ttl -= 1
     ip.chksum = None
@@ -108,6 +123,8 @@ def _route4(tb: TestbedConfig, sent: Packet) -> Expectation:
 
 def _end(tb: TestbedConfig, sent: Packet) -> Expectation:
     """End/End.X/End.T: SL decremented, DA = next SID, hop limit - 1, rest intact."""
+    from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
+
     ip = sent[IPv6].copy()
     srh = ip[IPv6ExtHdrSegmentRouting]
     srh.segleft -= 1
@@ -118,6 +135,8 @@ def _end(tb: TestbedConfig, sent: Packet) -> Expectation:
 
 
 def _next_csid(tb: TestbedConfig, sent: Packet) -> Expectation:
+    from scapy.layers.inet6 import IPv6
+
     a = tb.addressing
     ip = sent[IPv6].copy()
     ip.dst = P.csid_shift(ip.dst, a.csid_lblen, a.csid_nflen)
@@ -128,6 +147,8 @@ def _next_csid(tb: TestbedConfig, sent: Packet) -> Expectation:
 
 def _decap6(tb: TestbedConfig, sent: Packet) -> Expectation:
     """End.DX6/End.DT6/End.DT46: outer IPv6+SRH removed, inner forwarded (hop limit - 1)."""
+    from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
+
     inner = sent[IPv6ExtHdrSegmentRouting][IPv6].copy()
     inner.hlim -= 1
     return Expectation(P.from_sut(tb, inner),
@@ -135,6 +156,9 @@ def _decap6(tb: TestbedConfig, sent: Packet) -> Expectation:
 
 
 def _decap4(tb: TestbedConfig, sent: Packet) -> Expectation:
+    from scapy.layers.inet import IP
+    from scapy.layers.inet6 import IPv6ExtHdrSegmentRouting
+
     inner = sent[IPv6ExtHdrSegmentRouting][IP].copy()
     inner.ttl -= 1
     inner.chksum = None
@@ -143,6 +167,9 @@ def _decap4(tb: TestbedConfig, sent: Packet) -> Expectation:
 
 
 def _decap2(tb: TestbedConfig, sent: Packet) -> Expectation:
+    from scapy.layers.inet6 import IPv6ExtHdrSegmentRouting
+    from srperf.packets import Ether   # scapy's, with srperf's layer bindings
+
     inner = Ether(bytes(sent[IPv6ExtHdrSegmentRouting].payload))
     return Expectation(inner, "SRv6 removed, inner Ethernet frame out unchanged")
 
@@ -154,6 +181,8 @@ _OUTER_FREE = ((1, "hlim"), (1, "tc"), (1, "fl"))
 def _encap_expect(tb: TestbedConfig, segs: Sequence[str], payload: Packet, nh: int,
                   reduced: bool, what: str) -> Expectation:
     """New outer IPv6 (src tunsrc, DA first SID) + SRH of ``segs`` around ``payload``."""
+    from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
+
     src = tb.addressing.tunsrc
     stored = list(segs[1:] if reduced else segs)
     if not stored:  # a reduced single-SID policy carries no SRH at all
@@ -176,6 +205,10 @@ encap_expect = _encap_expect
 
 def _h_encaps(inner: str, reduced: bool = False) -> Expecter:
     def expect(tb: TestbedConfig, sent: Packet) -> Expectation:
+        from scapy.layers.inet import IP
+        from scapy.layers.inet6 import IPv6
+        from srperf.packets import Ether   # scapy's, with srperf's layer bindings
+
         if inner == "l2":
             payload, nh = Ether(bytes(sent)), P.NH_ETHERNET
         elif inner == "ipv4":
@@ -190,6 +223,8 @@ def _h_encaps(inner: str, reduced: bool = False) -> Expecter:
 
 def _h_insert(tb: TestbedConfig, sent: Packet) -> Expectation:
     """SRH inserted after the IPv6 header: [original DA] + policy; DA = first SID."""
+    from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
+
     ip = sent[IPv6]
     segs = insert_segs(tb)
     stored = [ip.dst] + list(reversed(segs))
@@ -204,6 +239,8 @@ def _h_insert(tb: TestbedConfig, sent: Packet) -> Expectation:
 
 def _b6_encaps(tb: TestbedConfig, sent: Packet) -> Expectation:
     """End.B6.Encaps: received packet gets SL - 1 / DA = next SID, then a new outer IPv6 + SRH."""
+    from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
+
     inner = sent[IPv6].copy()
     srh = inner[IPv6ExtHdrSegmentRouting]
     srh.segleft -= 1
@@ -216,12 +253,11 @@ def _b6_encaps(tb: TestbedConfig, sent: Packet) -> Expectation:
 # --- the entries -------------------------------------------------------------------
 
 
-
 def _add(name: str, display: str, kind: str, builder: FrameBuilder, expect: Expecter,
          min_size: str = "ipv6", description: str = "") -> Behavior:
     return Behavior(name=name, display_name=display, cfg_function=name, kind=kind,
                     frame_builder=builder, expect=expect, description=description,
-                    min_packet_size=P.min_size(min_size))
+                    min_packet_size=frame_sizes.min_size(min_size))
 
 
 BEHAVIORS: tuple[Behavior, ...] = (

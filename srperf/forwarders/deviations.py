@@ -21,14 +21,15 @@ its reason to the message.  The run's environment lists the declared ones.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
-
-from scapy.layers.inet import IP
-from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
-from scapy.layers.l2 import Ether
-from scapy.packet import Packet
+from typing import TYPE_CHECKING, Sequence
 
 from srperf.checks import layers
+
+if TYPE_CHECKING:
+    from scapy.layers.inet import IP
+    from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
+    from scapy.layers.l2 import Ether
+    from scapy.packet import Packet
 
 NH_ROUTING = 43
 
@@ -75,10 +76,15 @@ class Deviation:
 
 
 def _ip_headers(pkt: Packet) -> list[Packet]:
+    from scapy.layers.inet import IP
+    from scapy.layers.inet6 import IPv6
+
     return [layer for layer in layers(pkt) if type(layer) in (IPv6, IP)]
 
 
 def _ipv4_checksum_ok(ip: Packet) -> bool:
+    from scapy.layers.inet import IP
+
     fresh = ip.copy()
     fresh.remove_payload()
     fresh.chksum = None
@@ -87,6 +93,10 @@ def _ipv4_checksum_ok(ip: Packet) -> bool:
 
 
 def _shift_hop_limit(frame: bytes, index: int, by: int) -> bytes | None:
+    from scapy.layers.inet import IP
+    from scapy.layers.inet6 import IPv6
+    from srperf.packets import Ether   # scapy's, with srperf's layer bindings
+
     pkt = Ether(frame)
     headers = _ip_headers(pkt)
     if not -len(headers) <= index < len(headers):
@@ -106,6 +116,9 @@ def _shift_hop_limit(frame: bytes, index: int, by: int) -> bytes | None:
 
 
 def _insert_sent_srh(sent: Packet, frame: bytes) -> bytes | None:
+    from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
+    from srperf.packets import Ether   # scapy's, with srperf's layer bindings
+
     if IPv6ExtHdrSegmentRouting not in sent:
         return None
     pkt = Ether(frame)

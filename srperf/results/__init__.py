@@ -13,7 +13,18 @@ Markdown), ``export`` (csv, parquet, json), ``nightly`` and ``junit``.
 
 from __future__ import annotations
 
-from srperf.results.frames import outcomes, runs, searches, summaries, trials
-from srperf.results.store import ResultStore
+import importlib
+from typing import Any
+
+_FROM = {"ResultStore": "store", "outcomes": "frames", "runs": "frames", "searches": "frames",
+         "summaries": "frames", "trials": "frames"}
+"""Re-exported names and their modules, imported on first use: ``srperf.results.store``
+alone must not cost the import of pandas' frames (``srperf runs`` starts faster)."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM:
+        return getattr(importlib.import_module(f"{__name__}.{_FROM[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["ResultStore", "outcomes", "runs", "searches", "summaries", "trials"]

@@ -20,9 +20,8 @@ import logging
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-import pandas as pd
 import sqlalchemy as sa
 
 from srperf.drivers.base import TrialResult
@@ -33,6 +32,13 @@ from srperf.results.names import FIGURE_STATUSES
 from srperf.results.liveness import ProcessId, is_alive, this_process
 from srperf.search.base import SearchResult
 from srperf.stateful.base import StatefulSample, Variant
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+RUNS_COLUMNS = ("run_id", "experiment", "testbed", "forwarder", "status", "signal", "reason",
+               "started", "finished", "searches", "planned", "trials", "pid", "host", "purpose")
+"""The columns of :meth:`ResultStore.runs_rows`, in order."""
 
 log = logging.getLogger(__name__)
 
@@ -327,6 +333,8 @@ class ResultStore:
             query = query.where(t.c.run_id.in_(list(run_id)))
         if "id" in t.c:
             query = query.order_by(t.c.id)
+        import pandas as pd   # here: a command that only lists runs does without it
+
         with self.engine.connect() as conn:
             return pd.read_sql_query(query, conn)
 
@@ -379,10 +387,17 @@ class ResultStore:
                 for seq, beh, size, status, reason in rows}
 
     def runs_overview(self, limit: int | None = None) -> pd.DataFrame:
+        """:meth:`runs_rows` as a DataFrame (one row per run, newest first)."""
+        import pandas as pd
+
+        rows = self.runs_rows(limit)
+        return pd.DataFrame(rows, columns=list(rows[0]) if rows else list(RUNS_COLUMNS))
+
+    def runs_rows(self, limit: int | None = None) -> list[dict[str, Any]]:
         """One row per run, newest first: id, experiment, testbed, forwarder, status
         (``running`` shown as ``dead`` when its process is known to be gone), reason,
         started, finished, searches ended (for a stateful run: repetitions stored),
-        planned, trials, pid, host, purpose."""
+        planned, trials, pid, host, purpose (absent values None)."""
         r, o, t = schema.runs, schema.outcomes, schema.trials
         ss = schema.stateful_samples
         # a stateful run's unit of work is a repetition: its samples count as searches
@@ -402,20 +417,20 @@ class ResultStore:
         if limit:
             query = query.limit(limit)
         with self.engine.connect() as conn:
-            df = pd.read_sql_query(query, conn)
-        for i, row in df.iterrows():
-            if row["status"] != "running" or pd.isna(row["pid"]):
+            rows = [dict(r._mapping) for r in conn.execute(query)]
+        for row in rows:
+            pid_start = row.pop("pid_start")
+            if row["status"] != "running" or row["pid"] is None:
                 continue
             alive = is_alive(ProcessId(int(row["pid"]), str(row["host"]),
-                                       None if pd.isna(row["pid_start"])
-                                       else str(row["pid_start"])))
+                                       None if pid_start is None else str(pid_start)))
             if alive is False:
-                df.at[i, "status"] = "dead"
-                df.at[i, "reason"] = (f"process {int(row['pid'])} on {row['host']} is gone "
-                                      "(killed?); srperf run --resume " + str(row["run_id"]))
+                row["status"] = "dead"
+                row["reason"] = (f"process {int(row['pid'])} on {row['host']} is gone "
+                                 "(killed?); srperf run --resume " + str(row["run_id"]))
             elif alive is None:
-                df.at[i, "reason"] = f"running on {row['host']} (pid {int(row['pid'])})?"
-        return df.drop(columns=["pid_start"])
+                row["reason"] = f"running on {row['host']} (pid {int(row['pid'])})?"
+        return rows
 
     def last_run_id(self) -> str | None:
         with self.engine.connect() as conn:

@@ -42,12 +42,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Sequence
 
 from srperf.drivers.base import TrialResult
 from srperf.search.base import exceeds
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MIN_TRIALS = 4
 """Fewest usable trials an estimate is made from."""
@@ -87,6 +88,7 @@ def _profile(x: np.ndarray, y: np.ndarray, w: np.ndarray, centres: np.ndarray,
     Batched one-dimensional Newton's method on b for z = logit(e) + b (x - c):
     the log-likelihood is concave in b, so it converges from b = 0.
     """
+    import numpy as np   # here, not at import: a command that searches nothing does without
     prior = 1.0 / PRIOR_SD_SLOPE ** 2
     d = x[None, :] - centres[:, None]          # (candidates, trials)
     b = np.zeros(centres.shape[0])
@@ -116,6 +118,8 @@ def crossing_estimate(trials: Sequence[TrialResult], threshold_pct: float,
     usable = [t for t in trials if t.usable and t.duration_s > 0 and t.rate_pps > 0]
     if len(usable) < MIN_TRIALS:
         return None
+    import numpy as np
+
     x = np.log(np.array([t.rate_pps for t in usable]))
     y = np.array([1.0 if exceeds(t, threshold_pct) else 0.0 for t in usable])
     if y.min() == y.max():

@@ -105,8 +105,8 @@ from srperf.search.base import GoalResult, Measure, SearchAlgorithm, SearchResul
 from srperf.search.common import (TrialBudgetExceeded, TrialLog,
                                   beyond_generator_in, edge_goal, exceeds, unmeasurable_goal)
 from srperf.search.lossmodel import LossFit, fit_crossing
-from srperf.search.mlr import (LIMITED, LOWER, UPPER, ForcedLimits, LoadRecord, Phase,
-                               build_phases)
+from srperf.search.loads import (LIMITED, LOWER, UPPER, ForcedLimits, LoadRecord, Phase,
+                                 build_phases)
 
 log = logging.getLogger(__name__)
 

@@ -53,11 +53,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Sequence
 
 from srperf.drivers.base import TrialResult
+
+if TYPE_CHECKING:
+    import numpy as np
 
 EXACT_SHARE = 0.25
 """A good trial that lost at least this share of the threshold reads exactly."""
@@ -172,6 +173,7 @@ def _profile(x: np.ndarray, kind: np.ndarray, w: np.ndarray, centres: np.ndarray
     z = logit(e) + b (x - centre); the log-likelihood of every kind of reading
     is concave in b, so Newton's method (kept positive) converges.
     """
+    import numpy as np   # here, not at import: a command that searches nothing does without
     prior = 1.0 / PRIOR_SD_SLOPE ** 2
     exact = (kind == EXACT)[None, :]
     at_least = (kind == AT_LEAST)[None, :]
@@ -215,6 +217,8 @@ def fit_crossing(trials: Sequence[TrialResult], threshold_pct: float,
     n_exact = sum(1 for r in rs if r.kind == EXACT)
     if len(rs) < MIN_READINGS or n_exact == 0:
         return None
+    import numpy as np
+
     x = np.log(np.array([r.implied_pps for r in rs]))
     kind = np.array([r.kind for r in rs])
     w = np.array([r.weight for r in rs])

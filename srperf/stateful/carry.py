@@ -39,7 +39,7 @@ _BPF_CFLAGS = ["-O2", "-g", "-Wall", "-Wextra", "-Werror", "-target", "bpf", "-m
 def carry_object() -> str:
     """Build (if needed) srh_carry.o; return its path."""
     src = ebpf_dir() / "srh_carry.c"
-    return str(ensure_built("srh_carry.o", [src],
+    return str(ensure_built("srh_carry.o", [src, ebpf_dir() / "srh.h"],
                             ["clang", *_BPF_CFLAGS, "-c", str(src), "-o", "{out}"]))
 
 

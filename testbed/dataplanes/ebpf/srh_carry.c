@@ -27,10 +27,7 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
-#define IPPROTO_SRH 43
-#define SRH_TYPE_SEG6 4
-#define OFF_DA (ETH_HLEN + 24)
-#define OFF_SRH (ETH_HLEN + 40)
+#include "srh.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -60,7 +57,6 @@ SEC("tc")
 int srh_carry(struct __sk_buff *skb)
 {
 	struct ipv6_sr_hdr srh;
-	struct in6_addr da;
 	__u32 zero = 0;
 	__u32 *visit;
 	__u8 nh, sl;
@@ -74,14 +70,11 @@ int srh_carry(struct __sk_buff *skb)
 		goto alone;
 	if (bpf_skb_load_bytes(skb, OFF_SRH, &srh, sizeof(srh)))
 		goto alone;
-	if (srh.type != SRH_TYPE_SEG6 || srh.segments_left != srh.first_segment ||
-	    (__u32)srh.first_segment + 1 <= *visit ||
-	    8 + ((__u32)srh.first_segment + 1) * 16 > (((__u32)srh.hdrlen + 1) << 3))
+	if (!srh_valid(&srh) || srh.segments_left != srh.first_segment ||
+	    (__u32)srh.first_segment + 1 <= *visit)
 		goto alone;
 	sl = (__u8)(*visit - 1);
-	if (bpf_skb_load_bytes(skb, OFF_SRH + 8 + 16 * (__u32)sl, &da, sizeof(da)) ||
-	    bpf_skb_store_bytes(skb, OFF_SRH + 3, &sl, 1, 0) ||
-	    bpf_skb_store_bytes(skb, OFF_DA, &da, sizeof(da), 0))
+	if (srh_set_sl_da(skb, OFF_SRH, sl, sl, 0))
 		goto alone;
 	count(0);
 	return TC_ACT_OK;

@@ -36,6 +36,7 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
+#include "srh.h"
 #include "srproxy.h"
 
 /* Kernel >= 6.3 (not in the Debian 12 uapi header): set skb->protocol to the
@@ -44,13 +45,7 @@
 #define SRP_ADJ_ROOM_DECAP_L3_IPV6 (1ULL << 8)
 
 #define SRP_AF_INET6 10
-#define IPV6_HLEN 40
-#define SRH_FIXED 8
 #define OFF_IP6_HOPLIMIT (ETH_HLEN + 7)
-#define OFF_IP6_DA (ETH_HLEN + 24)
-#define OFF_SRH (ETH_HLEN + IPV6_HLEN)
-#define IPPROTO_SRH 43 /* IPv6 routing header */
-#define SRH_TYPE_SEG6 4
 #define SRP_EEXIST 17 /* errno EEXIST: bpf_map_update_elem(BPF_NOEXIST) */
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -300,10 +295,7 @@ static __always_inline int parse_outer(struct __sk_buff *skb, __u8 nh,
 		if (bpf_skb_load_bytes(skb, ETH_HLEN + off, &h, sizeof(h)))
 			return SRP_in_bad;
 		if (nh == IPPROTO_SRH) {
-			if (have_srh || h.type != SRH_TYPE_SEG6)
-				return SRP_in_bad;
-			if (SRH_FIXED + ((__u32)h.first_segment + 1) * 16 >
-			    (((__u32)h.hdrlen + 1) << 3))
+			if (have_srh || !srh_valid(&h))
 				return SRP_in_bad;
 			have_srh = 1;
 			o->srh_off = off;
@@ -572,11 +564,7 @@ int srp_inbound(struct __sk_buff *skb)
 
 	if (vnf->behavior == SRP_BEH_AM) {
 		/* Masquerade: DA = SRH[0] (the last segment), SRH kept. */
-		__u32 srh = ETH_HLEN + o.srh_off;
-
-		if (bpf_skb_load_bytes(skb, srh + SRH_FIXED, &da, sizeof(da)) ||
-		    bpf_skb_store_bytes(skb, srh + 3, &sl, 1, BPF_F_RECOMPUTE_CSUM) ||
-		    bpf_skb_store_bytes(skb, OFF_IP6_DA, &da, sizeof(da), BPF_F_RECOMPUTE_CSUM))
+		if (srh_set_sl_da(skb, ETH_HLEN + o.srh_off, sl, 0, BPF_F_RECOMPUTE_CSUM))
 			return drop(SRP_err);
 		count(SRP_in_am);
 		return to_vnf(skb, vnf, ETH_P_IPV6);

@@ -16,7 +16,7 @@ import time
 import traceback
 from pathlib import Path
 
-EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_NOTHING_MEASURED = 0, 1, 2, 3
 
 VALIDATE_EPILOG = """What is checked on this host: the files; for a testbed, that what runs
 here exists (tester.options.release holds an executable t-rex-64, sut.vpp_binary is an
@@ -90,17 +90,6 @@ def subparsers(parser: argparse.ArgumentParser) -> list[tuple[str, argparse.Argu
     return found
 
 
-def use_help_formatter(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Give every (sub)command :class:`HelpFormatter`, a description and its exit status
-    (``cli_help``)."""
-    from srperf import cli_help
-
-    for _, p in subparsers(parser):
-        p.formatter_class = HelpFormatter
-        cli_help.complete(p)
-    return parser
-
-
 def log_dir() -> Path:
     """Where internal errors are logged (made private on first use)."""
     base = os.environ.get("SRPERF_LOG_DIR")
@@ -125,5 +114,6 @@ def write_error_log(exc: BaseException, argv: list[str]) -> Path | None:
     return Path(name)
 
 
-__all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_CONFIG", "HelpFormatter", "MAIN_EPILOG", "RUN_EPILOG",
-           "VALIDATE_EPILOG", "log_dir", "subparsers", "use_help_formatter", "write_error_log"]
+__all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_CONFIG", "EXIT_NOTHING_MEASURED", "HelpFormatter",
+           "MAIN_EPILOG", "RUN_EPILOG", "VALIDATE_EPILOG", "log_dir", "subparsers",
+           "write_error_log"]

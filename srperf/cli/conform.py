@@ -33,7 +33,7 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
                    help="behavior (repeatable; default: the experiment's, else every "
                         "behavior the forwarder offers)")
     c.add_argument("--testbed", "-t", help="testbed file or name (default: virtual)")
-    from srperf.cli_results import _store_args
+    from srperf.cli.results import _store_args
 
     _store_args(c, writes=True)
     c.add_argument("--keep-testbed", action="store_true",
@@ -74,7 +74,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
     from srperf import behaviors as catalogue
     from srperf import conform, environment, forwarders, testbeds
     from srperf.config.loader import resolve_testbed
-    from srperf.cli_results import store_location
+    from srperf.cli.results import store_location
     from srperf.results.store import ResultStore
     from srperf.session import MeasurementSession
 

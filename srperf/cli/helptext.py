@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from srperf.cli_guard import RUN_EPILOG
+from srperf.cli.guard import RUN_EPILOG, HelpFormatter, subparsers
 
 EXIT_STATUS = """exit status:
   0    success
@@ -132,4 +132,13 @@ def complete(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return parser
 
 
-__all__ = ["DESCRIPTIONS", "EPILOGS", "EXIT_STATUS", "complete"]
+def use_help_formatter(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Give every (sub)command :class:`HelpFormatter`, a description and its exit status
+    (:func:`complete`)."""
+    for _, p in subparsers(parser):
+        p.formatter_class = HelpFormatter
+        complete(p)
+    return parser
+
+
+__all__ = ["DESCRIPTIONS", "EPILOGS", "EXIT_STATUS", "complete", "use_help_formatter"]

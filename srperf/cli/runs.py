@@ -28,7 +28,7 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
     r = sub.add_parser("runs", help="list the runs of a results store: status (running, "
                        "finished, interrupted, failed; dead when the process of a "
                        "running run is gone), reason, searches ended/planned")
-    from srperf.cli_results import _store_args
+    from srperf.cli.results import _store_args
 
     _store_args(r)
     r.add_argument("--limit", "-n", type=int, default=20,
@@ -89,25 +89,26 @@ LIMIT_SCHEMA = {"properties": {"limit": {
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from srperf.cli_results import _open
+    from srperf.cli.results import _open
 
     from srperf.config.loader import check_value
 
     args.limit = check_value("--limit", args.limit, "limit", LIMIT_SCHEMA)
     with _open(args) as store:
-        df = store.runs_overview(args.limit or None)
-    if df.empty:
+        rows = store.runs_rows(args.limit or None)
+    if not rows:
         print("no runs")
         return EXIT_OK
-    print(format_runs(df))
+    print(format_runs(rows))
     return EXIT_OK
 
 
-def format_runs(df: Any) -> str:
-    """The runs table: id, experiment, testbed, status, searches, trials, started, reason."""
+def format_runs(runs: list[dict[str, Any]]) -> str:
+    """The runs table (:meth:`ResultStore.runs_rows`): id, experiment, testbed, status,
+    searches, trials, started, reason."""
     rows = [("RUN", "EXPERIMENT", "TESTBED", "STATUS", "SEARCHES", "TRIALS", "STARTED",
              "REASON")]
-    for _, r in df.iterrows():
+    for r in runs:
         status = str(r["status"])
         if status == "interrupted" and isinstance(r["signal"], str):
             status += f" ({r['signal']})"

@@ -175,7 +175,7 @@ def test_results_database_is_private(tmp_path: Path) -> None:
         store.begin_run("s25", "simulated", "linux", {"secret": "no"})
     assert stat.S_IMODE(os.stat(tmp_path / "res" / "srperf.sqlite").st_mode) == 0o600
     old = tmp_path / "old.sqlite"   # a store an older srperf made world-readable
-    old.touch(mode=0o644)
+    ResultStore(old).close()
     os.chmod(old, 0o644)
     ResultStore(old).close()
     assert stat.S_IMODE(os.stat(old).st_mode) == 0o600

@@ -160,6 +160,9 @@ def read_text(path: Path) -> str:
         raise ConfigError(file, "", ConfigError.SKIP, "is a directory, not a file")
     if not path.is_file():
         raise ConfigError(file, "", ConfigError.SKIP, "not a regular file")
+    from srperf.safe_paths import check_trusted_file
+
+    check_trusted_file(path, file)   # srperf acts on it as root: root's or the user's only
     try:
         size = path.stat().st_size
         if size > MAX_BYTES:

@@ -53,7 +53,8 @@ def resolve(location: str | Path, what: str = "--db",
     try:
         url = sa.engine.make_url(text)
     except (ValueError, sa.exc.ArgumentError) as exc:
-        raise ConfigError(file, what, shown(text), f"not a database URL: {exc}") from None
+        why = "bad port: not a number" if "int()" in str(exc) else f"not a database URL: {exc}"
+        raise ConfigError(file, what, shown(text), why) from None
     driver = url.drivername
     if driver in SQLITE_DRIVERS:
         if url.query or url.host or url.username:

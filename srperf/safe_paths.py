@@ -61,6 +61,8 @@ SHARED = 0o644
 SQLITE_MAGIC = b"SQLite format 3\0"
 STORE_TABLES = ("runs", "schema_version")
 """An SQLite file holding one of these tables is an srperf results store."""
+STORE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
+"""An empty file so named is taken as a new store (an empty file otherwise is not)."""
 
 
 class UnsafePath(SrperfError):
@@ -625,23 +627,27 @@ def open_store_file(path: Path, what: str = "--db", file: str = "<command line>"
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
                          | os.O_CLOEXEC, PRIVATE)
+        except FileExistsError:   # made meanwhile (another srperf): checked as any other
+            return open_store_file(path, what, file)
         except OSError as exc:
             raise ConfigError(file, what, str(path), f"cannot be made: {exc.strerror}") \
                 from None
         os.close(fd)
         return path
-    if st.st_size == 0:
-        if stat.S_IMODE(st.st_mode) != PRIVATE:
+    if st.st_size == 0:   # a new store (SQLite writes nothing before the first table)
+        if stat.S_IMODE(st.st_mode) != PRIVATE and path.suffix not in STORE_SUFFIXES:
             raise ConfigError(file, what, str(path), f"an empty file srperf did not make "
-                              f"({describe(st)}): not a results store; left unchanged")
-        return path
-    try:
-        why = _is_store(path)
-    except OSError as exc:
-        raise ConfigError(file, what, str(path), f"cannot be read: {exc.strerror}") from None
-    if why:
-        raise ConfigError(file, what, str(path), f"not an srperf results store ({why}); "
-                          "left unchanged")
+                              f"({describe(st)}, not named *.sqlite): not a results store; "
+                              "left unchanged")
+    else:
+        try:
+            why = _is_store(path)
+        except OSError as exc:
+            raise ConfigError(file, what, str(path), f"cannot be read: {exc.strerror}") \
+                from None
+        if why:
+            raise ConfigError(file, what, str(path), f"not an srperf results store ({why}); "
+                              "left unchanged")
     if st.st_mode & 0o077 and st.st_uid == os.geteuid():
         os.chmod(path, PRIVATE, follow_symlinks=False)
         log.info("%s: made private (mode 0600)", path)

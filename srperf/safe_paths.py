@@ -82,7 +82,11 @@ def _owner(uid: int) -> str:
 
 
 def _trusted_uid(uid: int) -> bool:
-    return uid in (0, os.geteuid())
+    """Root, srperf's user, or (srperf started by ``sudo``) the user who ran sudo."""
+    if uid in (0, os.geteuid()):
+        return True
+    sudo = os.environ.get("SUDO_UID", "")
+    return os.geteuid() == 0 and sudo.isdigit() and uid == int(sudo)
 
 
 def describe(st: os.stat_result) -> str:

@@ -807,3 +807,38 @@ def test_report_checks_every_output_before_writing_any(
                           "/proc/q3a.md"], capsys)
     assert code == 2 and "--markdown" in err and "/proc/q3a.md" in err, err
     assert not html.exists() and list(tmp_path.iterdir()) == [db]
+
+
+def test_run_on_a_foreign_store_names_results_and_touches_no_testbed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``run --results R`` where R/srperf.sqlite is not a store: exit 2 naming --results
+    and the file before the testbed is claimed."""
+    res = tmp_path / "res"
+    res.mkdir()
+    victim = res / "srperf.sqlite"
+    victim.write_text("not a database\n")
+    before = _snapshot(victim)
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(yaml.safe_dump(EXPERIMENT))
+    code, out, err = _call(["run", str(exp), "--testbed", "simulated", "--results", str(res)],
+                           capsys)
+    assert code == 2 and "--results" in err and str(victim) in err, err
+    assert _snapshot(victim) == before and sorted(p.name for p in res.iterdir()) == [
+        "srperf.sqlite"]
+
+
+def test_files_of_the_user_who_ran_sudo_are_trusted(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """``sudo srperf run my.yaml`` from one's own clone: the file of the sudo user is
+    trusted; the same file is not when another user ran sudo."""
+    from srperf.errors import ConfigError
+    from srperf.safe_paths import check_trusted_file
+
+    exp = tmp_path / "exp.yaml"
+    exp.write_text("name: x\n")
+    os.chown(exp, NOBODY, NOBODY)
+    monkeypatch.setenv("SUDO_UID", str(NOBODY))
+    check_trusted_file(exp)
+    monkeypatch.setenv("SUDO_UID", "1234")
+    with pytest.raises(ConfigError, match="owner nobody"):
+        check_trusted_file(exp)

@@ -8,8 +8,8 @@ difference), 1 a step failed (``--check``: a difference), 2 bad input.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 import sys
+from pathlib import Path
 from typing import Sequence
 
 from srperf import resources

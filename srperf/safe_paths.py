@@ -459,6 +459,8 @@ def write_files(directory: Path, files: dict[str, bytes | str], mode: int = PRIV
                             path / name, what, file)
     except UnsafePath as exc:
         raise _refuse(what, file, path, str(exc).split(": ", 1)[-1]) from None
+    except OSError as exc:
+        raise _refuse(what, file, path, f"cannot be made: {exc.strerror}") from None
     return [write_file(path / name, data, mode, what, file, make_parent=False)
             for name, data in files.items()]
 

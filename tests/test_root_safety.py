@@ -842,3 +842,13 @@ def test_files_of_the_user_who_ran_sudo_are_trusted(tmp_path: Path,
     monkeypatch.setenv("SUDO_UID", "1234")
     with pytest.raises(ConfigError, match="owner nobody"):
         check_trusted_file(exp)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_an_export_into_proc_names_the_option(tmp_path: Path, fmt: str,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "srperf.sqlite"
+    run = _one_run(db)
+    code, _, err = _call(["export", run, "--db", str(db), "-f", fmt, "-o", "/proc/q3a-export"],
+                         capsys)
+    assert code == 2 and "--output" in err and "/proc/q3a-export" in err, err

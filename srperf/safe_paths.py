@@ -89,6 +89,15 @@ def _trusted_uid(uid: int) -> bool:
     return os.geteuid() == 0 and sudo.isdigit() and uid == int(sudo)
 
 
+def _trusted_owners() -> str:
+    """Whose files srperf trusts, in words."""
+    users = ["root"] if os.geteuid() == 0 else ["root", _owner(os.geteuid())]
+    sudo = os.environ.get("SUDO_UID", "")
+    if os.geteuid() == 0 and sudo.isdigit() and int(sudo) != 0:
+        users.append(f"{_owner(int(sudo))} (who ran sudo)")
+    return " or ".join(users)
+
+
 def describe(st: os.stat_result) -> str:
     """``owner nobody, mode 0644`` of a status."""
     return f"owner {_owner(st.st_uid)}, mode {stat.S_IMODE(st.st_mode):04o}"
@@ -140,10 +149,24 @@ def check_trusted_file(path: Path, file: str | None = None, what: str = "") -> N
         st = os.stat(path)
     except OSError:
         return   # the reader says why it cannot be read
+    _check_trusted(st, name, what)
+
+
+def read_trusted(path: Path, file: str | None = None, what: str = "") -> bytes:
+    """The bytes of ``path``, read from the very file whose owner and mode were checked
+    (:func:`check_trusted_file`; one descriptor, so it cannot be swapped in between)."""
+    check_trusted_file(path, file, what)
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
+        _check_trusted(os.fstat(f.fileno()), file or str(path), what)
+        return f.read()
+
+
+def _check_trusted(st: os.stat_result, name: str, what: str) -> None:
     if not _trusted_uid(st.st_uid):
         raise ConfigError(name, what, ConfigError.SKIP,
-                          f"not trusted ({describe(st)}): srperf acts only on files of root "
-                          f"or of {_owner(os.geteuid())}")
+                          f"not trusted ({describe(st)}): srperf acts only on files of "
+                          f"{_trusted_owners()}")
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         raise ConfigError(name, what, ConfigError.SKIP,
                           f"not trusted ({describe(st)}): other users may write it; "
@@ -620,8 +643,8 @@ def open_store_file(path: Path, what: str = "--db", file: str = "<command line>"
                               "results store file")
         if not _trusted_uid(st.st_uid) or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
             raise ConfigError(file, what, str(path), f"not trusted as a results store "
-                              f"({describe(st)}): it must belong to root or "
-                              f"{_owner(os.geteuid())} and be writable by no one else")
+                              f"({describe(st)}): it must belong to {_trusted_owners()} "
+                              "and be writable by no one else")
     ensure_dir(path.parent, what, file)
     dir_st = os.stat(path.parent)
     if others_can_write(dir_st):
@@ -661,7 +684,7 @@ def open_store_file(path: Path, what: str = "--db", file: str = "<command line>"
 
 
 __all__ = ["PRIVATE", "SHARED", "UnsafePath", "append_private", "check_dir", "check_outputs",
-           "check_trusted_file", "copy_file", "describe", "ensure_dir", "file_in",
+           "check_trusted_file", "copy_file", "read_trusted", "describe", "ensure_dir", "file_in",
            "foreign_symlink", "make_dir", "make_dirs", "make_temp_dir", "new_private_file",
            "open_new", "open_store_file", "open_subdirs", "others_can_write", "remove_empty",
            "remove_file", "remove_subtree", "remove_tree", "replace", "safe_component",

@@ -105,10 +105,9 @@ def describe(st: os.stat_result) -> str:
 
 def unsafe_reason(st: os.stat_result) -> str | None:
     """Why a directory with this status lets another user plant files, or None."""
-    me = os.geteuid()
-    if st.st_uid not in (me, 0):
-        return (f"owned by {_owner(st.st_uid)}, not by {_owner(me)}: that user could plant "
-                "a symlink in it")
+    if not _trusted_uid(st.st_uid):
+        return (f"owned by {_owner(st.st_uid)}, not by {_trusted_owners()}: that user could "
+                "plant a symlink in it")
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX:
         who = "everyone" if st.st_mode & stat.S_IWOTH else "its group"
         return (f"writable by {who} (mode {stat.S_IMODE(st.st_mode):04o}) without the sticky "

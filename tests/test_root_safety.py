@@ -844,6 +844,24 @@ def test_files_of_the_user_who_ran_sudo_are_trusted(tmp_path: Path,
         check_trusted_file(exp)
 
 
+def test_outputs_go_into_the_sudo_users_directory_only(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """``sudo srperf report -o ~/r.html``: the home of the user who ran sudo takes the
+    report; another user's directory does not."""
+    from srperf.errors import ConfigError
+    from srperf.safe_paths import write_file
+
+    home = tmp_path / "home"
+    home.mkdir()
+    os.chown(home, NOBODY, NOBODY)
+    monkeypatch.setenv("SUDO_UID", str(NOBODY))
+    assert write_file(home / "r.html", "x", what="-o").read_text() == "x"
+    monkeypatch.delenv("SUDO_UID")
+    with pytest.raises(ConfigError, match="owned by nobody"):
+        write_file(home / "r2.html", "x", what="-o")
+    assert sorted(p.name for p in home.iterdir()) == ["r.html"]
+
+
 @pytest.mark.parametrize("fmt", ["csv", "json"])
 def test_an_export_into_proc_names_the_option(tmp_path: Path, fmt: str,
                                               capsys: pytest.CaptureFixture[str]) -> None:

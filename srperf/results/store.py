@@ -107,7 +107,8 @@ class ResultStore:
         except sa.exc.OperationalError as exc:
             self.engine.dispose()
             orig = str(getattr(exc, "orig", None) or exc).strip().splitlines()
-            raise StoreError(f"{what} {self.where}: cannot open the results store: "
+            raise StoreError(f"{what} {self.path or where.shown(location)}: cannot open the "
+                             "results store: "
                              f"{orig[0] if orig else type(exc).__name__}") from None
 
     def close(self) -> None:

@@ -436,7 +436,8 @@ def test_the_source_check_finds_a_planted_write(call: str) -> None:
 
 @pytest.mark.parametrize("call", HARMLESS)
 def test_the_source_check_lets_reading_and_look_alikes_pass(call: str) -> None:
-    source = f"import dataclasses, io, os\n\n\ndef f(path, obj, df, fig, sftp, remote):\n    {call}\n"
+    source = ("import dataclasses, io, os\n\n\n"
+              f"def f(path, obj, df, fig, sftp, remote):\n    {call}\n")
     assert file_writes(source, "x.py") == []
 
 

@@ -82,16 +82,15 @@ import dataclasses
 import json
 import logging
 import selectors
-import shutil
 import statistics
 import subprocess
-import tempfile
 import time
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from srperf import safe_paths
 from srperf.build import ensure_built
 from srperf.config.settings import Settings, setting
 from srperf.drivers.base import TrafficGenerator, TrialResult, beyond_generator
@@ -282,9 +281,9 @@ class LinuxGenerator(TrafficGenerator):
         self.mode = mode
         self.queue_pkts, self._queue_mode = queue_pkts, queue_mode
         self._binary = build_srgen()
-        self._tmp = Path(tempfile.mkdtemp(prefix="srperf-linuxgen-"))
+        self._tmp = safe_paths.make_temp_dir("srperf-linuxgen-")
         # Temp files go even if a caller forgets close() (garbage collection, exit).
-        self._cleanup = weakref.finalize(self, shutil.rmtree, str(self._tmp), True)
+        self._cleanup = weakref.finalize(self, safe_paths.remove_tree, self._tmp)
         self._frame_file: Path | None = None
         self._counter_offset: int | None = None
         self._flows: Flows | None = None
@@ -307,7 +306,7 @@ class LinuxGenerator(TrafficGenerator):
 
     def _write_frames(self, frames: list[bytes]) -> None:
         path = self._tmp / "frame.bin"
-        path.write_bytes(b"".join(frames))
+        safe_paths.write_file(path, b"".join(frames), safe_paths.PRIVATE, make_parent=False)
         self._frame_file = path
         self._flow_count = len(frames)
         self._frame_version += 1

@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 from typing import Sequence
 
+from srperf import safe_paths
 from srperf.errors import SrperfError
 
 log = logging.getLogger(__name__)
@@ -25,8 +26,7 @@ class BuildError(SrperfError):
 def build_dir() -> Path:
     """Directory that holds built binaries and objects (created if missing)."""
     path = Path(os.environ.get("SRPERF_BUILD_DIR", Path.home() / ".cache" / "srperf" / "build"))
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return safe_paths.make_dirs(path)
 
 
 def ensure_built(output_name: str, sources: Sequence[Path], command: Sequence[str]) -> Path:
@@ -49,5 +49,5 @@ def ensure_built(output_name: str, sources: Sequence[Path], command: Sequence[st
     if proc.stderr.strip():
         raise BuildError(f"building {output_name} printed warnings (-Wall must be clean):\n"
                          f"{proc.stderr}")
-    os.replace(tmp_out, out)
+    safe_paths.replace(tmp_out, out)
     return out

@@ -166,8 +166,9 @@ def run_nightly(suite: Suite, progress: Callable[[str], None] | None = None,
     safe_paths.ensure_dir(reports_dir, "reports", suite.source)
     suite_part = safe_paths.safe_component(suite.name)
     out = NightlyResult(suite)
-    local = ResultStore(results_dir / "srperf.sqlite")
-    shared = ResultStore(suite.database) if suite.database else local
+    local = ResultStore(results_dir / "srperf.sqlite", "results", suite.source)
+    shared = ResultStore(suite.database, "database", suite.source) if suite.database \
+        else local
     md_parts = [f"# srperf nightly {suite.name} on {tb.name}\n"]
     if tb.kind == "simulated":
         md_parts.append("**MODEL: the testbed is the simulated SUT; these are not "
@@ -234,7 +235,7 @@ def run_nightly(suite: Suite, progress: Callable[[str], None] | None = None,
             say(f"nightly {suite.name}: {exp.name} run {run_id}: {verdict}; report {html}")
         out.junit_path = junit.write(
             safe_paths.file_in(reports_dir, f"junit-{suite_part}.xml", "reports", suite.source),
-            suite.name, out.results)
+            suite.name, out.results, "reports", suite.source)
     finally:
         local.close()
         if shared is not local:

@@ -24,7 +24,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from srperf import behaviors as catalogue
-from srperf import environment, forwarders, run_record, testbeds
+from srperf import environment, forwarders, run_record, safe_paths, testbeds
 from srperf.config.model import Experiment, TestbedConfig
 from srperf.errors import (CfgError, ConfigError, SearchAborted, SrperfError, StoreError,
                            UnsupportedBehavior, VerificationError)
@@ -129,7 +129,7 @@ class Orchestrator:
 
     def _run(self, resume: str | None) -> RunReport:
         # summary CSVs and temporary files go here even when the rows go to --db
-        self.results_dir.mkdir(parents=True, exist_ok=True)
+        safe_paths.ensure_dir(self.results_dir, "results")
         store = ResultStore(self.store_location)
         try:
             run_id, env, ended = (self._reclaim(store, resume) if resume
@@ -234,9 +234,9 @@ class Orchestrator:
             report.summary = summarize(store.frame("searches", report.run_id),
                                        store.frame("outcomes", report.run_id))
             csv = self.results_dir / f"summary-{report.run_id}.csv"
-            report.summary.to_csv(csv, index=False)
+            safe_paths.write_file(csv, report.summary.to_csv(index=False))
             report.summary_csv = csv
-        except (OSError, StoreError) as exc:
+        except (OSError, StoreError, safe_paths.UnsafePath) as exc:
             log.info("summary of run %s not written: %s", report.run_id, exc)
         finally:
             store.close()

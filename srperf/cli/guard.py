@@ -3,15 +3,15 @@
 Bad input is a :class:`ConfigError` (exit 2, file, key and value named); an
 error srperf expects is one line (exit 1); anything else is an internal error:
 one line naming the exception and the log file that holds its traceback (exit 1).
-The log file is made with ``mkstemp`` under ``$SRPERF_LOG_DIR`` (default
-``~/.cache/srperf/errors``, mode 0700), never at a predictable shared path.
+The log file is made (O_EXCL, 0600, by :mod:`srperf.safe_paths`) under
+``$SRPERF_LOG_DIR`` (default ``~/.cache/srperf/errors``, mode 0700), never at a
+predictable shared path.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -94,24 +94,24 @@ def log_dir() -> Path:
     """Where internal errors are logged (made private on first use)."""
     base = os.environ.get("SRPERF_LOG_DIR")
     path = Path(base) if base else Path("~/.cache/srperf/errors").expanduser()
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return path
+    from srperf import safe_paths
+
+    return safe_paths.make_dirs(path, 0o700)
 
 
 def write_error_log(exc: BaseException, argv: list[str]) -> Path | None:
     """The traceback of ``exc`` in a new private file; None when no file can be made."""
-    try:
-        fd, name = tempfile.mkstemp(prefix=time.strftime("srperf-%Y%m%dT%H%M%S-"),
-                                    suffix=".log", dir=log_dir())
-    except OSError:
-        return None
+    from srperf import safe_paths
     from srperf.redact import redact, scan_invocation
 
     scan_invocation(argv)
-    with os.fdopen(fd, "w") as out:
-        out.write(redact(f"srperf {' '.join(argv)}\n\n"))
-        out.write(redact("".join(traceback.format_exception(exc))))
-    return Path(name)
+    try:
+        return safe_paths.new_private_file(
+            log_dir(), time.strftime("srperf-%Y%m%dT%H%M%S-"), ".log",
+            redact(f"srperf {' '.join(argv)}\n\n")
+            + redact("".join(traceback.format_exception(exc))))
+    except (OSError, safe_paths.UnsafePath):
+        return None
 
 
 __all__ = ["EXIT_OK", "EXIT_FAILED", "EXIT_CONFIG", "EXIT_NOTHING_MEASURED", "HelpFormatter",

@@ -8,8 +8,8 @@ difference), 1 a step failed (``--check``: a difference), 2 bad input.
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
+from pathlib import Path
 from typing import Sequence
 
 from srperf import resources
@@ -76,7 +76,9 @@ def _cloudlab(output: str | None) -> int:
     if output is None:
         sys.stdout.write(src.read_text())
         return 0
-    shutil.copyfile(src, output)
+    from srperf import safe_paths
+
+    safe_paths.write_file(Path(output), src.read_bytes(), what="--output")
     print(f"CloudLab profile written to {output}: paste it into a new profile "
           f"(Experiments > Create Experiment Profile), instantiate it, then copy "
           f"testbed/cloudlab.yaml and run srperf provision on it")

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from srperf.errors import ConfigError
-from srperf.safe_paths import safe_component
+from srperf.safe_paths import check_outputs, safe_component
 
 EXIT_OK, EXIT_FAILED, EXIT_NOTHING_MEASURED = 0, 1, 3
 
@@ -82,7 +82,7 @@ def _open(args: argparse.Namespace):
     if not args.db and not Path(location).exists():
         raise ConfigError("--results", "results", args.results,
                           f"no results store {location} (run something first, or --db)")
-    return ResultStore(location)
+    return ResultStore(location, "--db" if args.db else "--results")
 
 
 def _resolve(store: object, specs: list[str]) -> list[str]:
@@ -106,8 +106,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         ids = _resolve(store, args.runs)
         html = Path(args.output) if args.output else \
             Path(args.results) / f"report-{safe_component(ids[0])}.html"
-        data = write_report(store, ids, html, Path(args.markdown) if args.markdown else None,
-                            title=args.title)
+        md = Path(args.markdown) if args.markdown else None
+        check_outputs([(html, "--output" if args.output else "--results")]
+                      + ([(md, "--markdown")] if md else []))   # all, before any is written
+        data = write_report(store, ids, html, md, title=args.title)
     print(render_markdown(data))
     print(f"report: {html}")
     return EXIT_OK
@@ -136,7 +138,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         ids = _resolve(store, args.runs)
         dest = Path(args.output) if args.output else \
             Path(args.results) / f"export-{safe_component(ids[0])}"
-        for path in export(store, ids, args.format, dest):
+        for path in export(store, ids, args.format, dest,
+                           "--output" if args.output else "--results"):
             print(path)
     return EXIT_OK
 

@@ -97,13 +97,18 @@ def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = N
 
     from srperf import preflight
 
-    from srperf.safe_paths import check_dir
+    from srperf.safe_paths import check_dir, ensure_dir
 
     check_dir(Path(args.results), "--results")
     if tb is None:
         tb = resolve_testbed(args.testbed, exp)
     exp = preflight.replace_algorithm(exp, args.algorithm, "<command line>")
     preflight.check_run(exp, tb)
+    ensure_dir(Path(args.results), "--results")   # usable, or refused naming the option
+    from srperf.results.store import ResultStore
+
+    ResultStore(cli_results.store_location(args),   # checked before the testbed is touched
+                "--db" if args.db else "--results").close()
     if recipe is None:
         recipe = cli_runs.recipe(args, tb, mapping=getattr(args, "mapping", None),
                                  experiment_file=getattr(args, "experiment_file", None))

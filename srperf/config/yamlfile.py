@@ -144,13 +144,14 @@ def read_text(path: Path) -> str:
         raise ConfigError(file, "", ConfigError.SKIP, "is a directory, not a file")
     if not path.is_file():
         raise ConfigError(file, "", ConfigError.SKIP, "not a regular file")
+    from srperf.safe_paths import read_trusted
     try:
         size = path.stat().st_size
         if size > MAX_BYTES:
             raise ConfigError(file, "", ConfigError.SKIP,
                               f"{size} bytes: too large for a configuration file "
                               f"(at most {MAX_BYTES}); is it the right file?")
-        raw = path.read_bytes()
+        raw = read_trusted(path, file)   # srperf acts on it: root's or the user's only
     except PermissionError:
         raise ConfigError(file, "", ConfigError.SKIP, "permission denied") from None
     except OSError as exc:

@@ -14,6 +14,7 @@ from typing import Iterable
 
 import pandas as pd
 
+from srperf import safe_paths
 from srperf.results import frames
 from srperf.results.store import ResultStore
 
@@ -36,26 +37,22 @@ def tables(store: ResultStore, run_ids: Iterable[str]) -> dict[str, pd.DataFrame
     return out
 
 
-def export(store: ResultStore, run_ids: Iterable[str], fmt: str, dest: Path) -> list[Path]:
+def export(store: ResultStore, run_ids: Iterable[str], fmt: str, dest: Path,
+           what: str = "--output") -> list[Path]:
     """Write the runs in ``fmt`` under ``dest`` (a directory; for json a ``.json`` file
-    path or a directory).  Returns the files written."""
+    path or a directory), each file 0600 (runs hold their environment), never through a
+    planted symlink (:mod:`srperf.safe_paths`).  Returns the files written."""
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, not {fmt!r}")
     data = tables(store, run_ids)
     if fmt == "json":
         path = dest if dest.suffix == ".json" else dest / "srperf-export.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
         doc = {name: json.loads(df.to_json(orient="records")) for name, df in data.items()}
-        path.write_text(json.dumps(doc, indent=1), encoding="utf-8")
-        return [path]
-    dest.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, df in data.items():
-        path = dest / f"{name}.{fmt}"
-        if fmt == "csv":
-            df.to_csv(path, index=False)
-        else:
-            df.to_parquet(path, index=False)
-        written.append(path)
+        return [safe_paths.write_file(path, json.dumps(doc, indent=1), safe_paths.PRIVATE,
+                                      what)]
+    written = safe_paths.write_files(dest, {
+        f"{name}.{fmt}": df.to_csv(index=False) if fmt == "csv"
+        else df.to_parquet(None, index=False) for name, df in data.items()},
+        safe_paths.PRIVATE, what)
     log.info("exported %d tables to %s", len(written), dest)
     return written

@@ -125,9 +125,11 @@ def build(suite: str, results: list[SuiteResult]) -> ET.ElementTree:
     return ET.ElementTree(root)
 
 
-def write(path: Path, suite: str, results: list[SuiteResult]) -> Path:
+def write(path: Path, suite: str, results: list[SuiteResult], what: str | None = None,
+          file: str = "<command line>") -> Path:
     tree = build(suite, results)
     ET.indent(tree)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tree.write(path, encoding="utf-8", xml_declaration=True)
-    return path
+    from srperf import safe_paths
+
+    return safe_paths.write_file(path, ET.tostring(tree.getroot(), encoding="utf-8",
+                                                   xml_declaration=True), what=what, file=file)

@@ -393,11 +393,11 @@ def write_report(store: ResultStore, run_ids: Iterable[str], html_path: Path | N
                  comparison: Comparison | None = None) -> ReportData:
     """Collect the runs and write the HTML (and Markdown) files that are asked for."""
     data = collect(store, run_ids, title, comparison, plots_per_search=html_path is not None)
+    from srperf import safe_paths
+
     if html_path is not None:
-        html_path.parent.mkdir(parents=True, exist_ok=True)
-        html_path.write_text(render_html(data), encoding="utf-8")
+        safe_paths.write_file(html_path, render_html(data))
         log.info("report written to %s", html_path)
     if md_path is not None:
-        md_path.parent.mkdir(parents=True, exist_ok=True)
-        md_path.write_text(render_markdown(data), encoding="utf-8")
+        safe_paths.write_file(md_path, render_markdown(data))
     return data

@@ -87,23 +87,35 @@ def engine_url(location: str | Path) -> str:
 class ResultStore:
     """A results database (SQLite file or PostgreSQL URL); each row committed at once."""
 
-    def __init__(self, location: str | Path) -> None:
-        self.path: Path | None = None
-        if not is_url(location):
-            from srperf import safe_paths
+    def __init__(self, location: str | Path, what: str = "--db",
+                 file: str = "<command line>") -> None:
+        """Open (check, then make or migrate) the store; ``what`` and ``file`` name where
+        ``location`` came from in errors (exit 2 for a bad place, 1 for a server that
+        cannot be reached)."""
+        from srperf import safe_paths
+        from srperf.results import location as where
 
-            self.path = Path(location)
-            safe_paths.ensure_dir(self.path.parent, "results", str(self.path))
-            safe_paths.create_private_file(self.path)   # 0600: runs hold environments
+        place = where.resolve(location, what, file)
+        self.path: Path | None = None
+        if place.path is not None:   # every spelling of an SQLite file: one guarded open
+            self.path = safe_paths.open_store_file(place.path, what, file)
+        url = f"sqlite:///{self.path}" if self.path is not None else place.url
         try:
-            self.engine = sa.create_engine(engine_url(location))
+            self.engine = sa.create_engine(url)
         except ModuleNotFoundError as exc:
-            raise SrperfError(f"results database {location}: {exc}; for PostgreSQL "
-                              "install srperf's pg extra (psycopg)") from None
+            raise SrperfError(f"results database {where.shown(location)}: {exc}; for "
+                              "PostgreSQL install srperf's pg extra (psycopg)") from None
         self.url = self.engine.url.render_as_string(hide_password=True)
         if self.engine.dialect.name == "sqlite":
             sa.event.listen(self.engine, "connect", _sqlite_pragmas)
-        schema.migrate(self.engine, _now)
+        try:
+            schema.migrate(self.engine, _now)
+        except sa.exc.OperationalError as exc:
+            self.engine.dispose()
+            orig = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+            raise StoreError(f"{what} {self.path or where.shown(location)}: cannot open the "
+                             "results store: "
+                             f"{orig[0] if orig else type(exc).__name__}") from None
 
     def close(self) -> None:
         self.engine.dispose()

@@ -28,12 +28,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from srperf import safe_paths
 from srperf.config.model import TestbedConfig
 from srperf.errors import ConfigError
 from srperf.forwarders.base import Forwarder
@@ -230,12 +230,9 @@ class VirtualTestbed(Testbed):
     def _write_record(self) -> None:
         """Record the settings before anything is made (a crash mid-way leaves a
         partial testbed srperf knows it made)."""
-        path = self.record_path
-        path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"source": self.tb.source, "name": self.tb.name,
-                                   "settings": build_settings(self.tb)}, sort_keys=True))
-        tmp.replace(path)
+        safe_paths.write_file(self.record_path, json.dumps(
+            {"source": self.tb.source, "name": self.tb.name,
+             "settings": build_settings(self.tb)}, sort_keys=True))
 
     def down(self) -> None:
         """Remove every namespace, link and pinned BPF object of this testbed, the record
@@ -248,8 +245,8 @@ class VirtualTestbed(Testbed):
             run(["ip", "netns", "del", ns], check=False)
             pinned = BPFFS / f"{PIN_PREFIX}{ns}"
             if pinned.exists():
-                shutil.rmtree(pinned, ignore_errors=True)
-        self.record_path.unlink(missing_ok=True)
+                safe_paths.remove_tree(pinned)
+        safe_paths.remove_file(self.record_path)
 
     def status(self) -> list[str]:
         lines = super().status()

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -26,7 +25,7 @@ from pathlib import Path
 
 from jinja2 import Environment, StrictUndefined
 
-from srperf import resources
+from srperf import resources, safe_paths
 from srperf.config.model import TestbedConfig
 from srperf.config.settings import Settings
 from srperf.errors import CfgError
@@ -120,9 +119,9 @@ class VppProcess:
         if not (os.path.isfile(self.binary) and os.access(self.binary, os.X_OK)):
             raise CfgError(f"sut.vpp_binary = {self.binary}: not an executable file")
         conf = self.startup.workdir / "startup.conf"
-        self.startup.runtime_dir.mkdir(mode=0o700, exist_ok=True)
-        conf.write_text(self.startup.render())
-        out = open(self.startup.workdir / "vpp.out", "wb")
+        safe_paths.make_dir(self.startup.runtime_dir, 0o700)
+        safe_paths.write_file(conf, self.startup.render(), make_parent=False)
+        out = safe_paths.open_new(self.startup.workdir / "vpp.out")
         log.info("starting %s in netns %s (%s)", self.binary, self.ns, conf)
         self.proc = subprocess.Popen(["ip", "netns", "exec", self.ns, self.binary, "-c",
                                       str(conf)], stdout=out, stderr=subprocess.STDOUT,
@@ -192,7 +191,7 @@ class VppSutControl(SutControl):
 
     def open(self) -> None:
         """Start VPP, give it the ports, stop the kernel forwarding, leave VPP clean."""
-        self._workdir = Path(tempfile.mkdtemp(prefix="srperf-vpp.", dir=_socket_parent()))
+        self._workdir = safe_paths.make_temp_dir("srperf-vpp.", _socket_parent())
         main, worker = cores(self.tb)
         self.vpp = VppProcess(self.binary, self.tb.sut_ns,
                               VppStartup(self._workdir, main_core=main, worker_core=worker))
@@ -234,7 +233,7 @@ class VppSutControl(SutControl):
                 self.vpp = None
             self._kernel_forwarding(off=False)
             if self._workdir is not None:
-                shutil.rmtree(self._workdir, ignore_errors=True)
+                safe_paths.remove_tree(self._workdir)
                 self._workdir = None
 
 

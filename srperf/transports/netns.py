@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import os
 import selectors
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -76,8 +75,9 @@ class NetnsTransport(Transport):
         return CommandResult(tuple(argv), proc.returncode, out, err)
 
     def _put_file(self, local: Path, remote: str) -> None:
-        shutil.copyfile(local, remote)
-        shutil.copymode(local, remote)
+        from srperf import safe_paths
+
+        safe_paths.copy_file(local, remote)
 
     def hold(self, argv: Sequence[str]) -> Held:
         full = (["ip", "netns", "exec", self.ns] if self.ns else []) + list(argv)

@@ -81,13 +81,9 @@ def add_known_host(cfg: SshConfig, key: paramiko.PKey) -> Path:
     """Append the node's key to its known_hosts (made 0600 if new); returns the file."""
     name = host_name(cfg)
     path = known_hosts_path(cfg)
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    new = not path.exists()
-    with path.open("a", encoding="ascii") as f:
-        f.write(f"{name} {key.get_name()} {key.get_base64()}\n")
-    if new:
-        path.chmod(0o600)
-    return path
+    from srperf import safe_paths
+
+    return safe_paths.append_private(path, f"{name} {key.get_name()} {key.get_base64()}\n")
 
 
 __all__ = ["add_known_host", "fetch_host_key", "fingerprint", "host_name", "known_hosts_path"]

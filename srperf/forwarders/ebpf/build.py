@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 from typing import Iterable
 
+from srperf import safe_paths
 from srperf.build import BuildError, build_dir
 from srperf.resources import ebpf_dir
 
@@ -23,9 +24,7 @@ DEFAULT_CACHE_ENTRIES = 65536
 
 def ebpf_build_dir() -> Path:
     """Where the eBPF objects go (created if missing)."""
-    path = build_dir() / "ebpf"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return safe_paths.make_dirs(build_dir() / "ebpf")
 
 
 def build_all(cache_entries: Iterable[int] = (DEFAULT_CACHE_ENTRIES,)) -> list[Path]:

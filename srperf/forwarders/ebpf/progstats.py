@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from srperf import safe_paths
 from srperf.netns import run
 
 log = logging.getLogger(__name__)
@@ -44,11 +45,11 @@ class ProgRuns:
 def bpf_stats() -> Iterator[None]:
     """``kernel.bpf_stats_enabled`` = 1 inside the block, the previous value after."""
     old = SYSCTL.read_text().strip()
-    SYSCTL.write_text("1\n")
+    safe_paths.write_sysctl(SYSCTL, "1\n")
     try:
         yield
     finally:
-        SYSCTL.write_text(f"{old}\n")
+        safe_paths.write_sysctl(SYSCTL, f"{old}\n")
 
 
 def attached_programs(ns: str, prefix: str = "srp_") -> dict[str, int]:

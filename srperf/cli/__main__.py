@@ -1,0 +1,7 @@
+"""``python -m srperf.cli``: the same as the ``srperf`` command."""
+
+import sys
+
+from srperf.cli import main
+
+sys.exit(main())

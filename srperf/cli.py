@@ -117,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_results.add_parsers(sub)  # report, compare, export, nightly
     cli_provision.add_parsers(sub)
     cli_conform.add_parser(sub)
+    COMMANDS.update(__import__("srperf.cli_trend", fromlist=["*"]).add_parsers(sub))  # trend
     return cli_guard.use_help_formatter(p)
 
 

@@ -81,6 +81,8 @@ class TestKey:
     test: str
     unit: str
     direction: int = 1
+    behavior: str = ""
+    packet_size: int = 0
 
     @property
     def label(self) -> str:
@@ -294,9 +296,10 @@ def load_samples(store: ResultStore, flt: RunFilter = RunFilter()
         meta[r.run_id] = (str(r.testbed), str(r.started), *_env_info(parse_json(r.environment)))
 
     def add(run_id: str, fwd: str, test: str, unit: str, direction: int,
-            values: Iterable[float], gap: str = "") -> None:
+            values: Iterable[float], gap: str = "", behavior: str = "", size: int = 0
+            ) -> None:
         testbed, date, kernel, fver, commit = meta[run_id]
-        key = TestKey(testbed, str(fwd), test, unit, direction)
+        key = TestKey(testbed, str(fwd), test, unit, direction, str(behavior), int(size))
         vals = tuple(float(v) for v in values if v is not None and not math.isnan(v))
         out.setdefault(key, []).append(Sample(run_id, date, vals, "" if vals else
                                               (gap or "no figure"), kernel, fver, commit))
@@ -318,14 +321,15 @@ def _search_samples(s: pd.DataFrame, o: pd.DataFrame, add: Any) -> None:
             test = f"{case_name(beh, size)} {'MRR' if mrr else goal_name(thr)}"
             good = grp[grp["status"].isin(FIGURE_STATUSES) & grp["lower_pps"].notna()]
             bad = ", ".join(f"{k} x{v}" for k, v in grp["status"].value_counts().items())
-            add(run, fwd, test, "kpps", 1, list(good["lower_pps"] / 1000.0), bad)
+            add(run, fwd, test, "kpps", 1, list(good["lower_pps"] / 1000.0), bad, beh, size)
     if not o.empty:
         # a behavior with no search at all (unsupported, verification failed) is a gap
         # of every search figure that behavior has elsewhere: remembered as a marker
         for r in o.itertuples(index=False):
             if r.status != "measured" and (r.run_id, r.behavior, int(r.packet_size)) not in seen:
                 add(r.run_id, r.forwarder, f"{case_name(r.behavior, r.packet_size)} *",
-                    "kpps", 1, [], f"{r.status}: {r.reason or ''}".strip())
+                    "kpps", 1, [], f"{r.status}: {r.reason or ''}".strip(), r.behavior,
+                    r.packet_size)
 
 
 def _profile_samples(p: pd.DataFrame, add: Any) -> None:
@@ -334,7 +338,7 @@ def _profile_samples(p: pd.DataFrame, add: Any) -> None:
     for (run, fwd, beh, size), grp in p.groupby(["run_id", "forwarder", "behavior",
                                                  "packet_size"], sort=False):
         add(run, fwd, f"{case_name(beh, size)} ns/pkt", "ns", -1,
-            list(grp["ns_per_packet"].dropna()), "no time per packet")
+            list(grp["ns_per_packet"].dropna()), "no time per packet", beh, size)
 
 
 def _stateful_samples(ss: pd.DataFrame, add: Any) -> None:
@@ -357,7 +361,7 @@ def _stateful_samples(ss: pd.DataFrame, add: Any) -> None:
             if d == 0 and metric != primary:
                 continue
             add(run, fwd, f"{kind} {beh} {var} {metric}", metric, d or 1,
-                values.get(metric, []), why)
+                values.get(metric, []), why, beh)
 
 
 def _expand_markers(tests: dict[TestKey, list[Sample]]) -> dict[TestKey, list[Sample]]:
@@ -368,7 +372,8 @@ def _expand_markers(tests: dict[TestKey, list[Sample]]) -> dict[TestKey, list[Sa
     for mk, samples in markers.items():
         prefix = mk.test[:-1]
         for k in real:
-            if (k.testbed, k.forwarder) == (mk.testbed, mk.forwarder) \
+            if (k.testbed, k.forwarder, k.packet_size) == (mk.testbed, mk.forwarder,
+                                                          mk.packet_size) \
                     and k.test.startswith(prefix) and k.unit == "kpps":
                 have = {s.run_id for s in real[k]}
                 real[k] += [s for s in samples if s.run_id not in have]

@@ -54,17 +54,24 @@ class TrendSettings:
             resolution of the values: max value / 2**(sbps+1)); None = jumpavg's 12.
         window: only the newest ``window`` samples of each test are grouped (None:
             the whole history; CSIT trends over a window of days).
+        confirm: a regression group jumpavg forms only once a later night confirms
+            it (the first night alone was not split off) is still reported, on the
+            first night that shows it, if that is at most ``confirm`` nights after
+            the group's first night (0: only a night that starts a group is red).
     """
 
     min_change_pct: float = 0.0
     sbps: float | None = None
     window: int | None = None
+    confirm: int = 2
 
     def __post_init__(self) -> None:
         if not (0.0 <= self.min_change_pct <= 1000.0):
             raise ValueError(f"min_change_pct must be in 0..1000, not {self.min_change_pct}")
         if self.sbps is not None and not (1.0 <= self.sbps <= 64.0):
             raise ValueError(f"sbps must be in 1..64, not {self.sbps}")
+        if not (0 <= self.confirm <= 1000):
+            raise ValueError(f"confirm must be in 0..1000 nights, not {self.confirm}")
         if self.window is not None and self.window < 2:
             raise ValueError(f"window must be at least 2 samples, not {self.window}")
 
@@ -150,6 +157,7 @@ class TestTrend:
     samples: list[Sample]
     groups: list[Group] = field(default_factory=list)
     last_change: Change | None = None
+    settings: TrendSettings = TrendSettings()
 
     @property
     def points(self) -> list[Sample]:
@@ -177,14 +185,14 @@ class TestTrend:
                 return g
         return None
 
-    def red_on(self, run_id: str) -> bool:
-        """True when ``run_id`` is the test's newest sample and starts a regression
-        group (the nightly verdict)."""
+    def red_on(self, run_id: str) -> Group | None:
+        """The regression group ``run_id`` reveals when it is the test's newest sample
+        (the nightly verdict, :func:`new_regression`), else None."""
         pts = self.points
         if not pts or pts[-1].run_id != run_id:
-            return False
-        g = self.starts_group(run_id)
-        return g is not None and g.cls == REGRESSION
+            return None
+        before = group([s.values for s in pts[:-1]], self.key.direction, self.settings)
+        return new_regression(self.groups, before, len(pts), self.settings.confirm)
 
 
 # -- grouping -------------------------------------------------------------------------
@@ -216,6 +224,30 @@ def group(values: Sequence[Sequence[float]], direction: int = 1,
     return out
 
 
+def new_regression(now: list[Group], before: list[Group], n: int, confirm: int
+                   ) -> Group | None:
+    """The regression group that the newest of ``n`` points reveals, or None.
+
+    ``now`` groups all ``n`` points, ``before`` the first ``n - 1``.  Red when the
+    newest point starts a regression group (jumpavg split it off at once), or when
+    it joins a regression group that started at most ``confirm`` points earlier and
+    was not a regression group the night before (jumpavg needed this night to see
+    the change; the night of the change is the group's first).  A single noisy
+    night that the next night's grouping absorbs is never red."""
+    if len(now) < 2 or n < 2:
+        return None
+    g = now[-1]
+    if g.cls != REGRESSION or g.last != n - 1:
+        return None
+    if g.first == n - 1:
+        return g
+    if n - 1 - g.first > confirm:
+        return None
+    if any(b.first == g.first and b.cls == REGRESSION for b in before):
+        return None
+    return g
+
+
 def analyse(key: TestKey, samples: list[Sample],
             settings: TrendSettings = TrendSettings()) -> TestTrend:
     """A test's trend: its samples grouped, the last change found."""
@@ -224,7 +256,7 @@ def analyse(key: TestKey, samples: list[Sample],
         pts = [i for i, s in enumerate(samples) if not s.is_gap]
         if len(pts) > settings.window:
             samples = samples[pts[-settings.window]:]
-    t = TestTrend(key, samples)
+    t = TestTrend(key, samples, settings=settings)
     pts = t.points
     t.groups = group([s.values for s in pts], key.direction, settings)
     for i in range(len(t.groups) - 1, 0, -1):
@@ -426,4 +458,4 @@ def format_table(items: list[TestTrend]) -> str:
 
 __all__ = ["CLASSES", "Change", "Group", "NORMAL", "PROGRESSION", "REGRESSION", "RunFilter",
            "Sample", "TestKey", "TestTrend", "TrendSettings", "analyse", "format_table",
-           "group", "load_samples", "sort_trends", "trends"]
+           "group", "load_samples", "new_regression", "sort_trends", "trends"]

@@ -31,10 +31,16 @@ class TrendAlert:
     unit: str
     previous_run_id: str
     suspect: str = ""
+    first_run_id: str = ""
+    first_date: str = ""
+    """The group's first run and its date (this run, or a night or two before it
+    when jumpavg needed this night to see the change)."""
 
     def describe(self) -> str:
+        start = (f"a new jumpavg group starts with run {self.first_run_id} "
+                 f"({self.first_date[:10]})")
         text = (f"trend regression: {self.from_avg:.4g} -> {self.to_avg:.4g} {self.unit} "
-                f"({self.change_pct:+.1f} %), a new jumpavg group starts with this run; "
+                f"({self.change_pct:+.1f} %), {start}; "
                 f"previous group last seen in run {self.previous_run_id}")
         return text + (f"; first suspect: {self.suspect}" if self.suspect else "")
 
@@ -99,12 +105,15 @@ def judge(store: ResultStore, run_id: str, flt: RunFilter,
                                  f"+- {cur.stdev:.3g} {t.key.unit} over "
                                  f"{cur.last - cur.first + 1} runs" if cur else
                                  f"trend: {state}; no figure yet")
-        if t.red_on(run_id) and g is not None:
-            prev = t.groups[t.groups.index(g) - 1]
+        red = t.red_on(run_id)
+        if red is not None:
+            prev = t.groups[t.groups.index(red) - 1]
             previous = t.points[prev.last].run_id
-            out.alerts.append(TrendAlert(t.key.test, prev.avg, g.avg, g.change_pct or 0.0,
+            first = t.points[red.first]
+            out.alerts.append(TrendAlert(t.key.test, prev.avg, red.avg, red.change_pct or 0.0,
                                          t.key.unit, previous,
-                                         _suspect(store, t, previous, run_id)))
+                                         _suspect(store, t, previous, run_id),
+                                         first.run_id, first.date))
     return out
 
 

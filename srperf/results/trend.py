@@ -344,16 +344,22 @@ def load_samples(store: ResultStore, flt: RunFilter = RunFilter()
 
 def _search_samples(s: pd.DataFrame, o: pd.DataFrame, add: Any) -> None:
     seen: set[tuple[str, str, int]] = set()
+    goals: dict[tuple[str, str, str, int, float], list[tuple[str, Any]]] = {}
     if not s.empty:
-        for (run, fwd, beh, size, thr), grp in s.groupby(
-                ["run_id", "forwarder", "behavior", "packet_size", "threshold_pct"],
-                sort=False):
-            seen.add((run, beh, int(size)))
-            mrr = (grp["status"] == "mrr").any()
-            test = f"{case_name(beh, size)} {'MRR' if mrr else goal_name(thr)}"
-            good = grp[grp["status"].isin(FIGURE_STATUSES) & grp["lower_pps"].notna()]
-            bad = ", ".join(f"{k} x{v}" for k, v in grp["status"].value_counts().items())
-            add(run, fwd, test, "kpps", 1, list(good["lower_pps"] / 1000.0), bad, beh, size)
+        for r in s[["run_id", "forwarder", "behavior", "packet_size", "threshold_pct",
+                    "status", "lower_pps"]].itertuples(index=False, name=None):
+            goals.setdefault(tuple(r[:5]), []).append((r[5], r[6]))  # type: ignore[arg-type]
+    for (run, fwd, beh, size, thr), rows in goals.items():
+        seen.add((run, beh, int(size)))
+        mrr = any(st == "mrr" for st, _ in rows)
+        test = f"{case_name(beh, size)} {'MRR' if mrr else goal_name(thr)}"
+        good = [v / 1000.0 for st, v in rows
+                if st in FIGURE_STATUSES and v is not None and not math.isnan(v)]
+        counts: dict[str, int] = {}
+        for st, _ in rows:
+            counts[st] = counts.get(st, 0) + 1
+        bad = ", ".join(f"{k} x{v}" for k, v in counts.items())
+        add(run, fwd, test, "kpps", 1, good, bad, beh, size)
     if not o.empty:
         # a behavior with no search at all (unsupported, verification failed) is a gap
         # of every search figure that behavior has elsewhere: remembered as a marker

@@ -69,7 +69,7 @@ def night_date(first: str, night: int) -> str:
 def write_run(store: ResultStore, testbed: str, started: str, figures: dict[tuple[str, int],
               list[float] | str], forwarder: str = "linux", threshold_pct: float = 0.5,
               suite: str | None = "synthetic", environment: dict | None = None,
-              run_id: str | None = None) -> str:
+              run_id: str | None = None, experiment: str = "synthetic-trend") -> str:
     """One finished nightly run started at ``started`` with, per (behavior, frame
     size), the repetitions' PDRs in kpps, or a status text (``generator_limited``,
     ``undecided``, ``unsupported``) for a night with no figure.  Returns its id."""
@@ -78,7 +78,7 @@ def write_run(store: ResultStore, testbed: str, started: str, figures: dict[tupl
                           "nodes": {"sut": {"kernel": "model", "forwarder": {"name": forwarder}}}}
     with store.engine.begin() as conn:
         conn.execute(schema.runs.insert(), dict(
-            run_id=run_id, started=started, finished=started, experiment="synthetic-trend",
+            run_id=run_id, started=started, finished=started, experiment=experiment,
             testbed=testbed, forwarder=forwarder, status="finished",
             environment=json.dumps(env), purpose="nightly", suite=suite))
         seq = 0
@@ -101,9 +101,13 @@ def write_run(store: ResultStore, testbed: str, started: str, figures: dict[tupl
                     threshold_pct=threshold_pct, status="ok" if ok else v,
                     lower_pps=1000.0 * v if ok else None,
                     upper_pps=1010.0 * v if ok else None, n_trials=0, note="model"))
+                rate = 1000.0 * v if ok else 100000.0
                 conn.execute(schema.trials.insert(), dict(
-                    common, repetition=rep, search_seq=seq, rate_pps=1000.0 * v if ok else 0,
-                    duration_s=1.0, extra='{"simulated": true}'))
+                    common, repetition=rep, search_seq=seq, rate_pps=rate, duration_s=1.0,
+                    intended=int(rate), sent=int(rate), refused=0, received=int(rate),
+                    elapsed_s=1.0, offered_rate_pps=rate, loss_ratio=0.0,
+                    generator_limited=int(not ok), counters_consistent=1, note="model",
+                    extra='{"simulated": true}'))
                 conn.execute(schema.outcomes.insert(), dict(
                     common, status="measured", reason="", repetition=rep, search_seq=seq))
     return run_id

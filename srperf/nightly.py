@@ -82,6 +82,8 @@ SUITE_SCHEMA: dict[str, Any] = {
                                               "anomaly (%)"},
             "window": {"type": "integer", "minimum": 2, "maximum": 100000,
                        "description": "newest samples grouped per test"},
+            "confirm": {"type": "integer", "minimum": 0, "maximum": 1000,
+                        "description": "nights a regression group may be confirmed late"},
             "sbps": {"type": "number", "minimum": 1, "maximum": 64,
                      "description": "jumpavg significant bits per sample"}}},
         "results": {"type": "string", "minLength": 1, "maxLength": 4096},

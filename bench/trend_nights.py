@@ -65,7 +65,7 @@ behaviors: [{args.behaviors}]
 packet_sizes: [64]
 repetitions: {args.repetitions}
 search:
-  algorithm: bisect
+  algorithm: {args.algorithm}
   thresholds_pct: [0.5]
   trial_duration_s: {args.trial}
   accuracy: 1%
@@ -114,7 +114,11 @@ def main() -> int:
     ap.add_argument("--behaviors", default="end_x")
     ap.add_argument("--repetitions", type=int, default=3)
     ap.add_argument("--trial", type=float, default=0.5, help="trial duration, s")
-    ap.add_argument("--max-rate", default="60%", help="of the 1.5 Mpps line rate")
+    ap.add_argument("--max-rate", default="60%", help="of the 1.5 Mpps line rate (mrr: the "
+                    "rate offered, above the SUT's capacity)")
+    ap.add_argument("--algorithm", default="bisect", choices=["bisect", "mrr"],
+                    help="bisect: PDR@0.5%% searches; mrr: max receive rate (CSIT's daily "
+                         "trending figure: 3 trials at --max-rate, the median received)")
     ap.add_argument("--min-change", type=float, default=0.0)
     ap.add_argument("--fifo", type=int, default=20, help="srgen's SCHED_FIFO priority")
     ap.add_argument("--first-date", default="2026-10-01")

@@ -375,8 +375,9 @@ def _profile_samples(p: pd.DataFrame, add: Any) -> None:
         return
     for (run, fwd, beh, size), grp in p.groupby(["run_id", "forwarder", "behavior",
                                                  "packet_size"], sort=False):
-        add(run, fwd, f"{case_name(beh, size)} ns/pkt", "ns", -1,
-            list(grp["ns_per_packet"].dropna()), "no time per packet", beh, size)
+        values = list(grp["ns_per_packet"].dropna())
+        if values:  # no profile trial ran (an MRR run has no PDR to profile at): no sample
+            add(run, fwd, f"{case_name(beh, size)} ns/pkt", "ns", -1, values, "", beh, size)
 
 
 def _stateful_samples(ss: pd.DataFrame, add: Any) -> None:

@@ -8,6 +8,8 @@ A suite file (YAML)::
     repetitions: 5                 # optional: overrides each experiment's
     algorithm: mlr                 # optional: overrides each experiment's
     compare: {threshold_pct: 5, method: welch}   # regression threshold, %
+    verdict: trend                 # trend (default: jumpavg over the history) | baseline
+    trend: {min_change_pct: 0, window: 60}       # see srperf.results.trend
     results: srperf-results        # local results directory (SQLite), as `srperf run`
     database: postgresql://u@h/db  # optional: a shared store; runs are copied there
     reports: nightly-reports       # HTML/Markdown reports and junit.xml go here
@@ -20,6 +22,12 @@ not itself judged a regression).  The verdict is stored in ``comparisons``; a ru
 without one figure (every search generator-limited, every behavior unsupported)
 gets the verdict ``nothing_measured``, a JUnit failure on each of its cases and
 exit status 3: a night that measured nothing is never green.
+
+With ``verdict: trend`` (the default) a night is red when one of its tests starts
+a regression group in the history of the suite, experiment and testbed
+(:mod:`srperf.results.trend_verdict`, jumpavg as in FD.io CSIT); the comparison
+with the last good run is still made, stored and shown, but only decides with
+``verdict: baseline`` (the behaviour before trending).
 """
 
 from __future__ import annotations
@@ -36,11 +44,12 @@ from srperf.config.loader import load_experiment, load_testbed, read_yaml, valid
 from srperf.config.model import ALGORITHMS
 from srperf.errors import SrperfError
 from srperf.orchestrator import Orchestrator
-from srperf.results import junit, measured, report
+from srperf.results import junit, measured, report, trend_verdict
 from srperf.results.compare import (DEFAULT_THRESHOLD_PCT, REGRESSION, Comparison,
                                     compare_runs, format_markdown)
 from srperf.results.junit import SuiteResult
 from srperf.results.store import ResultStore
+from srperf.results.trend import RunFilter, TrendSettings
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +74,18 @@ SUITE_SCHEMA: dict[str, Any] = {
             "threshold_pct": {"type": "number", "minimum": 0, "maximum": 1000,
                               "description": "regression threshold (%)"},
             "method": {"enum": ["welch", "bootstrap"]}}},
+        "verdict": {"enum": ["trend", "baseline"],
+                    "description": "what makes a night red: the trend or the baseline"},
+        "trend": {"type": "object", "additionalProperties": False, "properties": {
+            "min_change_pct": {"type": "number", "minimum": 0, "maximum": 1000,
+                               "description": "smallest change of a group that is an "
+                                              "anomaly (%)"},
+            "window": {"type": "integer", "minimum": 2, "maximum": 100000,
+                       "description": "newest samples grouped per test"},
+            "confirm": {"type": "integer", "minimum": 0, "maximum": 1000,
+                        "description": "nights a regression group may be confirmed late"},
+            "sbps": {"type": "number", "minimum": 1, "maximum": 64,
+                     "description": "jumpavg significant bits per sample"}}},
         "results": {"type": "string", "minLength": 1, "maxLength": 4096},
         "database": {"type": "string", "minLength": 1, "maxLength": 4096},
         "reports": {"type": "string", "minLength": 1, "maxLength": 4096},
@@ -89,6 +110,8 @@ class Suite:
     results: str = "srperf-results"
     database: str | None = None
     reports: str = "nightly-reports"
+    verdict: str = "trend"
+    trend: TrendSettings = TrendSettings()
 
 
 def load_suite(path: str | Path) -> Suite:
@@ -111,7 +134,9 @@ def load_suite(path: str | Path) -> Suite:
                  algorithm=data.get("algorithm"), threshold_pct=float(thr), method=method,
                  results=str(data.get("results", "srperf-results")),
                  database=data.get("database"),
-                 reports=str(data.get("reports", "nightly-reports")))
+                 reports=str(data.get("reports", "nightly-reports")),
+                 verdict=str(data.get("verdict", "trend")),
+                 trend=TrendSettings(**(data.get("trend") or {})))
 
 
 @dataclass
@@ -125,6 +150,8 @@ class NightlyResult:
 
     @property
     def regression(self) -> bool:
+        if self.suite.verdict == "trend":
+            return any(r.trend is not None and r.trend.red for r in self.results)
         return any(r.comparison is not None and r.comparison.verdict == REGRESSION
                    for r in self.results)
 
@@ -213,8 +240,14 @@ def run_nightly(suite: Suite, progress: Callable[[str], None] | None = None,
                                               suite.method)
                 verdict = comparison.verdict if comparison else "no_baseline"
             result.comparison = comparison
-            shared.add_comparison(run_id, baseline, suite.threshold_pct, verdict,
-                                  {"suite": suite.name, "method": suite.method})
+            detail: dict[str, Any] = {"suite": suite.name, "method": suite.method}
+            if suite.verdict == "trend" and not result.nothing_measured:
+                result.trend = trend_verdict.judge(
+                    shared, run_id, RunFilter(testbed=tb.name, suite=suite.name,
+                                              experiment=exp.name, purpose="nightly"),
+                    suite.trend)
+                detail["trend"] = result.trend.to_dict()
+            shared.add_comparison(run_id, baseline, suite.threshold_pct, verdict, detail)
             html = safe_paths.file_in(reports_dir, f"nightly-{suite_part}-"
                                       f"{safe_paths.safe_component(exp.name)}-"
                                       f"{safe_paths.safe_component(run_id)}.html",
@@ -232,6 +265,9 @@ def run_nightly(suite: Suite, progress: Callable[[str], None] | None = None,
                 f"{exp.name}: run {run_id}: **{result.nothing_measured}** (not a baseline)"
                 if result.nothing_measured else format_markdown(comparison) if comparison
                 else f"{exp.name}: run {run_id}, no baseline yet (first good run)")
+            if result.trend is not None:
+                verdict += "; trend red" if result.trend.red else "; trend green"
+                md_parts += [f"- **{a.test}**: {a.describe()}" for a in result.trend.alerts]
             say(f"nightly {suite.name}: {exp.name} run {run_id}: {verdict}; report {html}")
         out.junit_path = junit.write(
             safe_paths.file_in(reports_dir, f"junit-{suite_part}.xml", "reports", suite.source),

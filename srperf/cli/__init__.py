@@ -19,7 +19,7 @@ import sys
 from typing import Sequence
 
 from srperf.cli import (build, catalogue, conform, guard, helptext, provision, results, run,
-                        runs, testbed, validate)
+                        runs, testbed, trend, validate)
 from srperf.cli.guard import EXIT_CONFIG, EXIT_FAILED, EXIT_NOTHING_MEASURED, EXIT_OK
 from srperf.cli.run import PDR_EXPERIMENT
 from srperf.errors import ConfigError, SrperfError
@@ -43,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     results.add_parsers(sub)  # report, compare, export, nightly
     provision.add_parsers(sub)
     conform.add_parser(sub)
+    trend.add_parsers(sub)
     return helptext.use_help_formatter(p)
 
 
@@ -87,7 +88,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
 
 
 COMMANDS: dict = {}
-for _group in (validate, testbed, run, catalogue, build, runs, results, provision, conform):
+for _group in (validate, testbed, run, catalogue, build, runs, results, provision, conform,
+               trend):
     COMMANDS.update(_group.COMMANDS)
 
 __all__ = ["COMMANDS", "EXIT_CONFIG", "EXIT_FAILED", "EXIT_NOTHING_MEASURED", "EXIT_OK",

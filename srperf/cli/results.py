@@ -73,6 +73,10 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
     n.add_argument("--reports", help="override the suite's reports directory")
     n.add_argument("--testbed", "-t", help="override the suite's testbed")
     n.add_argument("--repetitions", type=int, help="override the suite's repetitions")
+    n.add_argument("--verdict", choices=["trend", "baseline"],
+                   help="what makes a night red: its tests starting a jumpavg regression "
+                        "group (trend, the default) or the comparison with the last good "
+                        "run (baseline); overrides the suite's")
 
 
 def _open(args: argparse.Namespace):
@@ -160,13 +164,17 @@ def cmd_nightly(args: argparse.Namespace) -> int:
         database = args.db or (None if suite.database else os.environ.get("SRPERF_DB"))
         out = run_nightly(suite, progress, overrides={
             "results": args.results, "database": database, "reports": args.reports,
-            "testbed": args.testbed, "repetitions": args.repetitions})
+            "testbed": args.testbed, "repetitions": args.repetitions,
+            "verdict": args.verdict})
     finally:
         progress.close()
     print(out.markdown)
     for r in out.results:
         verdict = (r.comparison.verdict if r.comparison else "error" if r.error
                    else "nothing measured" if r.nothing_measured else "no baseline")
+        if r.trend is not None:
+            verdict += (f"; trend red: {', '.join(a.test for a in r.trend.alerts)}"
+                        if r.trend.red else "; trend green")
         print(f"{r.name}: run {r.run_id}, baseline {r.baseline_run_id or 'none'}, {verdict}"
               f"{', report ' + str(r.report) if r.report else ''}")
     print(f"junit: {out.junit_path}")

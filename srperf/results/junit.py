@@ -16,6 +16,7 @@ import math
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from srperf.results.names import case_name
 from srperf.results.compare import (IMPROVEMENT, NOT_COMPARABLE, REGRESSION, BehaviorChange,
@@ -39,6 +40,9 @@ class SuiteResult:
     """Why the run has no figure ('' when it has one): the job fails on it."""
     case_reasons: dict[str, str] = field(default_factory=dict)
     """Case name -> its status and note, for a run that measured nothing."""
+    trend: Any = None
+    """The trend's verdict (:class:`srperf.results.trend_verdict.TrendVerdict`) when the
+    suite judges by the trend: it, not the baseline comparison, makes the failures."""
 
 
 def _case_name(c: BehaviorChange) -> str:
@@ -68,6 +72,23 @@ def _stateful_describe(c: StatefulChange) -> str:
             f"{c.current.mean if c.current else math.nan:.4g} {c.metric}; {c.reason}")
 
 
+def _by_trend(cases: list[tuple[str, str, str]], trend: Any
+              ) -> list[tuple[str, str, str]]:
+    """The cases judged by the trend: a failure where the test starts a regression
+    group, the baseline comparison kept as text (its regression no longer fails)."""
+    red = trend.failures
+    out = []
+    for name, text, verdict in cases:
+        line = trend.texts.get(name, "trend: no history")
+        if name in red:
+            out.append((name, f"{red.pop(name)}; baseline comparison: {text}", REGRESSION))
+        else:
+            out.append((name, f"{line}; baseline comparison: {text}",
+                        "" if verdict == REGRESSION else verdict))
+    out += [(name, text, REGRESSION) for name, text in red.items()]
+    return out
+
+
 def build(suite: str, results: list[SuiteResult]) -> ET.ElementTree:
     root = ET.Element("testsuites", name=f"srperf nightly {suite}")
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
@@ -92,16 +113,22 @@ def build(suite: str, results: list[SuiteResult]) -> ET.ElementTree:
                               type="nothing_measured").text = r.nothing_measured
                 counts["tests"] += 1
                 counts["failures"] += 1
-        elif r.comparison is None:
+        elif r.comparison is None and r.trend is None:
             for name in r.cases or ["run"]:
                 case = ET.SubElement(ts, "testcase", classname=classname, name=name)
                 ET.SubElement(case, "system-out").text = (
                     "no baseline: this is the first good nightly run of the suite here")
                 counts["tests"] += 1
         else:
-            cases = [(_case_name(c), _describe(c), c.verdict) for c in r.comparison.changes]
-            cases += [(_stateful_case_name(c), _stateful_describe(c), c.verdict)
-                      for c in r.comparison.stateful]
+            if r.comparison is None:
+                cases = [(name, "no baseline", "") for name in r.cases or ["run"]]
+            else:
+                cases = [(_case_name(c), _describe(c), c.verdict)
+                         for c in r.comparison.changes]
+                cases += [(_stateful_case_name(c), _stateful_describe(c), c.verdict)
+                          for c in r.comparison.stateful]
+            if r.trend is not None:
+                cases = _by_trend(cases, r.trend)
             for name, text, verdict in cases:
                 case = ET.SubElement(ts, "testcase", classname=classname, name=name)
                 counts["tests"] += 1

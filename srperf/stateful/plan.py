@@ -29,7 +29,7 @@ from srperf.stateful.counters import table_i
 from srperf.stateful.endpoints import make_endpoints
 from srperf.config.stateful import CALIBRATED
 from srperf.stateful.carry import CARRIED, VISITED
-from srperf.stateful.steering import VISITED_SIDS, Steering
+from srperf.stateful.steering import VISITED_SIDS, Steering, refusal
 
 log = logging.getLogger(__name__)
 
@@ -248,10 +248,13 @@ class StatefulPlan:
                     options.proxy, cache_nat_key=True))
             session.use_options(options)
         try:
+            why = refusal(conf.behavior, self.tb, conf.segments, conf.chains, conf.vnf_mode)
+            if why:   # known before the SUT is touched
+                raise UnsupportedBehavior(conf.behavior, why)
             session.configure(beh)
             try:
                 steering = Steering(endpoints, self.tb, conf.behavior, conf.segments,
-                                    conf.chains, conf.segment_mode)
+                                    conf.chains, conf.segment_mode, conf.vnf_mode)
                 with steering:
                     self.progress(f"{conf.label}: {steering.describe()}")
                     runner.start(endpoints, self.config)

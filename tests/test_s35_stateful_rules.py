@@ -71,3 +71,55 @@ def test_refusal_rules():
     assert "snat" in refusal("end_ad", tb, 2, 1, "snat")
     assert "static header has 2" in refusal("end_as", tb, 4, 1, "forward")
     assert "2 chains" in refusal("end_ad", tb, 2, 2, "forward")
+
+
+# --- goodput intervals: never below zero, "n too small" below 3, everywhere ---------------
+
+def _plant_run(store, values):
+    from srperf.stateful.base import StatefulSample, Variant
+
+    run = store.begin_run("s35_ci", "virtual", "ebpf", {})
+    for rep, value in enumerate(values, 1):
+        store.add_stateful_sample(
+            run, "goodput", "end_cache", "ebpf",
+            Variant("vnf forward, 2 segs; 10 streams", {"streams": 10}), rep,
+            StatefulSample({"goodput_mbps": value}), duration_s=2.0,
+            primary_metric="goodput_mbps")
+    store.end_run(run, "finished")
+    return run
+
+
+def test_goodput_interval_never_negative_nor_from_two_values(tmp_path):
+    """Two repetitions 300 and 20000 Mb/s gave "-10535.6-20370.9" (Student t, t = 12.7):
+    the run's summary, the report's rows (so nightly's) and compare now agree on one
+    rule: no interval below 3 values, and one above zero from 3 on."""
+    from srperf.results import frames
+    from srperf.results.compare import compare_runs
+    from srperf.results.report import collect
+    from srperf.results.store import ResultStore
+    from srperf.stateful.table import format_table, summarize
+
+    rows = [dict(configuration="end_cache, vnf snat, 2 segs", variant="10 streams",
+                 status="ok", metric="goodput_mbps", value=v) for v in (300.0, 20000.0)]
+    text = format_table(summarize(rows))
+    assert "n too small (< 3)" in text and "-10535" not in text
+    three = [dict(r, value=v) for r, v in zip(rows * 2, (300.0, 20000.0, 900.0))]
+    entry = summarize(three)[0]["spread"]
+    assert entry.low is not None and 0 < entry.low < entry.mean < entry.high
+
+    with ResultStore(tmp_path / "r.sqlite") as store:
+        two, wide, base = (_plant_run(store, [300.0, 20000.0]),
+                           _plant_run(store, [300.0, 20000.0, 900.0]),
+                           _plant_run(store, [9000.0, 9100.0, 8900.0]))
+        summ = frames.stateful_summary(frames.stateful_samples(store, [two, wide]))
+        by_run = {r.run_id: r for r in summ.itertuples()}
+        assert by_run[two].ci_note == "n too small (< 3)"
+        assert by_run[wide].ci_low > 0
+        data = collect(store, [two, wide], "t", None, plots_per_search=False)
+        cells = [r["interval"] for t in data.stateful for r in t.rows]
+        assert "n too small (< 3)" in cells and not any(c.startswith("-") for c in cells)
+        small = compare_runs(store, base, two)
+        assert small.stateful[0].verdict == "inconclusive"
+        assert "n too small" in small.stateful[0].reason
+        spread_out = compare_runs(store, base, wide)
+        assert spread_out.stateful[0].diff.low_pct > -100.0   # goodput never below zero

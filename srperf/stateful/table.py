@@ -57,7 +57,8 @@ def format_table(summary: list[dict[str, Any]]) -> str:
             lines.append(f"{name:<34} {0:>3} {'-':>9}  {e['reason'][:90]}")
             continue
         cv = f"{sp.cv_pct:.1f}" if sp.cv_pct is not None else "-"
-        ci = f"{sp.low:.1f}-{sp.high:.1f}" if sp.low is not None else "-"
+        ci = f"{sp.low:.1f}-{sp.high:.1f}" if sp.low is not None and sp.high is not None \
+            else (sp.note or "-")
         retr = f"{e['retransmits']:.0f}" if e["retransmits"] is not None else "-"
         cpu = f"{e['sut_cpu_busy_pct']:.0f}" if e["sut_cpu_busy_pct"] is not None else "-"
         t = e["table_i"]

@@ -123,3 +123,19 @@ def test_goodput_interval_never_negative_nor_from_two_values(tmp_path):
         assert "n too small" in small.stateful[0].reason
         spread_out = compare_runs(store, base, wide)
         assert spread_out.stateful[0].diff.low_pct > -100.0   # goodput never below zero
+
+
+def test_table_i_adds_up_and_says_what_does_not():
+    """Ingress successes = egress successes + stale + entries left in the cache."""
+    from srperf.stateful.counters import table_i
+    from srperf.stateful.table import format_table, lost_in_vnf, summarize
+
+    delta = {"in_cache": 1000, "cache_hit": 985, "cache_stale": 5, "cache_dup": 7}
+    t = table_i(delta, left_in_cache=10)
+    assert (t["left_in_cache"], t["unaccounted"]) == (10, 0)
+    assert lost_in_vnf(t) == "15"
+    assert lost_in_vnf(table_i(delta, left_in_cache=4)) == "9 (6 unaccounted)"
+    assert "left_in_cache" not in table_i(delta)     # not the caching proxy: no column
+    row = dict(configuration="end_cache, vnf drop, 2 segs", variant="", status="ok",
+               metric="goodput_mbps", value=100.0, counters={"table_i": t})
+    assert "1000 / 985 (0.9850) / 0 / 7 / 15" in format_table(summarize([row]))

@@ -166,7 +166,8 @@ class StatefulTable:
     counter_columns: list[str] = field(default_factory=list)
 
 
-TABLE_I_COLUMNS = ("ingress_ok", "egress_ok", "not_cached", "duplicates", "stale")
+TABLE_I_COLUMNS = ("ingress_ok", "egress_ok", "not_cached", "duplicates", "stale",
+                   "left_in_cache", "unaccounted")
 """Counter columns shown first, in Table I's order (see srperf.stateful.counters)."""
 
 

@@ -44,11 +44,22 @@ def summarize(rows: Iterable[dict[str, Any]], confidence: float = 0.95) -> list[
     return out
 
 
+def lost_in_vnf(t: dict[str, Any]) -> str:
+    """Table I's ingress minus egress successes, explained (srperf.stateful.counters):
+    stale entries plus entries left in the cache, and what does not add up."""
+    if "left_in_cache" not in t:
+        return "-"
+    text = f"{t.get('stale', 0) + t['left_in_cache']}"
+    if t.get("unaccounted"):
+        text += f" ({t['unaccounted']} unaccounted)"
+    return text
+
+
 def format_table(summary: list[dict[str, Any]]) -> str:
     """A text table of :func:`summarize`'s output."""
     head = (f"{'configuration':<34} {'n':>3} {'mean':>9} {'CV %':>6} {'95 % interval':>19} "
             f"{'retr':>7} {'SUT cpu %':>9}  Table I: ingress ok / egress ok (ratio) / "
-            "not cached / dup")
+            "not cached / dup / lost in VNF")
     lines = [head]
     for e in summary:
         sp = e["spread"]
@@ -66,12 +77,13 @@ def format_table(summary: list[dict[str, Any]]) -> str:
         if t and t.get("ingress_ok"):
             ratio = t["egress_ok"] / t["ingress_ok"]
             tab = (f"{t['ingress_ok']} / {t['egress_ok']} ({ratio:.4f}) / {t['not_cached']}"
-                   f" / {t['duplicates']}")
+                   f" / {t['duplicates']} / " + lost_in_vnf(t))
         lines.append(f"{name:<34} {sp.n:>3} {sp.mean:>9.1f} {cv:>6} {ci:>19} {retr:>7} "
                      f"{cpu:>9}  {tab}" + (f"  ({e['failed']} failed)" if e["failed"] else ""))
     unit = summary[0]["metric"] if summary else ""
     return "\n".join(lines) + (f"\n(mean, interval: {unit}; retr: retransmits per repetition; "
-                               "Table I: packets summed over the repetitions)" if unit else "")
+                               "Table I: packets summed over the repetitions; lost in VNF: stale + left in the "
+                               "cache = ingress ok - egress ok)" if unit else "")
 
 
-__all__ = ["summarize", "format_table"]
+__all__ = ["summarize", "format_table", "lost_in_vnf"]

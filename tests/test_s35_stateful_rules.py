@@ -139,3 +139,26 @@ def test_table_i_adds_up_and_says_what_does_not():
     row = dict(configuration="end_cache, vnf drop, 2 segs", variant="", status="ok",
                metric="goodput_mbps", value=100.0, counters={"table_i": t})
     assert "1000 / 985 (0.9850) / 0 / 7 / 15" in format_table(summarize([row]))
+
+
+def test_http_summary_shows_what_wrk_measured():
+    """An http run's summary: requests/s with its interval, transfer rate, wrk's latency
+    percentiles and errors; not the goodput columns (retransmits, SUT CPU, Table I)."""
+    from srperf.stateful.table import format_table, summarize
+
+    rows = [dict(configuration="relay_router", variant="1MB", status="ok",
+                 metric="requests_per_s", value=v,
+                 metrics={"requests_per_s": v, "transfer_mbps": v * 8.4,
+                          "latency_p50_ms": 2.0 + i, "latency_p99_ms": 9.0,
+                          "socket_errors": 1.0, "non_2xx": 0.0})
+            for i, v in enumerate((100.0, 110.0, 120.0))]
+    rows.append(dict(configuration="xor:16_router", variant="1MB", status="failed",
+                     metric="requests_per_s", value=None, reason="wrk completed no request"))
+    text = format_table(summarize(rows))
+    head = text.splitlines()[0]
+    assert "p50 ms" in head and "p99 ms" in head and "Mb/s" in head and "errors" in head
+    assert "Table I" not in text and "retr" not in head and "SUT cpu" not in head
+    line = next(x for x in text.splitlines() if x.startswith("relay_router"))
+    assert " 924.0 " in line and " 3.00 " in line and " 9.00 " in line
+    assert line.split()[-1] == "3"             # socket errors summed over 3 repetitions
+    assert "wrk completed no request" in text

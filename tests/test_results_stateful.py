@@ -99,7 +99,14 @@ def test_summary_matches_hand_computation(tmp_path: Path) -> None:
     assert rps["primary"] and rps["n"] == 3
     assert rps["mean"] == pytest.approx(1133.333333)
     assert rps["cv_pct"] == pytest.approx(100 * sd / mean)          # 13.48 %
-    assert rps["ci95"] == pytest.approx(4.302653 * sd / math.sqrt(3), rel=1e-6)  # t(.975, 2)
+    # the interval of a positive quantity (srperf.results.positive): Cox's log-normal
+    logs = [math.log(v) for v in vals]
+    m, var = statistics.fmean(logs), statistics.variance(logs)
+    half = 4.302653 * math.sqrt(var / 3 + var * var / 4)                # t(.975, 2)
+    assert rps["ci_low"] == pytest.approx(math.exp(m + var / 2 - half), rel=1e-6)
+    assert rps["ci_high"] == pytest.approx(math.exp(m + var / 2 + half), rel=1e-6)
+    assert rps["ci_low"] > 0 and rps["ci95"] == pytest.approx(
+        (rps["ci_high"] - rps["ci_low"]) / 2)
     assert rps["failed"] == 1 and rps["reason"] == "wrk: timeout"
     assert "failed x1" in rps["statuses"] and "ok x3" in rps["statuses"]
     lat = am.iloc[1]

@@ -27,6 +27,7 @@ import pandas as pd
 
 from srperf.results import frames
 from srperf.results.stats import Description, Difference, bootstrap_ratio, describe, welch_diff
+from srperf.results.positive import MIN_N, TOO_SMALL, log_ratio
 from srperf.results.store import ResultStore
 
 log = logging.getLogger(__name__)
@@ -303,8 +304,12 @@ def compare_stateful(base: pd.DataFrame, cur: pd.DataFrame,
             same = cd is not None and cd.mean == 0 and (cd.n < 2 or cd.std == 0)
             verdict, reason = ((NO_CHANGE, "zero on both sides") if same else
                                (INCONCLUSIVE, "baseline mean 0: no relative change"))
+        elif bv and cv and min(len(bv), len(cv)) < MIN_N:   # the rule of every interval
+            verdict = INCONCLUSIVE           # of a stateful metric (srperf.results.positive)
+            reason = f"{TOO_SMALL} (< {MIN_N}): baseline {len(bv)}, current {len(cv)}"
         elif bv and cv:
-            diff = welch_diff(bv, cv) if method == "welch" else bootstrap_ratio(bv, cv)
+            diff = (log_ratio(bv, cv) or welch_diff(bv, cv)) if method == "welch" \
+                else bootstrap_ratio(bv, cv)
             verdict, reason = judge_directed(diff, threshold_pct, higher)
         elif bv and cstat.split(" x")[0] == "failed" and "ok" not in cstat:
             verdict, reason = REGRESSION, f"measured before, now {cstat}: {creason}".strip()

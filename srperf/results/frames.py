@@ -137,15 +137,19 @@ def stateful_metrics(samples: pd.DataFrame) -> pd.DataFrame:
 
 def stateful_summary(samples: pd.DataFrame) -> pd.DataFrame:
     """Per run, kind, behavior, variant and metric: ``n`` (ok repetitions), ``mean``,
-    ``std`` (sample), ``cv_pct``, ``ci95`` (half-width, Student t with n - 1 degrees of
-    freedom) and ``ci95_pct`` of the mean (in the metric's unit; NaN for n = 1),
+    ``std`` (sample), ``cv_pct``, the 95 % interval of the mean by the rule for positive
+    quantities (:mod:`srperf.results.positive`: ``ci_low``, ``ci_high``, NaN with
+    ``ci_note`` "n too small (< 3)" below 3 values), ``ci95`` half its width and
+    ``ci95_pct`` that in % of the mean (in the metric's unit; the interval is not
+    symmetric about the mean),
     ``primary`` (True for the kind's primary metric), and ``failed``: repetitions that
     were not ok with their statuses and first reason (``statuses``, ``reason``).  A
     configuration whose repetitions all failed has one row with metric ``""`` and n 0."""
+    from srperf.results.positive import positive_interval
     from srperf.results.stats import describe
 
     cols = ["run_id", *STATEFUL_KEYS, "primary", "n", "mean", "std", "cv_pct", "ci95",
-            "ci95_pct", "failed", "statuses", "reason"]
+            "ci95_pct", "ci_low", "ci_high", "ci_note", "failed", "statuses", "reason"]
     if samples.empty:
         return pd.DataFrame(columns=cols)
     long = stateful_metrics(samples)
@@ -164,11 +168,20 @@ def stateful_summary(samples: pd.DataFrame) -> pd.DataFrame:
         metrics = list(dict.fromkeys(sel["metric"]))
         metrics.sort(key=lambda m: (m != primary, m))
         if not metrics:
-            rows.append((*key, "", False, 0, *(float("nan"),) * 5, *extra))
+            rows.append((*key, "", False, 0, *(float("nan"),) * 7, "", *extra))
         for metric in metrics:
-            d = describe(list(sel[sel["metric"] == metric]["value"]))
+            values = list(sel[sel["metric"] == metric]["value"])
+            d = describe(values)
+            try:
+                ci = positive_interval(values)
+                low, high, note = ci.low, ci.high, ci.note
+            except ValueError:   # a metric that can be negative: no such interval
+                low = high = float("nan")
+                note = "negative values"
+            half = (high - low) / 2
             rows.append((*key, metric, metric == primary, d.n, d.mean, d.std, d.cv_pct,
-                         d.ci95, d.ci95_pct, *extra))
+                         half, 100.0 * half / d.mean if d.mean else float("nan"), low,
+                         high, note, *extra))
     return pd.DataFrame(rows, columns=cols)
 
 

@@ -75,13 +75,19 @@ def bars_png(summary: pd.DataFrame, run_labels: dict[str, str], title: str,
                 xs.append(x)
                 hs.append(mean)
                 ci = r.get("ci95_kpps", math.nan)
-                es.append(ci if isinstance(ci, float) and math.isfinite(ci) else 0.0)
+                lo, hi = r.get("ci_low_kpps", math.nan), r.get("ci_high_kpps", math.nan)
+                if isinstance(lo, float) and isinstance(hi, float) and math.isfinite(lo) \
+                        and math.isfinite(hi):   # an interval not symmetric about the mean
+                    es.append((mean - lo, hi - mean))
+                else:
+                    ci = ci if isinstance(ci, float) and math.isfinite(ci) else 0.0
+                    es.append((ci, ci))
             else:
                 ax.text(x, top * 0.02, str(r.get("status", "")).split(" x")[0], rotation=90,
                         ha="center", va="bottom", fontsize=7, color="#555")
         color = COLORS[i % len(COLORS)]
         if xs:
-            ax.bar(xs, hs, width * 0.95, yerr=es, capsize=2, color=color,
+            ax.bar(xs, hs, width * 0.95, yerr=list(zip(*es)), capsize=2, color=color,
                    error_kw={"elinewidth": 0.8})
         handles.append(Patch(color=color, label=run_labels[run]))
     if not (summary["n"] > 0).any():  # only statuses: no rate axis to draw
@@ -105,7 +111,8 @@ def bars_png(summary: pd.DataFrame, run_labels: dict[str, str], title: str,
 def stateful_bars_png(summary: pd.DataFrame, run_labels: dict[str, str], title: str,
                       metric: str) -> str:
     """:func:`bars_png` for a stateful kind: x behavior and variant, one bar per run,
-    height the mean of ``metric`` (its unit in its name), error bar its CI95;
+    height the mean of ``metric`` (its unit in its name), error bar its 95 % interval
+    (srperf.results.positive: none below 3 repetitions);
     ``summary`` is :func:`srperf.results.frames.stateful_summary` restricted to one kind
     and its primary metric (configurations with no ok repetition show their status)."""
     df = pd.DataFrame({
@@ -113,8 +120,10 @@ def stateful_bars_png(summary: pd.DataFrame, run_labels: dict[str, str], title: 
         "behavior": [f"{b} {v}".strip() for b, v in zip(summary["behavior"],
                                                         summary["variant"])],
         "n": summary["n"], "mean_kpps": summary["mean"].astype(float),
-        "ci95_kpps": summary["ci95"].astype(float), "status": summary["statuses"]})
-    return bars_png(df, run_labels, title, ylabel=f"{metric} (mean, CI95 bars)")
+        "ci95_kpps": summary["ci95"].astype(float), "status": summary["statuses"],
+        "ci_low_kpps": summary["ci_low"].astype(float),
+        "ci_high_kpps": summary["ci_high"].astype(float)})
+    return bars_png(df, run_labels, title, ylabel=f"{metric} (mean, 95 % interval bars)")
 
 
 @dataclass

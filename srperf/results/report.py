@@ -166,8 +166,19 @@ class StatefulTable:
     counter_columns: list[str] = field(default_factory=list)
 
 
-TABLE_I_COLUMNS = ("ingress_ok", "egress_ok", "not_cached", "duplicates", "stale")
+TABLE_I_COLUMNS = ("ingress_ok", "egress_ok", "not_cached", "duplicates", "stale",
+                   "left_in_cache", "unaccounted")
 """Counter columns shown first, in Table I's order (see srperf.stateful.counters)."""
+
+
+def _interval(row: pd.Series) -> str:
+    """A stateful summary row's 95 % interval as ``low-high`` (it is not symmetric about
+    the mean: srperf.results.positive), or why there is none (``n too small (< 3)``)."""
+    low, high = row.get("ci_low", math.nan), row.get("ci_high", math.nan)
+    if isinstance(low, float) and isinstance(high, float) and math.isfinite(low) \
+            and math.isfinite(high):
+        return f"{low:.4g}-{high:.4g}"
+    return str(row.get("ci_note") or "-")
 
 
 def _stateful(samples: pd.DataFrame, labels: dict[str, str],
@@ -196,8 +207,9 @@ def _stateful(samples: pd.DataFrame, labels: dict[str, str],
                 "cv": first["cv_pct"] if has else math.nan,
                 "ci95": first["ci95"] if has else math.nan,
                 "ci95_pct": first["ci95_pct"] if has else math.nan,
+                "interval": _interval(first) if has else "",
                 "others": [{"metric": o["metric"], "mean": o["mean"], "ci95": o["ci95"],
-                            "n": int(o["n"])}
+                            "n": int(o["n"]), "interval": _interval(o)}
                            for _, o in cfg[(cfg["metric"] != primary)
                                            & (cfg["metric"] != "")].iterrows()],
                 "status": first["statuses"], "failed": int(first["failed"]),

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -50,6 +51,8 @@ RATE_BURST_S = 0.004
 """tbf bucket of a rate cap, in seconds of the rate (one tick of a 250 Hz kernel)."""
 RATE_MIN_BURST = 256 * 1024
 """Smallest tbf bucket (bytes): above two 64 KiB GSO packets, so tbf never splits them."""
+LINK_UP_TIMEOUT_S = 3.0
+"""Longest wait for a fresh chain's links to be operationally up (link watch: ~1 s)."""
 RATE_LATENCY_MS = 20
 """Longest a packet waits in a rate cap's queue (tbf latency, ms)."""
 
@@ -279,6 +282,7 @@ class PipesChain:
                      "via", link_addr(i, 2), "dev", "r0"])
             if 0 < i <= n:
                 run(["ip", "-n", name, "sr", "tunsrc", "set", link_addr(i, 1)])
+        self.wait_links_up()
         if self.options.node_cpu is not None:
             self._steer_receive()
         client, server = self.names[0], self.names[-1]
@@ -286,6 +290,35 @@ class PipesChain:
         self._steer_client()
         run(["ip", "-n", server, "-6", "route", "add", f"{SERVER_SID}/128", "encap",
              "seg6local", "action", "End.DT6", "table", "255", "dev", "l0"])
+
+    def links_down(self) -> list[str]:
+        """``ns/dev`` of every link end not yet operationally up."""
+        down = []
+        for link in range(len(self.roles) + 1):
+            for ns, dev in self.link_devs(link):
+                state = run(["cat", f"/sys/class/net/{dev}/operstate"], ns=ns,
+                            check=False).stdout.strip()
+                if state != "up":
+                    down.append(f"{ns}/{dev}")
+        return down
+
+    def wait_links_up(self, timeout_s: float = LINK_UP_TIMEOUT_S) -> None:
+        """Wait until every link end is operationally up.  A veth set up is not yet
+        forwarding: until the kernel's link watch activates its qdisc (up to about 1 s
+        later, its events are batched per second) every frame sent on it is dropped, so
+        the first SYN through a fresh chain was lost and retransmitted 1 s later (measured:
+        the first fetch through relay, router connected after 1.01 s, now 0.0002 s).  A
+        second wait of about 1 s is still there (the first fetch through router, router
+        connects after 1.02 s, through relay, router it completes after 1.0 s): not
+        found; the plan's warm-up fetch (pipes_plan.warm_up) absorbs it."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            down = self.links_down()
+            if not down:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"links not up within {timeout_s:g} s: {', '.join(down)}")
+            time.sleep(0.02)
 
     def _steer_receive(self) -> None:
         """RPS: each link end's receive processing on its node's CPU (the middle nodes'

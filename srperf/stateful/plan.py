@@ -25,11 +25,11 @@ from srperf.config.model import Experiment
 from srperf.errors import CfgError, UnsupportedBehavior, VerificationError
 from srperf.stateful import runner as make_runner
 from srperf.stateful.base import Endpoints, StatefulError, StatefulSample, Variant
-from srperf.stateful.counters import table_i
+from srperf.stateful.counters import cache_entries, table_i
 from srperf.stateful.endpoints import make_endpoints
 from srperf.config.stateful import CALIBRATED
 from srperf.stateful.carry import CARRIED, VISITED
-from srperf.stateful.steering import VISITED_SIDS, Steering
+from srperf.stateful.steering import VISITED_SIDS, Steering, refusal
 
 log = logging.getLogger(__name__)
 
@@ -248,10 +248,13 @@ class StatefulPlan:
                     options.proxy, cache_nat_key=True))
             session.use_options(options)
         try:
+            why = refusal(conf.behavior, self.tb, conf.segments, conf.chains, conf.vnf_mode)
+            if why:   # known before the SUT is touched
+                raise UnsupportedBehavior(conf.behavior, why)
             session.configure(beh)
             try:
                 steering = Steering(endpoints, self.tb, conf.behavior, conf.segments,
-                                    conf.chains, conf.segment_mode)
+                                    conf.chains, conf.segment_mode, conf.vnf_mode)
                 with steering:
                     self.progress(f"{conf.label}: {steering.describe()}")
                     runner.start(endpoints, self.config)
@@ -278,14 +281,19 @@ class StatefulPlan:
             variant = Variant(variant.label, params)
             self.session.testbed.keep_claim()
             before = sut.counters()
+            entries = cache_entries(endpoints.sut, self.tb.sut.in_port.name) \
+                if conf.behavior == "end_cache" and before is not None else None
             carried = steering.carry_counts()
             sample = runner.run(endpoints, self.config, duration, variant)
             counters: dict[str, Any] = {}
             if before is not None:
                 after = sut.counters() or {}
+                now = cache_entries(endpoints.sut, self.tb.sut.in_port.name) \
+                    if entries is not None else None
                 delta = {k: after[k] - before.get(k, 0) for k in after}
                 counters = {"dataplane": {k: v for k, v in delta.items() if v},
-                            "table_i": table_i(delta)}
+                            "table_i": table_i(delta, now - entries if entries is not None
+                                               and now is not None else None)}
             if carried is not None:   # packets whose extra SIDs the client marked visited
                 now = steering.carry_counts() or {}
                 counters["srh_carry"] = {k: now[k] - carried.get(k, 0) for k in now}

@@ -271,4 +271,37 @@ def undo_left_setup(tb: TestbedConfig) -> list[str]:
     return done
 
 
-__all__ = ["SshEndpoints", "host_setup", "expected_mac", "undo_left_setup", "SIDES"]
+def host_status(testbed: Testbed) -> list[str]:
+    """What ``srperf testbed status`` says of the endpoint hosts (empty: none named):
+    per host, unreachable, its ``dev`` missing or with another MAC than the SUT's
+    neighbour entry, or a killed run's base setup (its record) or work directories left
+    (``srperf testbed unprepare`` undoes them); else that it is ready."""
+    tb: TestbedConfig = testbed.config
+    if tb.endpoints is None:
+        return []
+    ends = SshEndpoints(testbed)
+    lines = []
+    try:
+        for side in SIDES:
+            host = getattr(tb.endpoints, side).transport.ssh.host
+            try:
+                node = ends.node(side)
+                if not node.run(["true"], timeout=30.0).ok:
+                    raise SrperfError("a command there failed")
+                ends._check_dev(side)
+            except SrperfError as exc:
+                lines.append(f"endpoints.{side} ({host}): {exc}")
+                continue
+            left = [path for path in (host_setup(tb, side).record, workdirs_list(tb, side))
+                    if node.run(["test", "-e", path], timeout=30.0).ok]
+            lines.append(f"endpoints.{side} ({host}): " + (
+                f"a killed run's setup is left ({', '.join(left)}): srperf testbed "
+                "unprepare" if left else "ready"))
+    finally:
+        for node in ends._nodes.values():
+            node.close()
+    return lines
+
+
+__all__ = ["SshEndpoints", "host_setup", "expected_mac", "undo_left_setup", "host_status",
+           "SIDES"]

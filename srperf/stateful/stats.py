@@ -1,4 +1,5 @@
-"""Mean, coefficient of variation and the t-distribution interval over repetitions."""
+"""Mean, coefficient of variation and the interval of the mean over repetitions (the
+rule for positive quantities of :mod:`srperf.results.positive`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Sequence
 
-from srperf.results.stats import t_quantile
+from srperf.results.positive import positive_interval
 
 
 @dataclass(frozen=True)
@@ -22,9 +23,12 @@ class Spread:
     cv_pct: float | None
     """stdev / mean, percent (None when the mean is 0)."""
     low: float | None
-    """Lower end of the ``confidence`` interval of the mean (Student t; None for n < 2)."""
+    """Lower end of the ``confidence`` interval of the mean (never below zero; None
+    below :data:`srperf.results.positive.MIN_N` values: ``note`` says so)."""
     high: float | None
     confidence: float
+    note: str = ""
+    """Why there is no interval ("n too small (< 3)"), else empty."""
 
 
 def spread(values: Sequence[float], confidence: float = 0.95) -> Spread | None:
@@ -35,10 +39,10 @@ def spread(values: Sequence[float], confidence: float = 0.95) -> Spread | None:
     n, mean = len(vals), statistics.fmean(vals)
     sd = statistics.stdev(vals) if n > 1 else 0.0
     cv = 100.0 * sd / mean if mean else None
-    if n < 2:
-        return Spread(n, mean, sd, cv, None, None, confidence)
-    half = t_quantile((1 + confidence) / 2, n - 1) * sd / math.sqrt(n)
-    return Spread(n, mean, sd, cv, mean - half, mean + half, confidence)
+    ci = positive_interval(vals, confidence)
+    if not ci.known:
+        return Spread(n, mean, sd, cv, None, None, confidence, ci.note)
+    return Spread(n, mean, sd, cv, ci.low, ci.high, confidence)
 
 
 __all__ = ["Spread", "spread"]

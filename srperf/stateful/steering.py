@@ -11,7 +11,9 @@ server between the two, each processed on the way.  The server is the reverse ed
 answers go encapsulated to the client's End.DT6 SID, through End on the SUT for
 ``end``, through the caching proxy and its VNF for ``end_cache`` (its header is cached
 per packet, so the two directions are two chains through one VNF), and by plain
-routing for End.AD and End.AS (one stored header per VNF serves one direction).
+routing for End.AD and End.AS (one stored header per VNF serves one direction: so they
+cannot carry the connections of a source-NATing VNF, whose answers must pass it too;
+:func:`refusal` says so before anything is configured).
 
 With ``chains`` 2, the server's second address (``dst6 + 1``) is reached through a
 second segment list ending at another server SID; each last SID decapsulates into a
@@ -65,6 +67,29 @@ class Route:
     """The only segment-list length the behavior can carry (End.AS: its static header)."""
     one_chain: str = ""
     """Why a second chain cannot pass (empty: it can)."""
+    no_snat: str = ""
+    """Why the connections of a source-NATing VNF cannot pass (empty: they can)."""
+
+
+_NO_SNAT = ("the answers to the VNF's NAT address must pass the VNF to be de-NATed, and "
+            "they come back out of its one interface, where {name} gives every packet "
+            "{header} forward header (towards the server): a static proxy carries a NAT's "
+            "two directions only with one VNF interface per direction, which the VNFs of "
+            "this topology do not have")
+
+
+def refusal(behavior: str, tb: TestbedConfig, segments: int = 2, chains: int = 1,
+            vnf_mode: str | None = None) -> str:
+    """Why ``behavior`` cannot carry TCP with these settings (empty: it can); known
+    before anything is configured.  UnsupportedBehavior for one srperf cannot steer."""
+    route = route_for(behavior, tb)
+    if route.fixed_segments and segments != route.fixed_segments:
+        return f"{segments} segments: its static header has {route.fixed_segments}"
+    if chains > 1 and route.one_chain:
+        return f"{chains} chains through one VNF: {route.one_chain}"
+    if vnf_mode == "snat" and route.no_snat:
+        return f"vnf snat: {route.no_snat}"
+    return ""
 
 
 def route_for(behavior: str, tb: TestbedConfig) -> Route:
@@ -79,10 +104,12 @@ def route_for(behavior: str, tb: TestbedConfig) -> Route:
         return Route((vnf,), (vnf,), proxy_both_ways=True)
     if behavior == "end_ad":
         return Route((vnf,), (), one_chain="End.AD stores one header per VNF: packets of "
-                     "two chains through one VNF leave with the last learned one")
+                     "two chains through one VNF leave with the last learned one",
+                     no_snat=_NO_SNAT.format(name="End.AD", header="its last learned"))
     if behavior == "end_as":
         return Route((vnf,), (), fixed_segments=2,
-                     one_chain="End.AS restores one static header per VNF")
+                     one_chain="End.AS restores one static header per VNF",
+                     no_snat=_NO_SNAT.format(name="End.AS", header="its static"))
     if behavior == "end_baseline":
         return Route((vnf,), ())
     raise UnsupportedBehavior(behavior, "no TCP steering for it in srperf.stateful "
@@ -122,15 +149,13 @@ class Steering:
     """Install and remove the routes that steer the endpoints' TCP through a behavior."""
 
     def __init__(self, endpoints: Endpoints, tb: TestbedConfig, behavior: str,
-                 segments: int = 2, chains: int = 1, mode: str = carry.CARRIED) -> None:
+                 segments: int = 2, chains: int = 1, mode: str = carry.CARRIED,
+                 vnf_mode: str | None = None) -> None:
         self.ep, self.tb, self.behavior = endpoints, tb, behavior
         self.route = route_for(behavior, tb)
-        if self.route.fixed_segments and segments != self.route.fixed_segments:
-            raise UnsupportedBehavior(behavior, f"{segments} segments: its static header "
-                                      f"has {self.route.fixed_segments}")
-        if chains > 1 and self.route.one_chain:
-            raise UnsupportedBehavior(behavior, f"{chains} chains through one VNF: "
-                                      f"{self.route.one_chain}")
+        why = refusal(behavior, tb, segments, chains, vnf_mode)
+        if why:
+            raise UnsupportedBehavior(behavior, why)
         if mode not in carry.MODES:
             raise ValueError(f"segment mode {mode!r}: must be one of {carry.MODES}")
         self.segments, self.chains = segments, chains
@@ -265,4 +290,4 @@ tc filter replace dev {out} ingress pref {PROXY_PREF} handle 1 bpf object-pinned
         self.remove()
 
 
-__all__ = ["Steering", "Route", "route_for", "segment_lists", "chain_sids", "CLIENT_SID"]
+__all__ = ["Steering", "Route", "route_for", "refusal", "segment_lists", "chain_sids", "CLIENT_SID"]

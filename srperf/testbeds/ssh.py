@@ -128,9 +128,13 @@ class SshTestbed(Testbed):
 
     def status(self) -> list[str]:
         """Up or down, the lock, then what the SUT (and a TRex host over SSH) lacks,
-        each naming its testbed key: what ``srperf validate`` cannot see from here."""
+        each naming its testbed key: what ``srperf validate`` cannot see from here; then
+        each endpoint host (reachable, its dev, a killed run's setup left)."""
+        from srperf.stateful.ssh_endpoints import host_status
+
         lines = super().status()
         lines.extend(self._missing())
+        lines.extend(host_status(self))   # the stateful client and server hosts
         return lines
 
     def _missing(self) -> list[str]:

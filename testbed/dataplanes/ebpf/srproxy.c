@@ -149,6 +149,25 @@ static __always_inline __u32 payload_hash(struct __sk_buff *skb, __u32 off)
 	return h ^ n;
 }
 
+/* FNV-1a of `h` continued over the TCP options at `off` (`n` bytes, at most 40):
+ * two duplicate ACKs differ only there (SACK blocks, timestamp). */
+static __always_inline __u32 options_hash(struct __sk_buff *skb, __u32 off, __u32 n,
+					  __u32 h)
+{
+	__u8 buf[40] = {};
+
+	if (n > sizeof(buf))
+		n = sizeof(buf);
+	if (n > 0 && bpf_skb_load_bytes(skb, off, buf, n))
+		n = 0;
+#pragma unroll
+	for (int i = 0; i < (int)sizeof(buf); i++) {
+		h ^= buf[i];
+		h *= 16777619u;
+	}
+	return h ^ (n << 8);
+}
+
 /* The side of a source-NAT VNF a packet is on (SRP_F_NAT_KEY). */
 #define SRP_NAT_INSIDE 0  /* from the clients: the VNF rewrites its source */
 #define SRP_NAT_OUTSIDE 1 /* an answer: the VNF rewrites its destination back */
@@ -173,7 +192,7 @@ static __always_inline void nat_key(struct srp_cache_key *k, int side)
 static __always_inline int cache_key(struct __sk_buff *skb, __u32 off, int fam4,
 				     __u32 vidx, struct srp_cache_key *k)
 {
-	__u32 l4off, payload_off;
+	__u32 l4off, payload_off, opt_len = 0;
 	__u8 proto;
 	int l4 = 1;
 
@@ -228,6 +247,7 @@ static __always_inline int cache_key(struct __sk_buff *skb, __u32 off, int fam4,
 		k->tcp_flags = *(__u16 *)((__u8 *)&th + 12);
 		k->tcp_win = th.window;
 		payload_off = l4off + th.doff * 4;
+		opt_len = th.doff * 4 - sizeof(th);
 	} else if (l4 && (proto == IPPROTO_UDP || proto == IPPROTO_UDPLITE)) {
 		__u16 ports[2];
 
@@ -245,6 +265,9 @@ static __always_inline int cache_key(struct __sk_buff *skb, __u32 off, int fam4,
 		payload_off = l4off + 8;
 	}
 	k->payload = payload_hash(skb, payload_off);
+	if (opt_len) /* the options too: duplicate ACKs differ only there */
+		k->payload = options_hash(skb, l4off + sizeof(struct tcphdr), opt_len,
+					  k->payload);
 	return 0;
 }
 

@@ -105,7 +105,9 @@ struct srp_cache_key {
 	__u32 l4ack;     /* TCP acknowledgment number */
 	__u16 tcp_flags; /* TCP data offset and flags (header bytes 12-13) */
 	__u16 tcp_win;   /* TCP window */
-	__u32 payload;   /* FNV-1a of the first (at most 16) payload bytes and their count */
+	__u32 payload;   /* FNV-1a of the first (at most 16) payload bytes and their
+	                  * count, then of the TCP options (duplicate ACKs differ
+	                  * only in their SACK blocks or timestamps) */
 	__u8 src[16];    /* IPv4 uses the first 4 bytes; zero with
 	                  * SRP_F_NAT_KEY, inside */
 	__u8 dst[16];    /* zero with SRP_F_NAT_KEY, outside */

@@ -43,14 +43,15 @@ AGENT_SCRIPT = f"""#!/bin/bash
 # srperf console agent (srperf/transports/console.py): one request per line.
 dec() {{ if [[ "$1" != - ]]; then printf '%s' "$1" | base64 -d; fi; }}
 enc() {{ local s; s=$(base64 -w0 < "$1"); printf '%s' "${{s:--}}"; }}
+d="${{SRPERF_AGENT_DIR:-/run}}"   # scratch files (the guest's tmpfs)
 cd /tmp || exit 1
 while IFS=' ' read -r id cmd input limit; do
     [[ -n "$id" && -n "$limit" ]] || continue
-    dec "$cmd" > /run/srperf.cmd
-    dec "$input" > /run/srperf.in
-    timeout "$limit" bash /run/srperf.cmd < /run/srperf.in > /run/srperf.out 2> /run/srperf.err
+    dec "$cmd" > "$d/srperf.cmd"
+    dec "$input" > "$d/srperf.in"
+    timeout "$limit" bash "$d/srperf.cmd" < "$d/srperf.in" > "$d/srperf.out" 2> "$d/srperf.err"
     rc=$?
-    printf '{MARK} %s %s %s %s\\n' "$id" "$rc" "$(enc /run/srperf.out)" "$(enc /run/srperf.err)"
+    printf '{MARK} %s %s %s %s\\n' "$id" "$rc" "$(enc "$d/srperf.out")" "$(enc "$d/srperf.err")"
 done
 """
 

@@ -41,8 +41,9 @@ MARK = "@@srperf"
 
 AGENT_SCRIPT = f"""#!/bin/bash
 # srperf console agent (srperf/transports/console.py): one request per line.
-dec() {{ if [[ "$1" != - ]]; then printf '%s' "$1" | base64 -d; fi; }}
-enc() {{ local s; s=$(base64 -w0 < "$1"); printf '%s' "${{s:--}}"; }}
+# (few processes per request: each fork costs milliseconds in an emulated guest)
+dec() {{ if [[ "$1" != - ]]; then base64 -d <<<"$1"; fi; }}
+enc() {{ if [[ -s "$1" ]]; then base64 -w0 <"$1"; else printf -- -; fi; }}
 d="${{SRPERF_AGENT_DIR:-/run}}"   # scratch files (the guest's tmpfs)
 cd /tmp || exit 1
 while IFS=' ' read -r id cmd input limit; do

@@ -5,7 +5,8 @@
 #   FUNCTION is `clean` or one behavior of the catalogue (srperf/behaviors.py):
 #   ipv4 ipv6 h_insert h_encaps h_encaps_v4 h_encaps_l2 h_encaps_red
 #   h_encaps_l2_red end end_x end_t end_dx2 end_dx4 end_dx6 end_dt4 end_dt6
-#   end_dt46 end_b6_encaps end_next_csid
+#   end_dt6_vrf end_dt46 end_b6_encaps end_next_csid
+#   (catalogue entry end_dt46_v4 is end_dt46 measured with inner IPv4)
 #
 # The contract (exit codes, no defaults, idempotence, `functions`) is
 # cfg_scripts/README.md.  Every behavior function checks all its variables,
@@ -34,7 +35,7 @@
 #   SRPERF_INSERT_SEGS       comma-separated SID list of the H.Insert policy
 #   SRPERF_B6_SEGS           comma-separated SID list of the End.B6.Encaps policy
 #   SRPERF_TABLE             routing table of End.T / End.DT* (number)
-#   SRPERF_VRF_DEV           name of the VRF device End.DT4/End.DT46 need
+#   SRPERF_VRF_DEV           name of the VRF device End.DT4/DT6 (vrftable)/DT46 need
 #   SRPERF_CSID_PREFIX       the SUT's C-SID (locator block + function)/len
 #   SRPERF_CSID_BLOCK_PREFIX the C-SID locator block/len (routed to the tester rx)
 #   SRPERF_CSID_LBLEN        C-SID locator block length, bits
@@ -47,7 +48,7 @@ set -euo pipefail
 readonly PROG="linux.sh"
 readonly BEHAVIORS=(ipv4 ipv6 h_insert h_encaps h_encaps_v4 h_encaps_l2
 	h_encaps_red h_encaps_l2_red end end_x end_t end_dx2 end_dx4 end_dx6
-	end_dt4 end_dt6 end_dt46 end_b6_encaps end_next_csid)
+	end_dt4 end_dt6 end_dt6_vrf end_dt46 end_b6_encaps end_next_csid)
 readonly HELPERS=()
 # shellcheck source=SCRIPTDIR/contract.bash
 source "$(dirname "${BASH_SOURCE[0]}")/contract.bash"
@@ -289,8 +290,7 @@ end_dx6() {
 }
 
 # End.DT6 in legacy mode (`table`): the inner destination is routed in
-# SRPERF_TABLE only.  (The `vrftable` mode would need a VRF device, like
-# End.DT4/End.DT46 below.)
+# SRPERF_TABLE only.  (end_dt6_vrf below is its `vrftable` mode.)
 end_dt6() {
 	need "${CLEAN_VARS[@]}" SRPERF_TABLE SRPERF_DST_PREFIX6 SRPERF_TESTER_RX_IP6 SRPERF_SID_SUT \
 		SRPERF_OUT_IF
@@ -299,7 +299,8 @@ end_dt6() {
 	local_sid End.DT6 table "$SRPERF_TABLE"
 }
 
-# vrf_table: the VRF device that End.DT4/End.DT46 (`vrftable`) require.
+# vrf_table: the VRF device that End.DT4/End.DT6/End.DT46 (`vrftable`) require,
+# with strict mode (the kernel refuses `vrftable` without it: one table, one VRF).
 vrf_table() {
 	need SRPERF_VRF_DEV SRPERF_TABLE
 	feature "VRF device for table $SRPERF_TABLE" \
@@ -316,6 +317,19 @@ end_dt4() {
 	dst4_route "$SRPERF_TABLE"
 	feature "End.DT4 vrftable $SRPERF_TABLE" \
 		ip -6 route add "$SRPERF_SID_SUT/128" encap seg6local action End.DT4 \
+		vrftable "$SRPERF_TABLE" dev "$SRPERF_OUT_IF"
+}
+
+# End.DT6 in VRF mode (RFC 8986 4.6 as the kernel implements it since 5.14): the
+# inner destination is routed in the VRF device's table.
+end_dt6_vrf() {
+	need "${CLEAN_VARS[@]}" SRPERF_VRF_DEV SRPERF_TABLE SRPERF_DST_PREFIX6 SRPERF_TESTER_RX_IP6 \
+		SRPERF_SID_SUT SRPERF_OUT_IF
+	clean
+	vrf_table
+	dst6_route "$SRPERF_TABLE"
+	feature "End.DT6 vrftable $SRPERF_TABLE" \
+		ip -6 route add "$SRPERF_SID_SUT/128" encap seg6local action End.DT6 \
 		vrftable "$SRPERF_TABLE" dev "$SRPERF_OUT_IF"
 }
 

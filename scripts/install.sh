@@ -16,6 +16,9 @@ APT_PACKAGES+=(chromium postgresql)
 APT_PACKAGES+=(iperf3 wrk lighttpd nginx-light linux-perf curl)
 # The delay line's tests and bench measure the round trip it adds with ping.
 APT_PACKAGES+=(iputils-ping)
+# Kernel targets: QEMU boots a named kernel (TCG where KVM cannot) from an initramfs of
+# busybox + iproute2 + bash and the kernel's own modules (modprobe --show-depends: kmod).
+APT_PACKAGES+=(qemu-system-x86 busybox-static kmod)
 
 if [[ "$(id -u)" -ne 0 ]]; then
     echo "install.sh: run as root (apt-get, network namespaces, BPF)" >&2

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from srperf import resources, safe_paths
+from srperf.results import emulation
 from srperf.config.loader import load_experiment, load_testbed, read_yaml, validate
 from srperf.config.model import ALGORITHMS
 from srperf.errors import SrperfError
@@ -226,7 +227,9 @@ def run_nightly(suite: Suite, progress: Callable[[str], None] | None = None,
             searches, outcomes = local.frame("searches", run_id), local.frame("outcomes",
                                                                               run_id)
             result.cases = measured.case_names(searches, outcomes)
-            baseline = shared.last_good_run(exp.name, tb.name, suite.name, exclude=run_id)
+            baseline = shared.last_good_run(exp.name, tb.name, suite.name, exclude=run_id,
+                                            accept=emulation.accept_baseline(
+                                                shared, emulation.run_mode(local, run_id)))
             result.baseline_run_id = baseline
             comparison: Comparison | None = None
             if not measured.run_has_figure(local, run_id):

@@ -91,7 +91,8 @@ class Orchestrator:
         self.store_location = store or str(self.results_dir / "srperf.sqlite")
         """The results database: an SQLite file (default RESULTS/srperf.sqlite) or a
         postgresql:// URL; summary CSVs and temporary files stay in ``results_dir``."""
-        self.progress = progress or (lambda msg: log.info("%s", msg))
+        say = progress or (lambda msg: log.info("%s", msg))
+        self.progress = lambda msg: say(self.testbed.label_line(msg))
         self.events = progress if isinstance(progress, ProgressEvents) else ProgressEvents()
         self.keep_testbed = keep_testbed
         self.recipe = recipe or {}

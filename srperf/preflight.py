@@ -68,7 +68,7 @@ def host_cpus() -> set[int]:
 
 def tester_is_local(tb: TestbedConfig) -> bool:
     """True when the tester runs on this host (virtual; ssh without a tester host)."""
-    if tb.kind == "virtual":
+    if tb.kind in ("virtual", "kernel"):
         return True
     tr = tb.tester.transport
     return tb.kind == "ssh" and (tr is None or tr.kind != "ssh")

@@ -487,10 +487,9 @@ def write_files(directory: Path, files: dict[str, bytes | str], mode: int = PRIV
             for name, data in files.items()]
 
 
-def append_private(path: Path, text: str) -> Path:
-    """Append ``text`` to the file ``path`` (made 0600 with its directory 0700 when
-    missing), never through a symlink and only to a regular file of srperf's user."""
-    make_dirs(Path(path).parent, 0o700)
+def open_append(path: Path) -> IO[bytes]:
+    """The file ``path`` opened for binary appending (a process's log), made 0600 when
+    missing; never through a symlink and only a regular file of srperf's user."""
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
                      | os.O_CLOEXEC, PRIVATE)
@@ -498,11 +497,20 @@ def append_private(path: Path, text: str) -> Path:
         if exc.errno == errno.ELOOP:
             raise UnsafePath(f"{path}: is a symlink: refused, not written through") from None
         raise
-    with os.fdopen(fd, "a", encoding="utf-8") as out:
-        st = os.fstat(out.fileno())
-        if not stat.S_ISREG(st.st_mode) or not _trusted_uid(st.st_uid):
-            raise UnsafePath(f"{path}: not a regular file of srperf's user ({describe(st)})")
-        out.write(text)
+    out = os.fdopen(fd, "ab")
+    st = os.fstat(out.fileno())
+    if not stat.S_ISREG(st.st_mode) or not _trusted_uid(st.st_uid):
+        out.close()
+        raise UnsafePath(f"{path}: not a regular file of srperf's user ({describe(st)})")
+    return out
+
+
+def append_private(path: Path, text: str) -> Path:
+    """Append ``text`` to the file ``path`` (made 0600 with its directory 0700 when
+    missing), never through a symlink and only to a regular file of srperf's user."""
+    make_dirs(Path(path).parent, 0o700)
+    with open_append(Path(path)) as out:
+        out.write(text.encode("utf-8"))
     return Path(path)
 
 
@@ -573,6 +581,17 @@ def replace(src: Path | str, dst: Path | str) -> None:
     if not stat.S_ISREG(st.st_mode) or not _trusted_uid(st.st_uid):
         raise UnsafePath(f"{src}: not a file srperf made ({describe(st)})")
     os.replace(src, dst)
+
+
+def rename_dir(src: Path, dst: Path) -> None:
+    """Rename srperf's own directory ``src`` to the free name ``dst`` (a cache entry
+    filled under a temporary name); an existing ``dst`` is refused, never replaced."""
+    st = os.lstat(src)
+    if not stat.S_ISDIR(st.st_mode) or not _trusted_uid(st.st_uid):
+        raise UnsafePath(f"{src}: not a directory srperf made ({describe(st)})")
+    if os.path.lexists(dst):
+        raise UnsafePath(f"{dst}: already there; not replaced")
+    os.rename(src, dst)
 
 
 def copy_file(src: Path, dst: str | Path) -> None:

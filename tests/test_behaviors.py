@@ -30,9 +30,11 @@ S_IN, S_OUT = TB.sut.in_port.mac, TB.sut.out_port.mac
 
 LINUX = ["ipv4", "ipv6", "h_insert", "h_encaps", "h_encaps_v4", "h_encaps_l2",
          "h_encaps_red", "h_encaps_l2_red", "end", "end_x", "end_t", "end_dx2", "end_dx4",
-         "end_dx6", "end_dt4", "end_dt6", "end_dt46", "end_b6_encaps", "end_next_csid"]
+         "end_dx6", "end_dt4", "end_dt6", "end_dt46", "end_b6_encaps", "end_next_csid",
+         "end_dt6_vrf", "end_dt46_v4"]
+CFG_FUNCTION = {"end_dt46_v4": "end_dt46"}  # one SID, measured with IPv4 inside
 L2_INNER = {"h_encaps_l2", "h_encaps_l2_red", "end_dx2"}
-V4_INNER = {"ipv4", "h_encaps_v4", "end_dx4", "end_dt4"}
+V4_INNER = {"ipv4", "h_encaps_v4", "end_dx4", "end_dt4", "end_dt46_v4"}
 SCRIPT = Path(__file__).resolve().parents[1] / "cfg_scripts" / "linux.sh"
 
 
@@ -89,7 +91,7 @@ def expected_frame(name: str, size: int = 64):
                                           nh=41) / inner6(size)),
     }
     alias = {"end_x": "end", "end_t": "end", "end_dt4": "end_dx4", "end_dt6": "end_dx6",
-             "end_dt46": "end_dx6"}
+             "end_dt46": "end_dx6", "end_dt6_vrf": "end_dx6", "end_dt46_v4": "end_dx4"}
     return Ether(bytes(table[alias.get(name, name)]()))
 
 
@@ -117,7 +119,7 @@ def test_linux_catalogue_names_exactly():
     assert sorted(forwarders.get("linux").behaviors) == sorted(LINUX)
     for name in LINUX:
         b = B.get(name)
-        assert b.name == name and b.cfg_function == name
+        assert b.name == name and b.cfg_function == CFG_FUNCTION.get(name, name)
         assert "linux" in forwarders.offering(name)
         assert b.kind in B.KINDS
         assert not b.needs_vnf
@@ -284,6 +286,8 @@ WRONG = {
     "end_dx6": [(1, "hlim", 64, "hlim")],
     "end_dt6": [(1, "dst", A.sid_sut, "dst")],
     "end_dt46": [(1, "hlim", 64, "hlim")],
+    "end_dt6_vrf": [(1, "hlim", 64, "hlim")],
+    "end_dt46_v4": [(1, "ttl", 64, "ttl")],
     "end_b6_encaps": [(4, "segleft", 1, "segleft"), (3, "dst", A.sid_sut, "dst"),
                       (1, "dst", A.sid_next, "dst")],
     "end_next_csid": [(1, "dst", "fcbb:bbbb:100:200::", "dst"), (1, "hlim", 64, "hlim")],

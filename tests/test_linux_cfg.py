@@ -3,8 +3,8 @@
 For every Linux behavior: the script installs the expected routes, quietly and
 idempotently; the behavior's test frame, sent from the tester, comes out of the
 SUT transformed exactly as the catalogue's check() demands; ``clean`` restores
-the SUT's state as the testbed left it.  Behaviors the kernel refuses (End.DT4
-and End.DT46 need VRF) must exit 3 with the kernel's own reason.
+the SUT's state as the testbed left it.  Behaviors the kernel refuses (End.DT4,
+End.DT6 in VRF mode and End.DT46 need VRF) must exit 3 with the kernel's own reason.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ TB = TestbedConfig(name="lxc", prefix="lxc")
 A = TB.addressing
 SUT, TESTER = TB.sut_ns, TB.tester_ns
 OUT = TB.sut.out_port.name
-VRF_BEHAVIORS = {"end_dt4", "end_dt46"}
+VRF_BEHAVIORS = {"end_dt4", "end_dt46", "end_dt6_vrf", "end_dt46_v4"}
 
 S6 = A.sid_sut
 SEG6LOCAL = "seg6local"
@@ -74,6 +74,8 @@ ROUTES: dict[str, list[tuple[int, str, str, dict]]] = {
                       (6, "main", A.csid_block_prefix, {"gateway": A.tester_rx_ip6})],
     "end_dt4": [],
     "end_dt46": [],
+    "end_dt6_vrf": [],
+    "end_dt46_v4": [],
 }
 # Routes that must NOT be in the main table (the behavior must use its own table).
 NOT_IN_MAIN = {"end_t": [(6, A.sid_prefix)], "end_dt6": [(6, A.dst_prefix6)]}

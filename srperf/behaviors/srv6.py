@@ -299,6 +299,14 @@ BEHAVIORS: tuple[Behavior, ...] = (
          description="decapsulate, inner IPv6 looked up in table `table`"),
     _add("end_dt46", "End.DT46", "decap", _srv6_endpoint("ipv6", decap=True), _decap6,
          description="decapsulate, inner IPv6 or IPv4 looked up in table `table` (VRF)"),
+    _add("end_dt6_vrf", "End.DT6 (VRF)", "decap", _srv6_endpoint("ipv6", decap=True), _decap6,
+         description="decapsulate, inner IPv6 looked up in the VRF of table `table` "
+                     "(vrftable mode)"),
+    dataclasses.replace(
+        _add("end_dt46_v4", "End.DT46 (IPv4)", "decap", _srv6_endpoint("ipv4", decap=True),
+             _decap4, min_size="ipv4",
+             description="End.DT46 measured with inner IPv4 (the same SID as end_dt46)"),
+        cfg_function="end_dt46"),
     _add("end_b6_encaps", "End.B6.Encaps", "endpoint", _srv6_endpoint("ipv6", decap=False),
          _b6_encaps,
          description="End, then encapsulated in the policy bound to the SID"),

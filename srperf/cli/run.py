@@ -154,6 +154,12 @@ def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = N
     print(f"\ntrials: {report.store_where}  summary: {report.summary_csv}")
     if orch.testbed.is_model:
         print("NOTE: the testbed is a simulated SUT model; these are not measurements.")
+    if orch.testbed.label_line("") != "":
+        print(f"NOTE: {orch.testbed.label_line('')}the SUT ran under software emulation: "
+              "these figures rank behaviors, they are not the kernel's native cost.")
+    if orch.testbed.label_line("") != "":
+        print(f"NOTE: {orch.testbed.label_line('')}the SUT ran under software emulation: "
+              "these figures rank behaviors, they are not the kernel's native cost.")
     if report.nothing_measured:
         print(f"srperf: run {report.run_id}: {report.nothing_measured}", file=sys.stderr)
         return EXIT_NOTHING_MEASURED

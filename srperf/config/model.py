@@ -296,6 +296,8 @@ class TestbedConfig:
     endpoints: EndpointsConfig | None = None
     """ssh testbeds: the hosts a stateful experiment's client and server run on (None:
     none named; a stateful experiment is then refused)."""
+    kernel: dict[str, Any] = field(default_factory=dict)
+    """kernel testbeds: the ``kernel`` block as written (srperf.kernel.target.KernelTarget)."""
     source: str = "<built-in>"
 
     @property

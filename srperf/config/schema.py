@@ -144,7 +144,7 @@ def _transport() -> dict[str, Any]:
         },
     }
     return {"type": "object", "additionalProperties": False,
-            "properties": {"kind": {"enum": ["netns", "ssh"]}, "ssh": ssh}}
+            "properties": {"kind": {"enum": ["netns", "ssh", "console"]}, "ssh": ssh}}
 
 
 def _endpoints() -> dict[str, Any]:
@@ -212,5 +212,8 @@ TESTBED_SCHEMA: dict[str, Any] = {
                                      "(srperf.drivers.simulated.SimulatedModel)"},
         "provision": ProvisionSettings.json_schema(),
         "endpoints": _endpoints(),
+        "kernel": {"type": "object",
+                   "description": "kind kernel only: the kernel the guest boots "
+                                  "(srperf.kernel.target.KernelTarget)"},
     },
 }

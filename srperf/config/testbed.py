@@ -56,6 +56,9 @@ def load_testbed(path: str | Path) -> TestbedConfig:
     _check_driver_options(file, tester.driver, tester.options)
     kind = data.get("kind", "virtual")
     _check_simulated(file, kind, data)
+    if "kernel" in data and kind != "kernel":
+        raise ConfigError(file, "kernel", data["kernel"], f"only a testbed of kind 'kernel' "
+                          f"boots a kernel; this one is {kind!r} (remove the block)")
     from srperf import testbeds
 
     endpoints = _endpoints(file, path.parent, kind, data["endpoints"], sut) \
@@ -65,7 +68,7 @@ def load_testbed(path: str | Path) -> TestbedConfig:
                            tester=tester, sut=sut,
                            addressing=addressing, simulated=dict(data.get("simulated", {})),
                            provision=dict(data.get("provision", {})), endpoints=endpoints,
-                           source=file)
+                           kernel=dict(data.get("kernel") or {}), source=file)
     testbeds.KINDS[config.kind].check_config(config)
     return config
 

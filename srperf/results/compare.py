@@ -326,8 +326,12 @@ def compare_stateful(base: pd.DataFrame, cur: pd.DataFrame,
 def compare_runs(store: ResultStore, baseline: str, current: str,
                  threshold_pct: float = DEFAULT_THRESHOLD_PCT, method: str = "welch",
                  baseline_store: ResultStore | None = None) -> Comparison:
-    """Compare two stored runs (the baseline may live in another store)."""
+    """Compare two stored runs (the baseline may live in another store); an emulated
+    run is never judged against a native one (NotComparable, srperf.results.emulation)."""
+    from srperf.results.emulation import check_comparable
+
     bstore = baseline_store or store
+    check_comparable(bstore, baseline, store, current)
     result = compare_frames(frames.searches(bstore, baseline), frames.searches(store, current),
                             frames.outcomes(bstore, baseline), frames.outcomes(store, current),
                             threshold_pct, method, baseline, current)

@@ -85,6 +85,10 @@ class RunInfo:
         """measured, MODEL (simulated SUT) or SYNTHETIC (made up by a benchmark)."""
         if self.simulated:
             return "MODEL (simulated SUT)"
+        from srperf.results.emulation import label
+
+        if label(self.environment):
+            return label(self.environment)
         return "SYNTHETIC" if self.environment.get("synthetic") else "measured"
 
 
@@ -239,7 +243,11 @@ def _stateful(samples: pd.DataFrame, labels: dict[str, str],
 
 
 def _label(row: pd.Series, index: int) -> str:
-    return f"#{index + 1} {row['forwarder']} {row['run_id']}"
+    from srperf.results.emulation import EMULATED, mode
+
+    env = row.get("env")
+    emulated = " EMULATED" if isinstance(env, dict) and mode(env) == EMULATED else ""
+    return f"#{index + 1} {row['forwarder']} {row['run_id']}{emulated}"
 
 
 def collect(store: ResultStore, run_ids: Iterable[str], title: str = "",

@@ -20,7 +20,7 @@ import logging
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 import sqlalchemy as sa
 
@@ -462,11 +462,13 @@ class ResultStore:
         return [spec] if spec in ids else ids
 
     def last_good_run(self, experiment: str, testbed: str, suite: str | None,
-                      exclude: str | None = None) -> str | None:
+                      exclude: str | None = None,
+                      accept: Callable[[str], bool] | None = None) -> str | None:
         """The newest nightly run of this suite, experiment and testbed that finished,
         measured at least one figure (a search goal with a rate: a run whose every
         search ended generator-limited is never a baseline) and was not itself judged
-        a regression (None when there is none)."""
+        a regression (None when there is none); with ``accept``, the newest such run
+        it accepts (srperf.results.emulation: never an emulated run for a native one)."""
         r, c, s = schema.runs, schema.comparisons, schema.searches
         bad = sa.select(c.c.run_id).where(c.c.verdict == "regression")
         st = schema.stateful_samples
@@ -483,7 +485,10 @@ class ResultStore:
         if exclude:
             query = query.where(r.c.run_id != exclude)
         with self.engine.connect() as conn:
-            return conn.execute(query.limit(1)).scalar()
+            if accept is None:
+                return conn.execute(query.limit(1)).scalar()
+            candidates = list(conn.execute(query).scalars())
+        return next((run_id for run_id in candidates if accept(run_id)), None)
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from srperf.config.model import TestbedConfig
 from srperf.testbeds.base import Testbed, TestbedError
+from srperf.testbeds.kernel_vm import KernelTestbed
 from srperf.testbeds.simulated import SimulatedTestbed
 from srperf.testbeds.ssh import SshTestbed
 from srperf.testbeds.virtual import VirtualTestbed
 
 KINDS: dict[str, type[Testbed]] = {k.kind: k for k in (VirtualTestbed, SshTestbed,
-                                                       SimulatedTestbed)}
+                                                       SimulatedTestbed, KernelTestbed)}
 
 
 def create(config: TestbedConfig) -> Testbed:

@@ -253,6 +253,11 @@ class Testbed(abc.ABC):
         return SutControl(forwarder, self.node("sut"), self.config, options)
 
     # -- environment ------------------------------------------------------------------
+    def label_line(self, line: str) -> str:
+        """A progress line as this testbed labels it (an emulated SUT says so on every
+        line, srperf.testbeds.kernel_vm); unchanged here."""
+        return line
+
     def environment(self, forwarder: Forwarder | None = None) -> dict[str, Any]:
         """Each node's environment, read through its own transport."""
         nodes: dict[str, Any] = {}

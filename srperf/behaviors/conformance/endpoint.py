@@ -280,6 +280,14 @@ def end_dt46(tb: TestbedConfig) -> CaseList:
     return _decap(tb, "end_dt46", "ipv6", ("ipv6", "ipv4"), "RFC 8986 4.8")
 
 
+def end_dt6_vrf(tb: TestbedConfig) -> CaseList:
+    return _decap(tb, "end_dt6_vrf", "ipv6", ("ipv6",), "RFC 8986 4.6")
+
+
+def end_dt46_v4(tb: TestbedConfig) -> CaseList:
+    return _decap(tb, "end_dt46_v4", "ipv4", ("ipv6", "ipv4"), "RFC 8986 4.8")
+
+
 def end_dx4(tb: TestbedConfig) -> CaseList:
     return _decap(tb, "end_dx4", "ipv4", ("ipv4",), "RFC 8986 4.5")
 
@@ -295,5 +303,5 @@ def end_dx2(tb: TestbedConfig) -> CaseList:
 MATRICES = {"end": end, "end_x": end_x, "end_t": end_t, "end_b6_encaps": end_b6_encaps,
             "end_next_csid": end_next_csid, "end_dx6": end_dx6, "end_dt6": end_dt6,
             "end_dt46": end_dt46, "end_dx4": end_dx4, "end_dt4": end_dt4,
-            "end_dx2": end_dx2}
+            "end_dx2": end_dx2, "end_dt6_vrf": end_dt6_vrf, "end_dt46_v4": end_dt46_v4}
 """Behavior name -> the function that builds its cases."""

@@ -1,0 +1,163 @@
+"""A kernel on this host, ready to boot: fetched once, unpacked, its modules indexed.
+
+A Debian kernel package is downloaded with ``apt-get download`` (the host's own
+package sources; nothing installed), unpacked with ``dpkg -x`` and indexed with
+``depmod -b`` into ``CACHE_DIR/PACKAGE_VERSION/``; the ``.deb``'s SHA-256 is
+recorded there and goes with every run's environment.  A second fetch of the
+same package finds the cache and checks the recorded SHA-256 against the file.
+A kernel built elsewhere (``image`` + ``modules_dir``) is used in place; its
+image's SHA-256 is recorded instead.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import logging
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from srperf import safe_paths
+from srperf.errors import SrperfError
+from srperf.kernel.target import KernelTarget
+
+log = logging.getLogger(__name__)
+
+MANIFEST = "srperf-kernel.json"
+
+
+class KernelFetchError(SrperfError):
+    """A kernel could not be fetched, unpacked or found."""
+
+
+@dataclass(frozen=True)
+class KernelImage:
+    """A kernel this host can boot in a guest."""
+
+    name: str
+    """The package (``PACKAGE=VERSION``) or the image path."""
+    release: str
+    """Its ``uname -r`` (the name of its modules directory)."""
+    image: str
+    """The kernel image QEMU boots (bzImage)."""
+    modules_dir: str
+    """Its ``lib/modules/RELEASE`` directory (with modules.dep)."""
+    sha256: str
+    """SHA-256 of the ``.deb`` (package) or of the image (built elsewhere)."""
+    version: str | None = None
+    """The Debian package version (None: not a package)."""
+
+    def record(self) -> dict[str, str | None]:
+        """What the run's environment keeps of it."""
+        return asdict(self)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _run(argv: list[str], cwd: Path | None = None, timeout: float = 600.0) -> str:
+    try:
+        res = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError as exc:
+        raise KernelFetchError(f"cannot run {argv[0]}: {exc} (scripts/install.sh installs "
+                               "what kernel targets need)") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise KernelFetchError(f"{' '.join(argv)} took longer than {timeout:g} s") from exc
+    if res.returncode != 0:
+        raise KernelFetchError(f"{' '.join(argv)} failed (exit {res.returncode}): "
+                               f"{(res.stderr or res.stdout).strip()}")
+    return res.stdout
+
+
+def fetch(target: KernelTarget) -> KernelImage:
+    """The kernel ``target`` names, fetched and unpacked once (cached)."""
+    if target.image is not None:
+        return _built(target)
+    assert target.package is not None
+    cache = Path(target.cache_dir)
+    safe_paths.make_dirs(cache)
+    with safe_paths.open_append(cache / ".lock") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two runs fetching the same kernel wait
+        return _package(target, cache)
+
+
+def _package(target: KernelTarget, cache: Path) -> KernelImage:
+    spec = target.package + (f"={target.version}" if target.version else "")
+    # Which version apt would fetch now (so that a cached older one is not taken
+    # for the candidate once the archive moves on).
+    version = target.version or _candidate(target.package)
+    entry = cache / f"{target.package}_{version}".replace(":", "%3a")
+    manifest = entry / MANIFEST
+    if manifest.is_file():
+        image = KernelImage(**json.loads(manifest.read_text()))
+        debs = list(entry.glob("*.deb"))
+        if len(debs) == 1 and _sha256(debs[0]) == image.sha256 and Path(image.image).is_file():
+            log.info("kernel %s: cached in %s", spec, entry)
+            return image
+        log.warning("kernel %s: the cache in %s is damaged; fetching again", spec, entry)
+    if entry.exists():
+        safe_paths.remove_tree(entry)
+    work = safe_paths.make_temp_dir(".fetch-", cache)
+    try:
+        log.info("kernel %s: apt-get download into %s", spec, entry)
+        _run(["apt-get", "download", f"{target.package}={version}"], cwd=work)
+        debs = list(work.glob("*.deb"))
+        if len(debs) != 1:
+            raise KernelFetchError(f"apt-get download {spec} left {len(debs)} .deb files")
+        root = work / "root"
+        _run(["dpkg", "-x", str(debs[0]), str(root)])
+        releases = sorted(p.name for p in (root / "lib" / "modules").iterdir()) \
+            if (root / "lib" / "modules").is_dir() else []
+        if len(releases) != 1:
+            raise KernelFetchError(f"{debs[0].name}: expected one lib/modules/RELEASE, "
+                                   f"found {releases}")
+        release = releases[0]
+        _run(["depmod", "-b", str(root), release])
+        safe_paths.rename_dir(work, entry)
+    except BaseException:
+        safe_paths.remove_tree(work)
+        raise
+    deb = next(entry.glob("*.deb"))
+    vmlinuz = entry / "root" / "boot" / f"vmlinuz-{release}"
+    if not vmlinuz.is_file():
+        raise KernelFetchError(f"{deb.name} has no boot/vmlinuz-{release}")
+    image = KernelImage(name=spec, release=release, image=str(vmlinuz),
+                        modules_dir=str(entry / "root" / "lib" / "modules" / release),
+                        sha256=_sha256(deb), version=version)
+    safe_paths.write_file(manifest, json.dumps(image.record(), indent=1, sort_keys=True),
+                          make_parent=False)
+    log.info("kernel %s: %s, sha256 %s", spec, release, image.sha256)
+    return image
+
+
+def _candidate(package: str) -> str:
+    """The version ``apt-get download PACKAGE`` would fetch (KernelFetchError: none)."""
+    out = _run(["apt-cache", "policy", package], timeout=60.0)
+    for line in out.splitlines():
+        key, _, value = line.strip().partition(":")
+        if key == "Candidate" and value.strip() and value.strip() != "(none)":
+            return value.strip()
+    raise KernelFetchError(f"no package {package} in this host's package sources "
+                           "(apt-cache policy names no candidate; apt-get update?)")
+
+
+def _built(target: KernelTarget) -> KernelImage:
+    assert target.image is not None and target.modules_dir is not None
+    image, modules = Path(target.image), Path(target.modules_dir)
+    if not image.is_file():
+        raise KernelFetchError(f"kernel image {image} does not exist")
+    if not (modules / "modules.dep").is_file():
+        raise KernelFetchError(f"{modules}: no modules.dep (run depmod -b on its root, or "
+                               "make modules_install)")
+    return KernelImage(name=str(image), release=modules.name, image=str(image),
+                       modules_dir=str(modules), sha256=_sha256(image))
+
+
+__all__ = ["KernelImage", "KernelFetchError", "fetch"]

@@ -1,0 +1,96 @@
+"""The ``kernel:`` block of a kernel testbed file, as a dataclass.
+
+Either a Debian kernel package by name (``package``, optionally pinned to a
+``version``), fetched once with ``apt-get download`` into ``cache_dir``; or a
+kernel built elsewhere (``image``: its bzImage or vmlinux, ``modules_dir``: its
+``lib/modules/RELEASE`` directory, as ``make modules_install INSTALL_MOD_PATH=...``
+leaves it).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, fields
+from typing import Any, Mapping
+
+from srperf.errors import ConfigError
+
+ACCELERATORS = ("auto", "kvm", "tcg")
+DEFAULT_CACHE_DIR = "/var/cache/srperf/kernels"
+_PACKAGE = re.compile(r"^linux-image-[A-Za-z0-9.+~-]+\Z")
+_VERSION = re.compile(r"^[A-Za-z0-9.+~:-]+\Z")
+
+
+@dataclass(frozen=True)
+class KernelTarget:
+    """A named kernel and the guest it boots in."""
+
+    package: str | None = None
+    """Debian binary package of the kernel, e.g.
+    ``linux-image-6.1.0-56-cloud-amd64-unsigned``."""
+    version: str | None = None
+    """The package's version (``apt-get download PACKAGE=VERSION``); None: the candidate."""
+    image: str | None = None
+    """A kernel image built elsewhere (bzImage or vmlinux), instead of ``package``."""
+    modules_dir: str | None = None
+    """With ``image``: its modules, ``.../lib/modules/RELEASE``."""
+    cache_dir: str = DEFAULT_CACHE_DIR
+    """Where fetched packages are kept (one directory per package and version)."""
+    accel: str = "auto"
+    """auto (KVM when a test guest boots under it, else TCG), kvm or tcg."""
+    memory_mb: int = 512
+    """Guest memory, MiB."""
+    cpus: int = 1
+    """Guest vCPUs."""
+    boot_timeout_s: float = 120.0
+    """Longest wait for the guest's agent to answer after QEMU starts, seconds."""
+    host_cpu: int | None = None
+    """Host CPU the QEMU process is pinned to (None: not pinned)."""
+
+    @property
+    def name(self) -> str:
+        """How the kernel is named in messages and results."""
+        if self.package:
+            return self.package + (f"={self.version}" if self.version else "")
+        return f"image {self.image}"
+
+    @classmethod
+    def from_mapping(cls, file: str, data: Mapping[str, Any] | None) -> "KernelTarget":
+        """The ``kernel`` block of testbed ``file``; ConfigError names the bad key."""
+        if not isinstance(data, Mapping):
+            raise ConfigError(file, "kernel", data, "a kernel testbed needs a kernel block "
+                              "(package: linux-image-..., or image: + modules_dir:)")
+        known = {f.name for f in fields(cls)}
+        for key in data:
+            if key not in known:
+                raise ConfigError(file, f"kernel.{key}", data[key],
+                                  f"unknown key (known: {', '.join(sorted(known))})")
+        t = cls(**dict(data))
+        if (t.package is None) == (t.image is None):
+            raise ConfigError(file, "kernel", dict(data),
+                              "name exactly one of package (a Debian kernel package) or "
+                              "image (a kernel built elsewhere, with modules_dir)")
+        if t.package is not None and not _PACKAGE.match(str(t.package)):
+            raise ConfigError(file, "kernel.package", t.package,
+                              "not a Debian kernel package name (linux-image-...)")
+        if t.version is not None and (t.package is None or not _VERSION.match(str(t.version))):
+            raise ConfigError(file, "kernel.version", t.version,
+                              "a Debian version string, and only with package")
+        if t.image is not None and (not str(t.image).startswith("/") or not t.modules_dir):
+            raise ConfigError(file, "kernel.image", t.image,
+                              "an absolute path, with modules_dir (its lib/modules/RELEASE)")
+        if t.accel not in ACCELERATORS:
+            raise ConfigError(file, "kernel.accel", t.accel, f"one of {', '.join(ACCELERATORS)}")
+        if not isinstance(t.memory_mb, int) or not 128 <= t.memory_mb <= 65536:
+            raise ConfigError(file, "kernel.memory_mb", t.memory_mb, "an integer, 128-65536")
+        if not isinstance(t.cpus, int) or not 1 <= t.cpus <= 64:
+            raise ConfigError(file, "kernel.cpus", t.cpus, "an integer, 1-64")
+        if not isinstance(t.boot_timeout_s, (int, float)) or not 5 <= t.boot_timeout_s <= 3600:
+            raise ConfigError(file, "kernel.boot_timeout_s", t.boot_timeout_s,
+                              "a number of seconds, 5-3600")
+        if not str(t.cache_dir).startswith("/"):
+            raise ConfigError(file, "kernel.cache_dir", t.cache_dir, "an absolute path")
+        return t
+
+
+__all__ = ["KernelTarget", "ACCELERATORS", "DEFAULT_CACHE_DIR"]

@@ -11,7 +11,7 @@ import pytest
 TEST_PREFIXES = ("srpt", "tgen", "lxc", "ebp", "srpcli", "srpsig", "sshq", "srpssh", "cfgc",
                  "srpvp", "srppv", "srpbd", "srphd", "h16a", "h16b", "h17c", "h17e", "htrex",
                  "hvary", "s27", "s23", "s24b", "s25", "s22a", "s24a", "s26", "s22b", "s22d",
-                 "p8v", "p8t", "p8d", "p8p", "p8c", "p8s", "p8f", "p8g")
+                 "p8v", "p8t", "p8d", "p8p", "p8c", "p8s", "p8f", "p8g", "l37")
 
 
 def _namespaces() -> set[str]:

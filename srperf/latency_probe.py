@@ -67,6 +67,19 @@ def probe_frame(frame: bytes) -> bytes:
     return out
 
 
+def _slot(value: int) -> bytes:
+    hi, lo = value >> 16 & 0xFFFF, value & 0xFFFF
+    return b"".join(w.to_bytes(2, "big") + (w ^ 0xFFFF).to_bytes(2, "big") for w in (hi, lo))
+
+
+def stamp(probe: bytes, trial: int, number: int, tx_ns: int) -> bytes:
+    """``probe`` with its trailer filled as srgen fills it (checksum-neutrally)."""
+    if not probe.endswith(PROBE_MAGIC) or len(probe) < TRAILER_LEN:
+        raise ValueError("not a probe frame")
+    slots = _slot(trial) + _slot(number) + _slot(tx_ns >> 32) + _slot(tx_ns & 0xFFFFFFFF)
+    return probe[:-TRAILER_LEN] + slots + PROBE_MAGIC
+
+
 def read_trailer(frame: bytes) -> tuple[int, int, int] | None:
     """(trial number, probe number, transmit time ns) of a probe frame as srgen sent
     it, or None when ``frame`` does not end with a probe trailer."""
@@ -82,4 +95,4 @@ def read_trailer(frame: bytes) -> tuple[int, int, int] | None:
     return values[0], values[1], values[2] << 32 | values[3]
 
 
-__all__ = ["PROBE_MAGIC", "TRAILER", "TRAILER_LEN", "probe_frame", "read_trailer"]
+__all__ = ["PROBE_MAGIC", "TRAILER", "TRAILER_LEN", "probe_frame", "read_trailer", "stamp"]

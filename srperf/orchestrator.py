@@ -394,10 +394,16 @@ def describe_latency(p: LatencyPoint) -> str:
     if not lat.get("packets"):
         return (f"{p.rate_pps / 1e3:.1f} kpps, no latency figure: "
                 f"{lat.get('note') or 'no latency packet received'}{counts}")
+    cal = p.calibration
+    alone = ""
+    if cal is not None:
+        alone = ("; generator alone (veth pair) p50/p99/p99.9 " + "/".join(
+            "-" if cal.get(n) is None else f"{cal[n]:.4g}" for n in
+            ("p50_us", "p99_us", "p999_us")) + " us")
     return (f"{p.rate_pps / 1e3:.1f} kpps, min/avg/max {us('min_us', 'avg_us', 'max_us')} us, "
             f"jitter {us('jitter_us')} us, p50/p90/p99/p99.9/p99.99 "
             f"{us('p50_us', 'p90_us', 'p99_us', 'p999_us', 'p9999_us')} us "
-            f"({lat.get('source')}){counts}")
+            f"({lat.get('source')}){counts}{alone}")
 
 
 def describe_estimate(g: GoalResult) -> str:

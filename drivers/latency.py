@@ -55,6 +55,9 @@ class LatencyStats:
     reordered: int | None = None
     """Latency packets that arrived after one sent later."""
     duplicates: int | None = None
+    receiver_dropped: int | None = None
+    """Latency packets that arrived but the receiver itself dropped (srgen's socket
+    buffer full): not counted in ``lost`` (the path's loss)."""
     hdrh: str | None = None
     """The HDR histogram, base64 (``HdrHistogram.encode``), or None."""
     hdrh_unit_ns: int = 1000
@@ -119,6 +122,10 @@ def from_probes(probes: Mapping[str, Any]) -> LatencyStats:
     unstamped = int(probes.get("unstamped", 0))
     if unstamped:
         notes.append(f"{unstamped} probe(s) without a kernel receive time stamp")
+    dropped = int(probes.get("socket_drops", 0))
+    if dropped:
+        notes.append(f"{dropped} probe(s) dropped by srgen's receive buffer (not the path; "
+                     "latency figures lack them)")
     late = int(probes.get("late", 0))
     if late:
         notes.append(f"{late} probe(s) of an earlier trial arrived during this one")
@@ -126,7 +133,8 @@ def from_probes(probes: Mapping[str, Any]) -> LatencyStats:
     hist = HdrHistogram(1, HDRH_HIGHEST_NS, HDRH_DIGITS)
     for v in good:
         hist.record_value(max(1, min(v, HDRH_HIGHEST_NS)))
-    common = dict(packets=len(good), sent=sent, lost=max(sent - received, 0),
+    common = dict(packets=len(good), sent=sent, lost=max(sent - received - dropped, 0),
+                  receiver_dropped=dropped,
                   reordered=int(probes.get("reordered", 0)),
                   duplicates=int(probes.get("duplicates", 0)), hdrh_unit_ns=1,
                   generator="linux")

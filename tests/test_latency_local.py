@@ -78,6 +78,13 @@ def test_figures_of_probes() -> None:
     assert "negative" in stats.note
 
 
+def test_probes_the_receiver_dropped_are_not_path_loss() -> None:
+    stats = from_probes({"offered": 100, "received": 90, "socket_drops": 10,
+                         "latency_ns": [1000] * 90})
+    assert stats.lost == 0 and stats.receiver_dropped == 10
+    assert "receive buffer" in stats.note
+
+
 def test_trial_without_probes_is_said_not_zero() -> None:
     stats = from_probes({"offered": 2000, "received": 0, "latency_ns": []})
     assert stats.packets == 0 and stats.lost == 2000 and not stats.received

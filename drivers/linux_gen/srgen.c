@@ -1049,6 +1049,17 @@ static void default_iov(struct sender *snd)
 	}
 }
 
+/* Frames the probe socket dropped (its buffer full) since the last call. */
+static uint64_t socket_drops(int fd)
+{
+	struct tpacket_stats st;
+	socklen_t len = sizeof(st);
+
+	if (getsockopt(fd, SOL_PACKET, PACKET_STATISTICS, &st, &len) < 0)
+		die("PACKET_STATISTICS of the probe socket: %s", strerror(errno));
+	return st.tp_drops;
+}
+
 /* A trial with probes: its number, its schedule and an empty tally (probes
  * still queued from earlier trials are read now and counted late). */
 static void start_probes(struct gen *g, const struct trial_req *t)
@@ -1074,6 +1085,7 @@ static void start_probes(struct gen *g, const struct trial_req *t)
 	r->highest = 0;
 	r->any = 0;
 	read_probes(r);
+	socket_drops(r->fd);    /* reading the statistics resets them */
 }
 
 /* The probes' part of the report; ends the trial's probes. */
@@ -1084,10 +1096,11 @@ static void print_probes(struct gen *g, const struct trial_req *t, uint64_t offe
 
 	printf(", \"probes\": {\"pps\": %.3f, \"offered\": %" PRIu64 ", \"received\": %" PRIu64
 	       ", \"reordered\": %" PRIu64 ", \"duplicates\": %" PRIu64 ", \"late\": %" PRIu64
-	       ", \"foreign\": %" PRIu64 ", \"unstamped\": %" PRIu64 ", \"frame_len\": %zu"
+	       ", \"foreign\": %" PRIu64 ", \"unstamped\": %" PRIu64
+	       ", \"socket_drops\": %" PRIu64 ", \"frame_len\": %zu"
 	       ", \"clock\": \"realtime\", \"latency_ns\": [",
 	       t->probe_pps, offered, r->n + r->unstamped, r->reordered, r->duplicates, r->late,
-	       r->foreign, r->unstamped, g->snd.probe_len);
+	       r->foreign, r->unstamped, socket_drops(r->fd), g->snd.probe_len);
 	for (i = 0; i < r->n; i++)
 		printf(i ? ",%" PRId64 : "%" PRId64, r->lat[i]);
 	printf("]}");

@@ -6,12 +6,14 @@ whether a planted delay shows where it should.
         .venv/bin/python bench/latency.py cost  [--reps 3] [--stream-pps 1000]
     flock /work/wt/traffic.lock .venv/bin/python bench/latency.py delay [--delay-ms 2]
 
-``cost``: the generator's maximum *paced* rate (the highest rate a bisection finds
-paced within 1 %, 0.5 s trials, srgen pinned to CPU 0, the sink's NAPI thread on
-CPU 1) with latency probes off and on (a ``--stream-pps`` probe stream inside the
-load), alternating off/on in every repetition so that the machine's drift hits both;
-prints each and the ratio of medians (the issue's target: the probes cost at most
-5 %).  Topology: namespace l37b-tx, veth t0 -> t1, XDP sink on t1 (threaded NAPI).
+``cost``: the generator's maximum rate, with latency probes off and on (a
+``--stream-pps`` probe stream inside the load): trials asking for more than srgen can
+offer (``--ask``, 3 Mpps, 0.5 s, srgen pinned to CPU 0, the sink's NAPI thread on CPU
+1), so srgen paces as fast as it can and its offered rate is its ceiling; off and on
+alternate in every repetition so that the machine's drift hits both; prints each and
+the ratio of medians (the issue's target: the probes cost at most 5 %).  (A bisection
+for the highest rate paced within 1 % found nothing at all on the shared, loaded VM:
+every rate down to 20 kpps slipped.)  Topology: namespace l37b-tx, veth t0 -> t1, XDP sink on t1 (threaded NAPI).
 
 ``delay``: the virtual testbed (prefix l37d), behavior ``--behavior`` (ipv6),
 latency trials at ``--rate`` pps with and without a delay line of D ms on the SUT's
@@ -29,7 +31,6 @@ import logging
 import os
 import statistics
 import sys
-from typing import Callable
 
 from scapy.layers.inet6 import IPv6
 from scapy.layers.inet import UDP
@@ -53,19 +54,6 @@ def frame() -> bytes:
                  / UDP(sport=1024, dport=1025) / Raw(bytes(18)))
 
 
-def max_paced(trial: Callable[[float], bool], lo: float, hi: float, steps: int) -> float:
-    """Highest rate (pps) in [lo, hi] whose trial paced within tolerance (bisection)."""
-    if not trial(lo):
-        return 0.0
-    for _ in range(steps):
-        mid = (lo + hi) / 2
-        if trial(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
 def cost(args: argparse.Namespace) -> int:
     ns = TX_NS   # srgen reads both ports where it runs: t0 -> t1 in one namespace
     try:
@@ -78,30 +66,26 @@ def cost(args: argparse.Namespace) -> int:
         run(["sh", "-c", "echo 1 > /sys/class/net/t1/threaded"], ns=ns)
         for pid in run(["sh", "-c", "pgrep 'napi/t1' || true"]).stdout.split():
             run(["taskset", "-pc", "1", pid], check=False)
-        gen = LinuxGenerator(ns, "t0", "t1", cpu=0, retries=0, tolerance=0.01)
+        gen = LinuxGenerator(ns, "t0", "t1", cpu=0, retries=0)
         gen.prepare(frame())
         results: dict[str, list[float]] = {"off": [], "on": []}
         try:
             for rep in range(args.reps):
                 for mode in ("off", "on") if rep % 2 == 0 else ("on", "off"):
-                    def trial(rate: float, mode: str = mode) -> bool:
-                        if mode == "on":
-                            t = gen.latency_trial(rate, args.duration,
-                                                  min(args.stream_pps, rate))
-                        else:
-                            t = gen.trial(rate, args.duration)
-                        return not t.generator_limited
-                    best = max_paced(trial, args.low, args.high, args.steps)
-                    results[mode].append(best)
-                    print(f"rep {rep + 1} probes {mode:3s}: max paced {best / 1e3:7.1f} kpps "
-                          f"({load()})", flush=True)
+                    if mode == "on":
+                        t = gen.latency_trial(args.ask, args.duration, args.stream_pps)
+                        probes = t.extra["latency"]
+                        extra = f", probes {probes['packets']}/{probes['sent']}"
+                    else:
+                        t = gen.trial(args.ask, args.duration)
+                        extra = ""
+                    results[mode].append(t.offered_rate_pps)
+                    print(f"rep {rep + 1} probes {mode:3s}: offered {t.offered_rate_pps / 1e3:7.1f}"
+                          f" kpps of {args.ask / 1e3:g} asked{extra} ({load()})", flush=True)
         finally:
             gen.close()
         off, on = statistics.median(results["off"]), statistics.median(results["on"])
-        if not off:
-            print("no paced rate without probes (even --low failed): the machine is too busy")
-            return 1
-        print(f"median max paced rate: probes off {off / 1e3:.1f} kpps, on "
+        print(f"median highest rate srgen offered: probes off {off / 1e3:.1f} kpps, on "
               f"({args.stream_pps:g} pps stream) {on / 1e3:.1f} kpps: on/off {on / off:.3f} "
               f"(cost {100 * (1 - on / off):+.1f} %; target <= 5 %)")
         return 0
@@ -164,13 +148,12 @@ def delay(args: argparse.Namespace) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
-    c = sub.add_parser("cost", help="maximum paced rate with probes off and on")
-    c.add_argument("--reps", type=int, default=3)
+    c = sub.add_parser("cost", help="highest rate srgen offers with probes off and on")
+    c.add_argument("--reps", type=int, default=7)
     c.add_argument("--stream-pps", type=float, default=1000.0)
     c.add_argument("--duration", type=float, default=0.5)
-    c.add_argument("--low", type=float, default=20_000.0)
-    c.add_argument("--high", type=float, default=1_500_000.0)
-    c.add_argument("--steps", type=int, default=6)
+    c.add_argument("--ask", type=float, default=3_000_000.0,
+                   help="rate asked for, pps: beyond what srgen can offer")
     d = sub.add_parser("delay", help="a planted delay on the SUT's ingress shows at p50")
     d.add_argument("--delay-ms", type=float, default=2.0)
     d.add_argument("--rate", type=float, default=10_000.0)

@@ -81,3 +81,29 @@ def test_srgen_latency_trial_through_the_sut(session: MeasurementSession, name: 
     assert lat["sent"] == 500 and lat["packets"] + lat["lost"] == 500
     assert lat["packets"] >= 495, t.note   # the virtual SUT may drop a few at random
     assert 0 < lat["p50_us"] < 10_000
+
+
+@pytest.fixture(scope="module")
+def ebpf_session():
+    tb = TestbedConfig(name=f"{PREFIX}e", prefix=f"{PREFIX}e")
+    with MeasurementSession(testbeds.create(tb), forwarders.get("ebpf")) as s:
+        yield s
+
+
+def test_probes_survive_the_ebpf_proxies(ebpf_session: MeasurementSession) -> None:
+    """The proxies take the SRH off towards the legacy VNF and put it back (End.AD,
+    End.AS, End.AM); the probe's trailer is the frame's end all along."""
+    tb = ebpf_session.testbed.config
+    for name in ("end_ad", "end_as", "end_am"):
+        beh = catalogue.get(name)
+        ebpf_session.configure(beh)
+        try:
+            probe = probe_frame(bytes(beh.build_frame(tb, 64)))
+            tx_ns = time.clock_gettime_ns(time.CLOCK_REALTIME)
+            got = ebpf_session.generator(beh).capture([stamp(probe, 3, 77, tx_ns)],
+                                                      timeout_s=2.0)
+            assert got, f"{name}: the probe did not come back through the proxy"
+            assert read_trailer(got[-1]) == (3, 77, tx_ns), f"{name}: trailer damaged"
+            assert _inner_udp_checksum_ok(got[-1]), f"{name}: inner UDP checksum broken"
+        finally:
+            ebpf_session.unconfigure(beh)

@@ -1,6 +1,6 @@
-"""The HDR latency graph of a report, as CSIT draws it: latency (us) against percentile
-on a log scale (x = 1 / (1 - percentile), ticks 0 %, 90 %, 99 %, 99.9 % ...), one curve
-per load (fraction of the PDR) of one behavior, and the generator's own latency over a
+"""The HDR latency graph of a report, as CSIT draws it: latency (us; log-scaled here,
+as a millisecond tail flattens the microseconds) against percentile on a log scale
+(x = 1 / (1 - percentile), ticks 0 %, 90 %, 99 %, 99.9 % ...), one curve per load (fraction of the PDR) of one behavior, and the generator's own latency over a
 plain veth pair (the run's calibration, dashed) beside it.
 
 It reads only what the store holds: each latency trial's HDR histogram
@@ -45,6 +45,7 @@ def percentile_png(curves: list[tuple[str, list[tuple[float, float]], bool]],
                 color=COLORS[i % len(COLORS)], linestyle="--" if dashed else "-",
                 drawstyle="steps-post")
     ax.set_xscale("log")
+    ax.set_yscale("log")   # a few milliseconds of tail would flatten microseconds
     ticks = [1.0] + [10.0 ** n for n in range(1, MAX_NINES + 1)]
     ax.set_xticks(ticks)
     ax.set_xticklabels(["0%"] + [f"{100 - 10.0 ** (2 - n):.{max(n - 2, 0)}f}%"

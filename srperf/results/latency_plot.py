@@ -1,7 +1,8 @@
 """The HDR latency graph of a report, as CSIT draws it: latency (us; log-scaled here,
 as a millisecond tail flattens the microseconds) against percentile on a log scale
-(x = 1 / (1 - percentile), ticks 0 %, 90 %, 99 %, 99.9 % ...), one curve per load (fraction of the PDR) of one behavior, and the generator's own latency over a
-plain veth pair (the run's calibration, dashed) beside it.
+(x = 1 / (1 - percentile), ticks 0 %, 90 %, 99 %, 99.9 % ...), one curve per load
+(fraction of the PDR) of one behavior, and the generator's own latency over a plain
+veth pair (the run's calibration, dashed) beside it.
 
 It reads only what the store holds: each latency trial's HDR histogram
 (``extra["latency"]["hdrh"]``, :func:`srperf.drivers.latency.percentile_curve`).

@@ -294,6 +294,7 @@ class LinuxGenerator(TrafficGenerator):
         self._probe_file: Path | None = None  # latency probes (drivers/linux_latency.py)
         self.probe_pps = 0.0                  # probes per second of the next trial
         self._probe_drop: bool | None = None  # tc probe drop on rx (True: we added clsact)
+        self._probe_sink = False              # the probe-passing XDP sink is on rx
 
     # -- TrafficGenerator ------------------------------------------------------
     def prepare(self, frame: bytes) -> None:
@@ -313,10 +314,14 @@ class LinuxGenerator(TrafficGenerator):
             path.write_bytes(probe)
             self._probe_file = path
             self._frame_version += 1
-        if self._probe_drop is None:
-            from srperf.drivers import linux_sink
+        from srperf.drivers import linux_sink
 
+        if self._probe_drop is None:
             self._probe_drop = linux_sink.attach_probe_drop(self.ns, self.rx)
+        if not self._probe_sink and linux_sink.sink_prog_id(self.ns, self.rx) is not None:
+            # the sink variant that passes probes up (sink.c SRPERF_PROBE_PASS)
+            linux_sink.attach_sink(self.ns, self.rx, probes=True)
+            self._probe_sink = True
 
     def latency_trial(self, rate_pps: float, duration_s: float,
                       stream_pps: float) -> TrialResult:
@@ -423,6 +428,7 @@ class LinuxGenerator(TrafficGenerator):
         finally:
             if had_sink:
                 linux_sink.attach_sink(self.ns, self.rx)
+                self._probe_sink = False
         log.debug("capture: sent %d frames, received %d", len(frames), len(received))
         return received
 
@@ -438,6 +444,12 @@ class LinuxGenerator(TrafficGenerator):
 
             linux_sink.detach_probe_drop(self.ns, self.rx, self._probe_drop)
             self._probe_drop = None
+        if self._probe_sink:
+            from srperf.drivers import linux_sink
+
+            if linux_sink.sink_prog_id(self.ns, self.rx) is not None:
+                linux_sink.attach_sink(self.ns, self.rx)   # the plain sink again
+            self._probe_sink = False
         self._cleanup()
 
     # -- extras ----------------------------------------------------------------

@@ -26,15 +26,15 @@ SINK_MAP_NAME = "sink_count"
 _BPF_CFLAGS = ["-O2", "-g", "-Wall", "-target", "bpf", "-I/usr/include/x86_64-linux-gnu"]
 
 
-def sink_object(slow: bool = False) -> Path:
+def sink_object(slow: bool = False, probes: bool = False) -> Path:
     """Build (if needed) and return the sink's BPF object file.
 
     ``slow`` builds the variant that burns CPU on every frame (about 0.1-0.3 ms
     per frame): a deliberately slow consumer that tests use to overflow a veth.
     """
     src = generator_dir() / "sink.c"
-    name = "sink_slow.o" if slow else "sink.o"
-    defines = ["-DSRPERF_SLOW_SINK"] if slow else []
+    name = "sink_slow.o" if slow else "sink_probe.o" if probes else "sink.o"
+    defines = ["-DSRPERF_SLOW_SINK"] if slow else ["-DSRPERF_PROBE_PASS"] if probes else []
     return ensure_built(name, [src],
                         ["clang", *_BPF_CFLAGS, *defines, "-c", str(src), "-o", "{out}"])
 
@@ -47,12 +47,12 @@ def sink_prog_id(ns: str, dev: str) -> int | None:
     return int(prog["id"]) if prog else None
 
 
-def attach_sink(ns: str, dev: str, slow: bool = False) -> int:
+def attach_sink(ns: str, dev: str, slow: bool = False, probes: bool = False) -> int:
     """Attach the drop sink to ``dev`` in ``ns`` (native XDP); return the program id.
 
     A program already attached there is replaced.
     """
-    obj = sink_object(slow)
+    obj = sink_object(slow, probes)
     run(["ip", "-force", "-n", ns, "link", "set", "dev", dev, "xdpdrv", "obj", str(obj),
          "sec", "xdp"])
     prog_id = sink_prog_id(ns, dev)

@@ -196,11 +196,12 @@ def test_lost_probes_are_counted(pair) -> None:
     from srperf.netns import run
 
     ns, _ = pair
-    linux_sink.attach_sink(ns, "t1", slow=True)
     run(["sh", "-c", "echo 1 > /sys/class/net/t1/threaded"], ns=ns)  # sink off srgen's CPU
     gen = LinuxGenerator(ns, "t0", "t1", cpu=None, retries=0, queue_pkts=0)
     try:
         gen.prepare(FRAME)
+        gen.latency_trial(1000, 0.1, 100)          # the probe sink goes on t1 ...
+        linux_sink.attach_sink(ns, "t1", slow=True)   # ... and the slow one (passes probes)
         t = gen.latency_trial(50_000, 0.4, 2000)
     finally:
         gen.close()

@@ -6,7 +6,9 @@
  * (ICMPv6 errors would load the SUT).  The count (per-CPU array, key 0) is a
  * cross-check: on veth, rx_packets also counts frames dropped by XDP.
  *
- * A frame that ends with srgen's latency probe magic ("SRPLAT01", see srgen.c
+ * Built with -DSRPERF_PROBE_PASS (sink_probe.o, attached by the linux driver for
+ * latency trials; the slow variant always), a frame that ends with srgen's latency
+ * probe magic ("SRPLAT01", see srgen.c
  * -p) is counted too but passed up the stack, where srgen's packet socket takes
  * it with its receive time stamp and the tc program of probe_drop.c drops it
  * (so the tester's stack never answers it).  The check reads the frame's last
@@ -27,6 +29,8 @@
 #define PROBE_MIN_LEN 54                  /* Ethernet header + the 40-byte trailer */
 #define MAX_FRAME 16384
 
+#if defined(SRPERF_PROBE_PASS) || defined(SRPERF_SLOW_SINK)
+#define PASS_PROBES 1
 /* 1 when the frame ends with the probe magic. */
 static __always_inline int is_probe(struct xdp_md *ctx)
 {
@@ -47,6 +51,7 @@ static __always_inline int is_probe(struct xdp_md *ctx)
 	__builtin_memcpy(&magic, tail, 8);
 	return magic == bpf_cpu_to_be64(PROBE_MAGIC);
 }
+#endif
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -78,8 +83,12 @@ int xdp_sink(struct xdp_md *ctx)
 #endif
 	if (count)
 		*count += 1;
+#ifdef PASS_PROBES
 	if (is_probe(ctx))
 		return XDP_PASS;
+#else
+	(void)ctx;
+#endif
 	return XDP_DROP;
 }
 

@@ -294,6 +294,11 @@ class LinuxGenerator(TrafficGenerator):
         self._proc: subprocess.Popen[str] | None = None
         self._proc_argv: list[str] = []
         self._frame_version = 0   # bumped by prepare: a resident srgen with an older frame goes
+        self.base_frame: bytes | None = None  # the prepared frame (of flow 0)
+        self._probe_file: Path | None = None  # latency probes (drivers/linux_latency.py)
+        self.probe_pps = 0.0                  # probes per second of the next trial
+        self._probe_drop: bool | None = None  # tc probe drop on rx (True: we added clsact)
+        self._probe_sink = False              # the probe-passing XDP sink is on rx
 
     # -- TrafficGenerator ------------------------------------------------------
     def prepare(self, frame: bytes) -> None:
@@ -303,6 +308,32 @@ class LinuxGenerator(TrafficGenerator):
         self._write_frames([frame])
         self._counter_offset = None
         self._flows = None
+        self.base_frame, self._probe_file = bytes(frame), None
+
+    def use_probes(self, probe: bytes) -> None:
+        """Let later trials send latency probes built as ``probe`` (see
+        drivers/linux_latency.py) and drop them at the rx port once received."""
+        path = self._tmp / "probe.bin"
+        if self._probe_file is None or path.read_bytes() != probe:
+            safe_paths.write_file(path, probe, safe_paths.PRIVATE, make_parent=False)
+            self._probe_file = path
+            self._frame_version += 1
+        from srperf.drivers import linux_sink
+
+        if self._probe_drop is None:
+            self._probe_drop = linux_sink.attach_probe_drop(self.ns, self.rx)
+        if not self._probe_sink and linux_sink.sink_prog_id(self.ns, self.rx) is not None:
+            # the sink variant that passes probes up (sink.c SRPERF_PROBE_PASS)
+            linux_sink.attach_sink(self.ns, self.rx, probes=True)
+            self._probe_sink = True
+
+    def latency_trial(self, rate_pps: float, duration_s: float,
+                      stream_pps: float) -> TrialResult:
+        """A trial at ``rate_pps`` of which ``stream_pps`` are latency probes (see
+        drivers/linux_latency.py); figures in ``extra["latency"]``."""
+        from srperf.drivers.linux_latency import latency_trial
+
+        return latency_trial(self, rate_pps, duration_s, stream_pps)
 
     def _write_frames(self, frames: list[bytes]) -> None:
         path = self._tmp / "frame.bin"
@@ -401,6 +432,7 @@ class LinuxGenerator(TrafficGenerator):
         finally:
             if had_sink:
                 linux_sink.attach_sink(self.ns, self.rx)
+                self._probe_sink = False
         log.debug("capture: sent %d frames, received %d", len(frames), len(received))
         return received
 
@@ -411,6 +443,17 @@ class LinuxGenerator(TrafficGenerator):
     def close(self) -> None:
         """Stop the resident srgen; remove the generator's temporary files (frame, pcaps)."""
         self._stop_resident()
+        if self._probe_drop is not None:
+            from srperf.drivers import linux_sink
+
+            linux_sink.detach_probe_drop(self.ns, self.rx, self._probe_drop)
+            self._probe_drop = None
+        if self._probe_sink:
+            from srperf.drivers import linux_sink
+
+            if linux_sink.sink_prog_id(self.ns, self.rx) is not None:
+                linux_sink.attach_sink(self.ns, self.rx)   # the plain sink again
+            self._probe_sink = False
         self._cleanup()
 
     # -- extras ----------------------------------------------------------------
@@ -449,6 +492,8 @@ class LinuxGenerator(TrafficGenerator):
             argv += ["-V", str(self._counter_offset)]
         if self._flow_count > 1:
             argv += ["-k", str(self._flow_count)]
+        if self._probe_file is not None:
+            argv += ["-p", str(self._probe_file)]
         return argv
 
     def run_srgen(self, rate_pps: float, count: int, drain_s: float | None = None,
@@ -477,6 +522,8 @@ class LinuxGenerator(TrafficGenerator):
                     "-s", str(round(settle * 1e6))]
             if stop_lost is not None:
                 argv += ["-L", str(stop_lost)]
+            if self.probe_pps:
+                argv += ["-a", f"{self.probe_pps:.6f}"]
             log.debug("run %s", " ".join(argv))
             try:
                 proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
@@ -522,6 +569,8 @@ class LinuxGenerator(TrafficGenerator):
                         timeout_s: float, stop_lost: int | None = None) -> str:
         assert self._proc is not None and self._proc.stdin is not None
         stop = "" if stop_lost is None else f" {stop_lost}"
+        if self.probe_pps:  # srgen's NO_STOP is 2^64 - 1
+            stop = f" {2**64 - 1 if stop_lost is None else stop_lost} {self.probe_pps:.6f}"
         command = (f"trial {rate_pps:.6f} {count} {round(drain_s * 1e6)} "
                    f"{round(settle_s * 1e6)}{stop}\n")
         try:
@@ -730,6 +779,8 @@ class LinuxGenerator(TrafficGenerator):
                  "rested_s": round(rested, 6)}
         if stopped is not None:
             extra["stopped"] = stopped
+        if "probes" in rep.raw:
+            extra["probes"] = rep.raw["probes"]
         return TrialResult(rate_pps=rate_pps, duration_s=duration_s, intended=intended,
                            sent=rep.sent, refused=rep.refused, received=rep.rx_packets_delta,
                            elapsed_s=elapsed_s, generator_limited=limited,

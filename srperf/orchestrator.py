@@ -360,17 +360,32 @@ class Orchestrator:
 
 
 def describe_latency(p: LatencyPoint) -> str:
-    """``min/avg/max 5/9/40 us, p50/p90/p99/p99.9 8/12/30/38 us`` or why there is none."""
+    """``min/avg/max 5/9/40 us, p50/p90/p99/p99.9/p99.99 8/12/30/38/40 us`` or why there is
+    none (no latency packet received is said, never shown as a latency of zero)."""
     if p.latency is None:
         return f"not measured: {p.note}"
     lat = p.latency
 
     def us(*names: str) -> str:
-        return "/".join("-" if lat.get(n) is None else f"{lat[n]:g}" for n in names)
+        return "/".join("-" if lat.get(n) is None else f"{lat[n]:.4g}" for n in names)
 
+    counts = ""
+    if lat.get("sent") is not None:
+        counts = (f", probes {lat.get('packets')}/{lat['sent']} lost {lat.get('lost')} "
+                  f"reordered {lat.get('reordered')}")
+    if not lat.get("packets"):
+        return (f"{p.rate_pps / 1e3:.1f} kpps, no latency figure: "
+                f"{lat.get('note') or 'no latency packet received'}{counts}")
+    cal = p.calibration
+    alone = ""
+    if cal is not None:
+        alone = ("; generator alone (veth pair) p50/p99/p99.9 " + "/".join(
+            "-" if cal.get(n) is None else f"{cal[n]:.4g}" for n in
+            ("p50_us", "p99_us", "p999_us")) + " us")
     return (f"{p.rate_pps / 1e3:.1f} kpps, min/avg/max {us('min_us', 'avg_us', 'max_us')} us, "
-            f"jitter {us('jitter_us')} us, p50/p90/p99/p99.9 "
-            f"{us('p50_us', 'p90_us', 'p99_us', 'p999_us')} us ({lat.get('source')})")
+            f"jitter {us('jitter_us')} us, p50/p90/p99/p99.9/p99.99 "
+            f"{us('p50_us', 'p90_us', 'p99_us', 'p999_us', 'p9999_us')} us "
+            f"({lat.get('source')}){counts}{alone}")
 
 
 def describe_estimate(g: GoalResult) -> str:

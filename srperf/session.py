@@ -312,6 +312,11 @@ class MeasurementSession:
                 self.store.add_trial(self.run_id, key, trial)
             points.append(LatencyPoint(fraction, rate, trial.extra.get("latency"),
                                        trial.note))
+        if cfg.calibrate and not getattr(self, "_latency_calibrated", False):
+            from srperf.latency_calibration import calibrate_points
+
+            self._latency_calibrated = True
+            points = calibrate_points(gen, points, cfg, self.store, self.run_id, key)
         return points
 
     def profile(self, behavior: Any, key: TrialKey, result: SearchResult,

@@ -98,6 +98,29 @@
  *     flows go on from trial to trial.  rx_between_trials is what the RX
  *     port counted between the previous trial's last read and this one's
  *     first: a packet that arrived after the drain (counted lost before).
+ *   - -p PROBE_FILE (latency probes): a trial given PROBE_PPS (serve mode:
+ *     a sixth field; one-shot: -a) sends that many of its packets per
+ *     second as probe frames instead of the test frame: packet i of the
+ *     trial is probe number floor(i * PROBE_PPS / RATE) when that number
+ *     changes at i, so the probes are spread evenly inside the offered load
+ *     and count in every total like the others.  The probe frame (its own
+ *     flow, built by the caller) ends with a 40-byte trailer: four slots of
+ *     the -V kind (x, ~x, y, ~y) holding the trial number, the probe number
+ *     and the transmit time (CLOCK_REALTIME, ns: high, low 32 bits), then
+ *     the magic PROBE_MAGIC.  Headers are only ever added or removed at a
+ *     frame's front, so the trailer stays the frame's last 40 bytes through
+ *     every SRv6 behavior; srgen writes it checksum-neutrally, just before
+ *     the send call, into its own copy (a retried probe is stamped anew).
+ *     The sink (sink.c) passes frames ending with the magic up the stack;
+ *     srgen's receive socket on RX (ETH_P_ALL, a classic BPF filter that
+ *     keeps only incoming frames ending with the magic, SO_TIMESTAMPNS, a
+ *     64 MB buffer) queues them with the kernel's receive time stamp (the
+ *     skb's, taken when the frame entered RX's receive path, on the same
+ *     host clock).  srgen reads them after the drain, so it never wakes
+ *     during the trial, and prints each probe's one-way latency (ns, in
+ *     arrival order), the probes offered and received, reordered ones
+ *     (a number below one already received), duplicates and late ones (of
+ *     an earlier trial).  Only with -m mmsg.
  *
  * Run it inside the tester's namespace (ip netns exec NS srgen ...): the
  * counters come from /sys/class/net/DEV/statistics of that namespace, read
@@ -120,6 +143,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -138,6 +163,11 @@
 #define RING_MAX_BYTES (64u * 1024 * 1024)
 #define RETRY_NS 2000ull        /* hold: retry a refused packet after this */
 #define STUCK_NS 5000000000ull /* no slot completes for that long: give up */
+#define PROBE_MAGIC 0x5352504c41543031ull /* "SRPLAT01": the probe trailer's last 8 bytes */
+#define PROBE_TRAILER 40              /* 4 slots of 8 bytes + the magic */
+#define PROBE_RCVBUF (64 * 1024 * 1024)
+#define PROBE_WAIT_MS 20              /* after the drain, wait this long for missing probes */
+#define PROBE_BATCH 64                /* probes read per recvmmsg call */
 
 enum mode { MODE_MMSG, MODE_RING };
 
@@ -159,6 +189,8 @@ struct opts {
 	uint64_t hold_pkts;   /* 0: refuse at once; else hold refused packets (see -H) */
 	long counter_off;     /* -1: every packet the same; else see -V */
 	uint64_t stop_lost;   /* -L: stop once more were refused (NO_STOP: never) */
+	const char *probe_path; /* -p: the probe frame (NULL: no latency probes) */
+	double probe_pps;     /* -a: probes per second of a one-shot trial */
 };
 
 /* The sender: its socket and, in ring mode, the mapped TX ring.  head and
@@ -184,6 +216,13 @@ struct sender {
 	int refused_last;     /* the latest send call ended in a refusal */
 	uint64_t attempts_refused; /* send attempts the path refused */
 	uint64_t last_refusal;     /* time of the latest refused attempt */
+	/* -p: latency probes (see the header) */
+	unsigned char *probe;      /* the probe frame */
+	size_t probe_len;
+	unsigned char *probe_bufs; /* one copy of it per message */
+	double probe_ratio;        /* probes per packet this trial (0: none) */
+	uint64_t trial_first;      /* number (seq) of the trial's first packet */
+	uint32_t trial_no;         /* written into each probe */
 };
 
 /* Kernel counters of the two ports, one snapshot. */
@@ -203,6 +242,7 @@ struct stat_fds {
 struct trial_req {
 	double rate_pps;
 	uint64_t count, drain_ns, settle_ns, stop_lost;
+	double probe_pps;     /* latency probes per second (0: none) */
 };
 
 static void die(const char *fmt, ...)
@@ -223,6 +263,7 @@ static void usage(void)
 	      "             [-c CPU] [-P FIFO_PRIO] [-d DRAIN_MS] [-b BATCH] [-l MAX_LAG_US]\n"
 	      "             [-q QUANTUM_US] [-m mmsg|ring] [-Q QUEUE_PKTS | -H HOLD_PKTS]\n"
 	      "             [-V COUNTER_OFFSET] [-k FLOWS] [-s SETTLE_US] [-L STOP_LOST]\n"
+	      "             [-p PROBE_FILE -a PROBE_PPS]\n"
 	      "       srgen -S -f FRAME -t TX_DEV -x RX_DEV [the options above]\n"
 	      "  RATE_PPS 0 = unpaced; BATCH 1..256 (16); DRAIN_MS (200); MAX_LAG_US (1000);\n"
 	      "  QUANTUM_US (0): send once this much traffic is due (fewer, fuller batches)\n"
@@ -234,8 +275,9 @@ static void usage(void)
 	      "  -s end the drain once RX has counted every sent packet, or TX has and\n"
 	      "     neither moved for SETTLE_US (0: wait the whole DRAIN_MS)\n"
 	      "  -L end the trial once more than STOP_LOST packets were refused\n"
+	      "  -p send latency probes built from PROBE_FILE (-a PROBE_PPS of them)\n"
 	      "  -S serve: one trial per line on stdin,\n"
-	      "     'trial RATE COUNT DRAIN_US SETTLE_US [STOP_LOST]'\n",
+	      "     'trial RATE COUNT DRAIN_US SETTLE_US [STOP_LOST [PROBE_PPS]]'\n",
 	      stderr);
 	exit(2);
 }
@@ -319,7 +361,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	o->counter_off = -1;
 	o->flows = 1;
 	o->stop_lost = NO_STOP;
-	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:m:Q:H:V:k:s:L:Sh")) != -1) {
+	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:m:Q:H:V:k:s:L:p:a:Sh")) != -1) {
 		switch (c) {
 		case 'f': o->frame_path = optarg; break;
 		case 'r': {
@@ -344,6 +386,15 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case 's': o->settle_ns = parse_u64(optarg, "settle") * 1000ull; break;
 		case 'L': o->stop_lost = parse_u64(optarg, "stop lost"); break;
 		case 'S': o->serve = 1; break;
+		case 'p': o->probe_path = optarg; break;
+		case 'a': {
+			char *end;
+
+			o->probe_pps = strtod(optarg, &end);
+			if (end == optarg || *end || !(o->probe_pps >= 0))
+				die("bad probe rate: '%s'", optarg);
+			break;
+		}
 		case 'k':
 			o->flows = parse_u64(optarg, "flows");
 			if (o->flows < 1 || o->flows > MAX_FLOWS)
@@ -374,6 +425,10 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		die("-H works only with -m mmsg and without -Q");
 	if (o->quantum_ns * 2 > o->max_lag_ns)
 		die("quantum must be at most half the max lag");
+	if (o->probe_path && o->mode == MODE_RING)
+		die("-p (latency probes) works only with -m mmsg");
+	if (o->probe_pps > 0 && !o->probe_path)
+		die("-a needs -p PROBE_FILE");
 }
 
 /* Read the frame file: FLOWS frames of one length, back to back.  Returns
@@ -438,6 +493,227 @@ static void check_counter_slot(const unsigned char *frame, size_t len, long off)
 		    (frame[off + i + 1] ^ frame[off + i + 3]) != 0xff)
 			die("no counter slot at offset %ld of the frame (the words there are "
 			    "not x, ~x, y, ~y): the checksum would break", off);
+}
+
+/* -p: packet idx of the trial is a probe when floor(idx * ratio) changes at
+ * it; *no is then the probe's number (a held packet keeps it). */
+static inline int is_probe(const struct sender *s, uint64_t idx, uint32_t *no)
+{
+	uint64_t a = (uint64_t)((double)idx * s->probe_ratio);
+	uint64_t b = (uint64_t)((double)(idx + 1) * s->probe_ratio);
+
+	*no = (uint32_t)a;
+	return b != a;
+}
+
+/* Probes among a trial's first n packets. */
+static uint64_t probes_in(const struct sender *s, uint64_t n)
+{
+	return s->probe_ratio > 0 ? (uint64_t)((double)n * s->probe_ratio) : 0;
+}
+
+static uint32_t get_slot(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[4] << 8 | p[5];
+}
+
+static int slot_ok(const unsigned char *p)
+{
+	return (p[0] ^ p[2]) == 0xff && (p[1] ^ p[3]) == 0xff &&
+	       (p[4] ^ p[6]) == 0xff && (p[5] ^ p[7]) == 0xff;
+}
+
+static uint64_t get_be64(const unsigned char *p)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* A frame of len bytes that ends with a probe trailer (any slot values). */
+static int has_probe_trailer(const unsigned char *f, size_t len)
+{
+	const unsigned char *t = f + len - PROBE_TRAILER;
+	int i;
+
+	if (len < ETH_HLEN + PROBE_TRAILER || get_be64(f + len - 8) != PROBE_MAGIC)
+		return 0;
+	for (i = 0; i < 32; i += 8)
+		if (!slot_ok(t + i))
+			return 0;
+	return 1;
+}
+
+/* Stamp probe number no of trial trial_no, sent at ts (ns), into frame f. */
+static void write_probe(unsigned char *f, size_t len, uint32_t trial_no, uint32_t no, uint64_t ts)
+{
+	unsigned char *t = f + len - PROBE_TRAILER;
+
+	put_counter(t, trial_no);
+	put_counter(t + 8, no);
+	put_counter(t + 16, (uint32_t)(ts >> 32));
+	put_counter(t + 24, (uint32_t)ts);
+}
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The receiving side of the probes: a packet socket on RX and one trial's tally. */
+struct probe_rx {
+	int fd;
+	struct mmsghdr msgs[PROBE_BATCH];
+	struct iovec iov[PROBE_BATCH];
+	unsigned char *bufs;              /* PROBE_BATCH x MAX_FRAME */
+	char ctrl[PROBE_BATCH][CMSG_SPACE(sizeof(struct timespec)) + 64];
+	uint32_t trial_no;                /* probes of other trials are late */
+	uint64_t cap;                     /* probes the trial may send */
+	int64_t *lat;                     /* latencies (ns), arrival order */
+	unsigned char *seen;
+	uint64_t n, duplicates, reordered, late, foreign, unstamped, highest;
+	int any;
+};
+
+/* Receive socket for probes on dev: only incoming frames ending with the magic. */
+static int open_probe_socket(const char *dev)
+{
+	struct sock_filter code[] = {
+		BPF_STMT(BPF_LD | BPF_B | BPF_ABS, (uint32_t)(SKF_AD_OFF + SKF_AD_PKTTYPE)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PACKET_OUTGOING, 8, 0),
+		BPF_STMT(BPF_LD | BPF_W | BPF_LEN, 0),
+		BPF_STMT(BPF_ALU | BPF_SUB | BPF_K, 8),
+		BPF_STMT(BPF_MISC | BPF_TAX, 0),
+		BPF_STMT(BPF_LD | BPF_W | BPF_IND, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)(PROBE_MAGIC >> 32), 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_IND, 4),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)PROBE_MAGIC, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, 0xffff),
+		BPF_STMT(BPF_RET | BPF_K, 0),
+	};
+	struct sock_fprog prog = { .len = sizeof(code) / sizeof(code[0]), .filter = code };
+	struct sockaddr_ll sll;
+	int one = 1, rcvbuf = PROBE_RCVBUF;
+	int fd = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
+
+	if (fd < 0)
+		die("socket(AF_PACKET) for probes: %s", strerror(errno));
+	if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) < 0)
+		die("probe socket options on %s: %s", dev, strerror(errno));
+	memset(&sll, 0, sizeof(sll));
+	sll.sll_family = AF_PACKET;
+	sll.sll_protocol = htons(ETH_P_ALL);
+	sll.sll_ifindex = (int)if_nametoindex(dev);
+	if (!sll.sll_ifindex)
+		die("no interface %s: %s", dev, strerror(errno));
+	if (bind(fd, (struct sockaddr *)&sll, sizeof(sll)) < 0)
+		die("bind of the probe socket to %s: %s", dev, strerror(errno));
+	return fd;
+}
+
+/* One received frame: tally it (the latency against its kernel receive time). */
+static void take_probe(struct probe_rx *r, const unsigned char *f, size_t len,
+		       const struct msghdr *mh)
+{
+	const unsigned char *t;
+	const struct cmsghdr *c;
+	uint64_t rx_ns = 0, tx_ns;
+	uint32_t no;
+
+	if (!has_probe_trailer(f, len)) {
+		r->foreign++;
+		return;
+	}
+	t = f + len - PROBE_TRAILER;
+	if (get_slot(t) != r->trial_no) {
+		r->late++;
+		return;
+	}
+	no = get_slot(t + 8);
+	if (no >= r->cap) {
+		r->foreign++;
+		return;
+	}
+	if (r->seen[no]) {
+		r->duplicates++;
+		return;
+	}
+	r->seen[no] = 1;
+	if (r->any && no < r->highest)
+		r->reordered++;
+	else
+		r->highest = no;
+	r->any = 1;
+	for (c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR((struct msghdr *)mh, (struct cmsghdr *)c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+			struct timespec ts;
+
+			memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+			rx_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+		}
+	if (!rx_ns) {
+		r->unstamped++;
+		return;
+	}
+	tx_ns = (uint64_t)get_slot(t + 16) << 32 | get_slot(t + 24);
+	r->lat[r->n++] = (int64_t)(rx_ns - tx_ns);
+}
+
+/* Read every probe queued on the socket (without waiting); returns how many. */
+static uint64_t read_probes(struct probe_rx *r)
+{
+	uint64_t got = 0;
+
+	for (;;) {
+		int i, k;
+
+		for (i = 0; i < PROBE_BATCH; i++) {
+			r->iov[i].iov_base = r->bufs + (size_t)i * MAX_FRAME;
+			r->iov[i].iov_len = MAX_FRAME;
+			memset(&r->msgs[i].msg_hdr, 0, sizeof(r->msgs[i].msg_hdr));
+			r->msgs[i].msg_hdr.msg_iov = &r->iov[i];
+			r->msgs[i].msg_hdr.msg_iovlen = 1;
+			r->msgs[i].msg_hdr.msg_control = r->ctrl[i];
+			r->msgs[i].msg_hdr.msg_controllen = sizeof(r->ctrl[i]);
+		}
+		k = recvmmsg(r->fd, r->msgs, PROBE_BATCH, MSG_DONTWAIT, NULL);
+		if (k < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return got;
+			if (errno == EINTR)
+				continue;
+			die("recvmmsg on the probe socket: %s", strerror(errno));
+		}
+		for (i = 0; i < k; i++)
+			take_probe(r, r->bufs + (size_t)i * MAX_FRAME, r->msgs[i].msg_len,
+				   &r->msgs[i].msg_hdr);
+		got += (uint64_t)k;
+		if (k < PROBE_BATCH)
+			return got;
+	}
+}
+
+/* After the drain: read the probes, waiting up to PROBE_WAIT_MS for missing ones. */
+static void collect_probes(struct probe_rx *r, uint64_t offered)
+{
+	uint64_t start = now_ns();
+
+	read_probes(r);
+	while (r->n + r->unstamped < offered &&
+	       now_ns() - start < PROBE_WAIT_MS * 1000000ull) {
+		struct pollfd pfd = { .fd = r->fd, .events = POLLIN };
+
+		if (poll(&pfd, 1, 1) > 0)
+			read_probes(r);
+	}
 }
 
 /* Send buffer for a queue of q frames of len bytes: room for the whole queue
@@ -585,7 +861,35 @@ static uint64_t offer_mmsg(struct sender *s, uint64_t n, uint64_t seq, uint64_t 
 {
 	int ret;
 
-	if (s->counter_off >= 0) {
+	if (s->probe_ratio > 0) {
+		/* Each message is set anew: the probe copy, or what it would be. */
+		uint64_t i, ts = 0;
+		uint32_t no;
+
+		for (i = 0; i < n; i++) {
+			unsigned char *buf;
+
+			if (is_probe(s, seq + i - s->trial_first, &no)) {
+				buf = s->probe_bufs + i * s->probe_len;
+				if (!ts)
+					ts = realtime_ns();
+				write_probe(buf, s->probe_len, s->trial_no, no, ts);
+				s->iov[i].iov_base = buf;
+				s->iov[i].iov_len = s->probe_len;
+				continue;
+			}
+			s->iov[i].iov_len = s->len;
+			if (s->counter_off >= 0) {
+				buf = s->bufs + i * s->len;
+				if (s->flows > 1)
+					memcpy(buf, frame_of(s, seq + i), s->len);
+				put_counter(buf + s->counter_off, (uint32_t)(seq + i));
+				s->iov[i].iov_base = buf;
+			} else {
+				s->iov[i].iov_base = (void *)frame_of(s, seq + i);
+			}
+		}
+	} else if (s->counter_off >= 0) {
 		/* Message i is packet seq + i (a held packet keeps its number). */
 		uint64_t i;
 
@@ -731,7 +1035,82 @@ struct gen {
 	struct counters last;   /* the previous trial's final read (serve mode) */
 	int have_last;
 	uint64_t seq;           /* packets offered so far (numbers and flows go on) */
+	struct probe_rx prx;    /* -p: the probes' receive side */
 };
+
+/* Point every message at the frame (of its flow), or with -V at its own copy. */
+static void default_iov(struct sender *snd)
+{
+	unsigned int i;
+
+	for (i = 0; i < MAX_BATCH; i++) {
+		snd->iov[i].iov_base = snd->bufs ? snd->bufs + (size_t)i * snd->len : snd->frames;
+		snd->iov[i].iov_len = snd->len;
+	}
+}
+
+/* Frames the probe socket dropped (its buffer full) since the last call. */
+static uint64_t socket_drops(int fd)
+{
+	struct tpacket_stats st;
+	socklen_t len = sizeof(st);
+
+	if (getsockopt(fd, SOL_PACKET, PACKET_STATISTICS, &st, &len) < 0)
+		die("PACKET_STATISTICS of the probe socket: %s", strerror(errno));
+	return st.tp_drops;
+}
+
+/* A trial with probes: its number, its schedule and an empty tally (probes
+ * still queued from earlier trials are read now and counted late). */
+static void start_probes(struct gen *g, const struct trial_req *t)
+{
+	struct sender *snd = &g->snd;
+	struct probe_rx *r = &g->prx;
+
+	if (!snd->probe)
+		die("a trial with probes needs -p PROBE_FILE");
+	if (!(t->rate_pps > 0) || t->probe_pps > t->rate_pps)
+		die("probe rate %.3f pps must lie within the trial's rate %.3f pps",
+		    t->probe_pps, t->rate_pps);
+	snd->probe_ratio = t->probe_pps / t->rate_pps;
+	snd->trial_first = g->seq;
+	snd->trial_no++;
+	r->trial_no = snd->trial_no;
+	r->cap = probes_in(snd, t->count) + 1;
+	r->lat = malloc(r->cap * sizeof(*r->lat));
+	r->seen = calloc(r->cap, 1);
+	if (!r->lat || !r->seen)
+		die("out of memory for %" PRIu64 " probes", r->cap);
+	r->n = r->duplicates = r->reordered = r->late = r->foreign = r->unstamped = 0;
+	r->highest = 0;
+	r->any = 0;
+	read_probes(r);
+	socket_drops(r->fd);    /* reading the statistics resets them */
+}
+
+/* The probes' part of the report; ends the trial's probes. */
+static void print_probes(struct gen *g, const struct trial_req *t, uint64_t offered)
+{
+	struct probe_rx *r = &g->prx;
+	uint64_t i;
+
+	printf(", \"probes\": {\"pps\": %.3f, \"offered\": %" PRIu64 ", \"received\": %" PRIu64
+	       ", \"reordered\": %" PRIu64 ", \"duplicates\": %" PRIu64 ", \"late\": %" PRIu64
+	       ", \"foreign\": %" PRIu64 ", \"unstamped\": %" PRIu64
+	       ", \"socket_drops\": %" PRIu64 ", \"frame_len\": %zu"
+	       ", \"clock\": \"realtime\", \"latency_ns\": [",
+	       t->probe_pps, offered, r->n + r->unstamped, r->reordered, r->duplicates, r->late,
+	       r->foreign, r->unstamped, socket_drops(r->fd), g->snd.probe_len);
+	for (i = 0; i < r->n; i++)
+		printf(i ? ",%" PRId64 : "%" PRId64, r->lat[i]);
+	printf("]}");
+	free(r->lat);
+	free(r->seen);
+	r->lat = NULL;
+	r->seen = NULL;
+	g->snd.probe_ratio = 0;
+	default_iov(&g->snd);
+}
 
 /* Run one trial and print its JSON report on stdout. */
 static void run_trial(struct gen *g, const struct trial_req *t)
@@ -749,6 +1128,8 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 	snd->calls = snd->refused_short = snd->attempts_refused = 0;
 	snd->refused_last = 0;
 	snd->last_refusal = 0;
+	if (t->probe_pps > 0)
+		start_probes(g, t);
 	read_counters(&g->fds, &before);
 	if (g->have_last)
 		between = before.rx_packets - g->last.rx_packets;
@@ -846,6 +1227,8 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 	drained_ns = drain(&g->fds, &before, sent, t, &after);
 	g->last = after;
 	g->have_last = 1;
+	if (snd->probe_ratio > 0)
+		collect_probes(&g->prx, probes_in(snd, offered));
 
 	printf("{\"intended\": %" PRIu64 ", \"sent\": %" PRIu64 ", \"refused\": %" PRIu64
 	       ", \"refused_short\": %" PRIu64 ", \"elapsed_ns\": %" PRIu64
@@ -860,7 +1243,7 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 	       ", \"rx_between_trials\": %" PRIu64
 	       ", \"tx_packets_delta\": %" PRIu64 ", \"tx_dropped_delta\": %" PRIu64
 	       ", \"rx_packets_delta\": %" PRIu64 ", \"rx_dropped_delta\": %" PRIu64
-	       ", \"stopped\": %d, \"offered\": %" PRIu64 "}\n",
+	       ", \"stopped\": %d, \"offered\": %" PRIu64,
 	       t->count, sent, refused, snd->refused_short, t->count ? last - first : 0,
 	       t->rate_pps, snd->len, o->batch, snd->calls,
 	       o->mode == MODE_RING ? "ring" : "mmsg", snd->nframes,
@@ -870,6 +1253,9 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 	       after.tx_packets - before.tx_packets, after.tx_dropped - before.tx_dropped,
 	       after.rx_packets - before.rx_packets, after.rx_dropped - before.rx_dropped,
 	       stopped, offered);
+	if (snd->probe_ratio > 0)
+		print_probes(g, t, probes_in(snd, offered));
+	printf("}\n");
 	fflush(stdout);
 }
 
@@ -918,14 +1304,26 @@ static void setup(struct gen *g)
 				die("out of memory for %d frame copies", MAX_BATCH);
 		}
 		for (i = 0; i < MAX_BATCH; i++) {
-			snd->iov[i].iov_base = snd->bufs ? snd->bufs + (size_t)i * snd->len
-							 : snd->frames;
-			snd->iov[i].iov_len = snd->len;
 			if (snd->bufs)
 				memcpy(snd->bufs + (size_t)i * snd->len, snd->frames, snd->len);
 			snd->msgs[i].msg_hdr.msg_iov = &snd->iov[i];
 			snd->msgs[i].msg_hdr.msg_iovlen = 1;
 		}
+		default_iov(snd);
+	}
+	if (o->probe_path) {
+		snd->probe = load_frames(o->probe_path, 1, &snd->probe_len);
+		if (!has_probe_trailer(snd->probe, snd->probe_len))
+			die("probe frame %s does not end with a probe trailer (4 slots x, ~x, y, ~y "
+			    "and the magic)", o->probe_path);
+		snd->probe_bufs = malloc((size_t)MAX_BATCH * snd->probe_len);
+		g->prx.bufs = malloc((size_t)PROBE_BATCH * MAX_FRAME);
+		if (!snd->probe_bufs || !g->prx.bufs)
+			die("out of memory for the probes");
+		for (i = 0; i < MAX_BATCH; i++)
+			memcpy(snd->probe_bufs + (size_t)i * snd->probe_len, snd->probe,
+			       snd->probe_len);
+		g->prx.fd = open_probe_socket(o->rx);
 	}
 	open_stats(o, &g->fds);
 }
@@ -946,15 +1344,16 @@ static void serve(struct gen *g)
 
 		if (!strcmp(line, "quit\n") || !strcmp(line, "quit"))
 			return;
-		fields = sscanf(line, "trial %lf %llu %llu %llu %llu %c", &t.rate_pps, &count,
-				&drain_us, &settle_us, &stop_lost, &extra);
-		if ((fields != 4 && fields != 5) || !(t.rate_pps >= 0))
+		t.probe_pps = 0;
+		fields = sscanf(line, "trial %lf %llu %llu %llu %llu %lf %c", &t.rate_pps, &count,
+				&drain_us, &settle_us, &stop_lost, &t.probe_pps, &extra);
+		if (fields < 4 || fields > 6 || !(t.rate_pps >= 0) || !(t.probe_pps >= 0))
 			die("bad command: '%.*s' (trial RATE COUNT DRAIN_US SETTLE_US "
-			    "[STOP_LOST], or quit)", (int)strcspn(line, "\n"), line);
+			    "[STOP_LOST [PROBE_PPS]], or quit)", (int)strcspn(line, "\n"), line);
 		t.count = count;
 		t.drain_ns = drain_us * 1000ull;
 		t.settle_ns = settle_us * 1000ull;
-		t.stop_lost = fields == 5 ? stop_lost : NO_STOP;
+		t.stop_lost = fields >= 5 ? stop_lost : NO_STOP;
 		run_trial(g, &t);
 	}
 }
@@ -969,13 +1368,18 @@ int main(int argc, char **argv)
 		serve(&g);
 	} else {
 		struct trial_req t = { g.o.rate_pps, g.o.count, g.o.drain_ns, g.o.settle_ns,
-					g.o.stop_lost };
+					g.o.stop_lost, g.o.probe_pps };
 
 		run_trial(&g, &t);
 	}
 	if (g.snd.map)
 		munmap(g.snd.map, g.snd.map_len);
 	close(g.snd.fd);
+	if (g.snd.probe)
+		close(g.prx.fd);
+	free(g.snd.probe);
+	free(g.snd.probe_bufs);
+	free(g.prx.bufs);
 	free(g.snd.bufs);
 	free(g.snd.frames);
 	return 0;

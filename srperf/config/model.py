@@ -383,7 +383,8 @@ class SearchConfig(Settings):
 @dataclass(frozen=True)
 class LatencyConfig(Settings):
     """Latency measured after each search, as CSIT does: a latency stream beside the
-    test traffic at fractions of the PDR found (drivers with latency streams: trex)."""
+    test traffic at fractions of the PDR found (drivers with latency streams: trex, and
+    linux through srgen's probes)."""
 
     enabled: bool = setting(False, "measure latency after each search",
                             schema={"type": "boolean"})
@@ -396,6 +397,10 @@ class LatencyConfig(Settings):
     stream_pps: float = setting(1000.0, "rate of the latency stream, within the load",
                                 unit="pps", schema={"type": "number", "minimum": 1,
                                                     "maximum": MAX_LATENCY_PPS})
+    calibrate: bool = setting(True, "also measure the generator's own latency: the same "
+                              "stream over a plain veth pair, once per run at the first "
+                              "behavior's latency loads (drivers that can: linux)",
+                              schema={"type": "boolean"})
 
 
 @dataclass(frozen=True)

@@ -340,6 +340,10 @@ def compare_runs(store: ResultStore, baseline: str, current: str,
     result.stateful = compare_stateful(frames.stateful_samples(bstore, baseline),
                                        frames.stateful_samples(store, current),
                                        threshold_pct, method)
+    from srperf.results.latency_compare import compare_latency
+
+    result.stateful += compare_latency(bstore, baseline, store, current, threshold_pct,
+                                       method)
     return result
 
 

@@ -152,6 +152,8 @@ class ReportData:
     ``agreements`` (time ratio against PDR ratio), ``notes`` and ``bars`` (PNG)."""
     stateful: list[StatefulTable] = field(default_factory=list)
     """The stateful kinds' tables (goodput, http), empty for PDR-only runs."""
+    latency_graphs: list[dict[str, Any]] = field(default_factory=list)
+    """HDR latency graphs (``title``, ``png``), one per behavior and run with latency."""
 
 
 @dataclass
@@ -306,6 +308,7 @@ def collect(store: ResultStore, run_ids: Iterable[str], title: str = "",
         generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         version=srperf.__version__, runs=runs, tables=tables, unmeasured=unmeasured,
         behaviors=behaviors, latency=_latency(t_df), comparison=comparison,
+        latency_graphs=_latency_graphs(t_df) if plots_per_search else [],
         any_simulated=any(r.simulated for r in runs), conformance=conf,
         profiles=_profiles(store, ids, labels, plots_per_search),
         stateful=_stateful(frames.stateful_samples(store, ids), labels,
@@ -393,8 +396,15 @@ def _latency(t_df: pd.DataFrame) -> list[dict[str, Any]]:
         if isinstance(lat, dict) and lat:
             rows.append({"run_id": t["run_id"], "behavior": t["behavior"],
                          "repetition": t["repetition"], "rate_kpps": t["rate_pps"] / 1000,
-                         "latency": lat})
+                         "latency": {k: v for k, v in lat.items() if k != "hdrh"}})
     return rows
+
+
+def _latency_graphs(t_df: pd.DataFrame) -> list[dict[str, Any]]:
+    """HDR latency graphs (percentile on a log scale), one per behavior and run."""
+    from srperf.results.latency_plot import graphs
+
+    return graphs(t_df)
 
 
 def render_html(data: ReportData) -> str:

@@ -208,6 +208,9 @@ class LatencyPoint:
     rate_pps: float
     latency: dict[str, Any] | None
     note: str = ""
+    calibration: dict[str, Any] | None = None
+    """The generator's own latency at the same rate over a plain veth pair (the same
+    dict shape as ``latency``), when it was measured."""
 
 
 @dataclass

@@ -71,9 +71,10 @@ another 700 kpps trial, 3 in 10 after 40 ms, 4 and 2 in 10 after 200 and 500 ms
 The time slept is ``extra["rested_s"]``.
 
 Why one file past 500 lines: it is one job, the local generator driving one srgen
-process (its build, options, report, tx-port queue, resident process and trial);
+process (its build, options, report, tx-port queue, resident process, trials and
+latency trials, whose probe frames and figures live in drivers/linux_latency.py);
 srgen's build and report and the tx-port queue change together with srgen.c and
-are the parts to move out (drivers/srgen.py) once the latency work on srgen lands.
+are the parts that would move out (drivers/srgen.py) if a second driver used them.
 """
 
 from __future__ import annotations

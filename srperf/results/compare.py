@@ -340,10 +340,12 @@ def compare_runs(store: ResultStore, baseline: str, current: str,
     result.stateful = compare_stateful(frames.stateful_samples(bstore, baseline),
                                        frames.stateful_samples(store, current),
                                        threshold_pct, method)
-    from srperf.results.latency_compare import compare_latency
+    from srperf.results.latency_compare import latency_samples
 
-    result.stateful += compare_latency(bstore, baseline, store, current, threshold_pct,
-                                       method)
+    # Latency samples (per behavior, load and percentile) are judged like stateful metrics.
+    base_lat, cur_lat = latency_samples(bstore, baseline), latency_samples(store, current)
+    if not (base_lat.empty and cur_lat.empty):
+        result.stateful += compare_stateful(base_lat, cur_lat, threshold_pct, method)
     return result
 
 

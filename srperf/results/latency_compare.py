@@ -1,4 +1,4 @@
-"""Latency in run-to-run comparisons (and so in nightly verdicts).
+"""Latency samples for run-to-run comparisons (and so for nightly verdicts).
 
 Each latency trial after a search (``extra["purpose"] == "latency"``) gives, per
 behavior, packet size and load (fraction of the PDR), one sample per repetition of
@@ -55,15 +55,4 @@ def latency_samples(store: ResultStore, run_id: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
-def compare_latency(bstore: ResultStore, baseline: str, store: ResultStore, current: str,
-                    threshold_pct: float, method: str) -> list[Any]:
-    """:class:`srperf.results.compare.StatefulChange` per behavior, load and metric."""
-    from srperf.results.compare import compare_stateful
-
-    base, cur = latency_samples(bstore, baseline), latency_samples(store, current)
-    if base.empty and cur.empty:
-        return []
-    return compare_stateful(base, cur, threshold_pct, method)
-
-
-__all__ = ["KIND", "METRICS", "compare_latency", "latency_samples"]
+__all__ = ["KIND", "METRICS", "latency_samples"]

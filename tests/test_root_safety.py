@@ -871,3 +871,27 @@ def test_an_export_into_proc_names_the_option(tmp_path: Path, fmt: str,
     code, _, err = _call(["export", run, "--db", str(db), "-f", fmt, "-o", "/proc/q3a-export"],
                          capsys)
     assert code == 2 and "--output" in err and "/proc/q3a-export" in err, err
+
+
+@pytest.mark.parametrize("name", ["key_file", "known_hosts"])
+@pytest.mark.parametrize("how", ["owner", "mode"])
+def test_an_ssh_key_or_known_hosts_file_of_another_user_is_refused(
+        tmp_path: Path, name: str, how: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A key or known_hosts file decides whom srperf, as root, trusts as the SUT: one that
+    another user owns or may write is refused at load time, naming the key and the file."""
+    key = Path(_new_key(tmp_path))
+    known = tmp_path / "known_hosts"
+    known.write_text("")
+    planted = key if name == "key_file" else known
+    if how == "owner":
+        os.chown(planted, NOBODY, NOBODY)
+    else:
+        os.chmod(planted, 0o666)
+    tb = tmp_path / "tb.yaml"
+    tb.write_text(yaml.safe_dump({"name": "q3a", "kind": "ssh", "prefix": "q3akh",
+                                  "sut": {"transport": {"ssh": {
+                                      "host": "sut.example", "key_file": str(key),
+                                      "known_hosts": str(known)}}}}))
+    code, _, err = _call(["validate", str(tb)], capsys)
+    assert code == 2 and f"sut.transport.ssh.{name}" in err and str(planted) in err, err
+    assert ("owner nobody" if how == "owner" else "mode 0666") in err, err

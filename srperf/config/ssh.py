@@ -32,7 +32,9 @@ def _ssh(file: str, base: Path, data: dict[str, Any], role: str = "sut") -> SshC
             continue
         value = fields[name]
         key = f"{role}.transport.ssh.{name}"
-        found = _existing_file(file, key, value, base / Path(value).expanduser())
+        named = base / Path(value).expanduser()
+        found = _existing_file(file, key, value, named)
+        _check_trusted(file, key, value, named)
         if name == "known_hosts":
             _check_known_hosts(file, key, value, found)
         fields[name] = str(found)
@@ -85,6 +87,18 @@ def _existing_file(file: str, key: str, value: str, path: Path) -> Path:
     if not os.access(found, os.R_OK):
         raise ConfigError(file, key, value, f"{found}: permission denied")
     return found
+
+
+def _check_trusted(file: str, key: str, value: str, path: Path) -> None:
+    """A key or known_hosts file decides whom srperf trusts as root: it must belong to
+    root or the invoking user and be writable by no one else, and no other user's
+    symlink may lead to it (:func:`srperf.safe_paths.check_trusted_file`)."""
+    from srperf import safe_paths
+
+    try:
+        safe_paths.check_trusted_file(path, file, key)
+    except ConfigError as exc:
+        raise ConfigError(file, key, value, f"{path}: {exc.reason}") from None
 
 
 def _check_known_hosts(file: str, key: str, value: str, path: Path) -> None:

@@ -69,3 +69,19 @@ def test_trend_page_renders_in_headless_chromium(page: Path, tmp_path: Path) -> 
                    if all(abs(a - b) < 40 for a, b in zip(rgb, target)))
     assert near((0xe6, 0x7e, 0x22)) > 20 and near((0x2c, 0x7f, 0xb8)) > 20
     assert near((0xc0, 0x39, 0x2b)) > 5
+
+
+def test_ticks_of_a_range_below_float_precision_end() -> None:
+    """A range narrow beside its size (nights of 1e16 that differ by 2) once made
+    ``nice_ticks`` add a step below the values' precision forever (MemoryError in
+    ``srperf trend --html``); run in a child process so that a regression fails, not hangs."""
+    import subprocess
+    import sys
+
+    code = ("from srperf.results.svgplot import nice_ticks\n"
+            "t = nice_ticks(1e16, 1e16 + 2)\n"
+            "assert 1 <= len(t) <= 50, t\n"
+            "assert nice_ticks(0, 10) == [0, 2, 4, 6, 8, 10]\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=20)
+    assert proc.returncode == 0, proc.stderr

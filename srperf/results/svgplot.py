@@ -28,11 +28,13 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
     first = math.ceil(lo / step - 1e-9) * step
-    ticks, v = [], first
-    while v <= hi + step * 1e-9:
-        ticks.append(round(v, 10))
-        v += step
-    return ticks
+    # Ticks by index, not by adding ``step``: a range narrow beside its magnitude
+    # (1e6 .. 1e6 + 1e-9) has a step below the values' float precision, where
+    # ``v += step`` never moves and a loop would grow without end.
+    n = math.floor((hi - first) / step + 1e-9) + 1
+    if not 0 < n <= 10 * max(count, 1) or first + step == first:
+        return [lo, hi]
+    return [round(first + i * step, 10) for i in range(n)]
 
 
 def _fmt(v: float) -> str:

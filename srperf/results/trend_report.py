@@ -54,7 +54,8 @@ def chart(t: TestTrend, origin: dt.datetime, width: int = 420, height: int = 200
     ys = [t.samples[i].mean for i in pts]
     lo = min(ys + [g.avg for g in t.groups]) if ys else 0.0
     hi = max(ys + [g.avg for g in t.groups]) if ys else 1.0
-    pad = (hi - lo) * 0.15 or abs(hi) * 0.05 or 1.0
+    # at least 1 % of the values' size, so that equal nights do not get a hair-thin axis
+    pad = max((hi - lo) * 0.15, abs(hi) * 0.01) or 1.0
     x_lo, x_hi = (min(days), max(days)) if days else (0.0, 1.0)
     plot = SvgPlot(Axis(x_lo - 0.5, x_hi + 0.5, label=f"days since {origin.date()}"),
                    Axis(lo - pad, hi + pad, label=t.key.unit),

@@ -30,9 +30,13 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from srperf.config.model import Experiment, TestbedConfig
 from srperf.errors import ConfigError
+
+if TYPE_CHECKING:
+    from srperf.behaviors.spec import Behavior
 
 ETH_HDR = 14
 
@@ -254,19 +258,32 @@ def check_frames(exp: Experiment, tb: TestbedConfig) -> None:
         for name in exp.behaviors:
             beh = catalogue.get(name)
             try:
-                frame = beh.build_frame(tb, size)
+                largest = _largest_ip(beh, tb, size)
             except ValueError as exc:
                 raise ConfigError(exp.source, key, size, f"behavior {name}: {exc}") from None
-            largest = len(bytes(frame)) - ETH_HDR
-            if beh.expect is not None:
-                out = beh.expected(tb, frame).frame
-                largest = max(largest, len(bytes(out)) - ETH_HDR)
             if largest > mtu:
                 raise ConfigError(exp.source, key, size,
                                   f"behavior {name} puts {largest}-byte IP packets on a link "
                                   f"whose MTU is {mtu} bytes ({tb.source}: "
                                   f"addressing.link_mtu); the largest size that fits is "
                                   f"{size - (largest - mtu)}")
+
+
+def _largest_ip(beh: Behavior, tb: TestbedConfig, size: int) -> int:
+    """Bytes of the largest IP packet ``beh`` puts on either link at ``size``: from header
+    sizes when :mod:`srperf.behaviors.frame_lengths` knows them (no scapy), else from the
+    frames built (ValueError when the builder refuses the size)."""
+    from srperf.behaviors.frame_lengths import ip_lengths
+
+    lengths = ip_lengths(beh, tb, size)
+    if lengths is not None:
+        return lengths[1]
+    frame = beh.build_frame(tb, size)
+    largest = len(bytes(frame)) - ETH_HDR
+    if beh.expect is not None:
+        out = beh.expected(tb, frame).frame
+        largest = max(largest, len(bytes(out)) - ETH_HDR)
+    return largest
 
 
 def replace_algorithm(exp: Experiment, algorithm: str | None, file: str) -> Experiment:

@@ -44,19 +44,22 @@ def heavy_loaded(argv: list[str], tmp_path: Path) -> set[str]:
     (["--help"], set()),
     (["behaviors"], set()),
     (["validate", "testbed/virtual.yaml"], {"jsonschema"}),
-    # an experiment's frames are built (scapy) to check them against the link MTU
-    (["validate", "experiments/quick.yaml"], {"jsonschema", "scapy"}),
-], ids=["help", "behaviors", "validate-testbed", "validate-experiment"])
+    # frame lengths for the MTU check come from header sizes, not scapy frames
+    (["validate", "experiments/quick.yaml"], {"jsonschema"}),
+    (["validate", "experiments/end_ad.yaml"], {"jsonschema"}),
+], ids=["help", "behaviors", "validate-testbed", "validate-experiment", "validate-proxies"])
 def test_quick_command_imports_no_heavy_module_it_does_not_use(
         argv: list[str], allowed: set[str], tmp_path: Path) -> None:
     extra = heavy_loaded(argv, tmp_path) - allowed
     assert not extra, f"srperf {' '.join(argv)} imported {sorted(extra)}"
 
 
-def test_runs_imports_the_store_but_not_pandas(tmp_path: Path) -> None:
+@pytest.mark.parametrize("argv", [[], ["--limit", "0"], ["-n", "5"]])
+def test_runs_reads_an_sqlite_store_without_sqlalchemy(argv: list[str], tmp_path: Path) -> None:
+    """An SQLite store of the current schema is read with sqlite3, ``--limit`` checked
+    without jsonschema (tests/test_runs_table.py: the same rows and table)."""
     from srperf.results.store import ResultStore
 
     ResultStore(str(tmp_path / "srperf.sqlite")).close()
-    extra = heavy_loaded(["runs", "--results", str(tmp_path)], tmp_path) - {"sqlalchemy",
-                                                                            "jsonschema"}
+    extra = heavy_loaded(["runs", "--results", str(tmp_path), *argv], tmp_path)
     assert not extra, f"srperf runs imported {sorted(extra)}"

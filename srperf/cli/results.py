@@ -82,11 +82,17 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
 def _open(args: argparse.Namespace):
     from srperf.results.store import ResultStore
 
+    return ResultStore(*_place(args))
+
+
+def _place(args: argparse.Namespace) -> tuple[str, str]:
+    """The store to open and the option that named it; refused when ``--results`` holds
+    no store (``--db`` may name a new one)."""
     location = store_location(args)
     if not args.db and not Path(location).exists():
         raise ConfigError("--results", "results", args.results,
                           f"no results store {location} (run something first, or --db)")
-    return ResultStore(location, "--db" if args.db else "--results")
+    return location, "--db" if args.db else "--results"
 
 
 def _resolve(store: object, specs: list[str]) -> list[str]:

@@ -83,19 +83,25 @@ def from_recipe(store_where: str, run_id: str,
     return exp, load_testbed(Path(made["testbed"])), made
 
 
+LIMIT_MAX = 1_000_000
 LIMIT_SCHEMA = {"properties": {"limit": {
-    "type": "integer", "minimum": 0, "maximum": 1_000_000,
+    "type": "integer", "minimum": 0, "maximum": LIMIT_MAX,
     "description": "newest runs shown (0: all)"}}}
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from srperf.cli.results import _open
+    from srperf.cli.results import _open, _place
+    from srperf.results.runs_table import sqlite_runs_rows
 
-    from srperf.config.loader import check_value
+    if not (isinstance(args.limit, int) and 0 <= args.limit <= LIMIT_MAX):
+        # out of bounds: the schema check (jsonschema) words the error as for a file key
+        from srperf.config.loader import check_value
 
-    args.limit = check_value("--limit", args.limit, "limit", LIMIT_SCHEMA)
-    with _open(args) as store:
-        rows = store.runs_rows(args.limit or None)
+        args.limit = check_value("--limit", args.limit, "limit", LIMIT_SCHEMA)
+    rows = sqlite_runs_rows(*_place(args), args.limit or None)
+    if rows is None:   # a server, or a store to make or migrate: SQLAlchemy does it
+        with _open(args) as store:
+            rows = store.runs_rows(args.limit or None)
     if not rows:
         print("no runs")
         return EXIT_OK

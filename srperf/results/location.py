@@ -13,8 +13,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import sqlalchemy as sa
-
 from srperf.errors import ConfigError
 
 SQLITE_DRIVERS = ("sqlite", "sqlite+pysqlite")
@@ -50,6 +48,8 @@ def resolve(location: str | Path, what: str = "--db",
         raise ConfigError(file, what, text, "empty: an SQLite file path or a database URL")
     if not is_url(text):
         return StoreLocation(Path(text), "")
+    import sqlalchemy as sa   # a URL only: ``srperf runs`` on a file does without
+
     try:
         url = sa.engine.make_url(text)
     except (ValueError, sa.exc.ArgumentError) as exc:

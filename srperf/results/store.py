@@ -29,7 +29,8 @@ from srperf.errors import SrperfError, StoreError
 from srperf.redact import redact
 from srperf.results import schema
 from srperf.results.names import FIGURE_STATUSES
-from srperf.results.liveness import ProcessId, is_alive, this_process
+from srperf.results.liveness import this_process
+from srperf.results.runs_table import mark_dead_runs
 from srperf.search.base import SearchResult
 from srperf.stateful.base import StatefulSample, Variant
 
@@ -430,19 +431,7 @@ class ResultStore:
             query = query.limit(limit)
         with self.engine.connect() as conn:
             rows = [dict(r._mapping) for r in conn.execute(query)]
-        for row in rows:
-            pid_start = row.pop("pid_start")
-            if row["status"] != "running" or row["pid"] is None:
-                continue
-            alive = is_alive(ProcessId(int(row["pid"]), str(row["host"]),
-                                       None if pid_start is None else str(pid_start)))
-            if alive is False:
-                row["status"] = "dead"
-                row["reason"] = (f"process {int(row['pid'])} on {row['host']} is gone "
-                                 "(killed?); srperf run --resume " + str(row["run_id"]))
-            elif alive is None:
-                row["reason"] = f"running on {row['host']} (pid {int(row['pid'])})?"
-        return rows
+        return mark_dead_runs(rows)
 
     def last_run_id(self) -> str | None:
         with self.engine.connect() as conn:

@@ -611,6 +611,15 @@ def write_sysctl(path: Path, value: str) -> None:
 
 
 # -- the results store -----------------------------------------------------------------------
+def read_only_sqlite(path: Path) -> sqlite3.Connection:
+    """A read-only connection to the SQLite file ``path`` (``mode=ro``: it never makes,
+    changes or journals the file); call it only after :func:`open_store_file`."""
+    import urllib.parse
+
+    return sqlite3.connect(f"file:{urllib.parse.quote(str(path))}?mode=ro", uri=True)
+
+
+
 def _is_store(path: Path) -> str | None:
     """Why the existing regular file ``path`` is not an srperf store, or None.  Read
     only: nothing in the file changes."""

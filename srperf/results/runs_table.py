@@ -52,7 +52,7 @@ def sqlite_runs_rows(location: str, what: str, limit: int | None) -> list[dict[s
         return None
     path = safe_paths.open_store_file(place.path, what)
     try:
-        conn = sqlite3.connect(str(path))
+        conn = safe_paths.read_only_sqlite(path)
     except sqlite3.Error:
         return None
     try:

@@ -82,10 +82,13 @@ SUITE_SCHEMA: dict[str, Any] = {
                                "description": "smallest change of a group that is an "
                                               "anomaly (%)"},
             "window": {"type": "integer", "minimum": 2, "maximum": 100000,
+                       "unit": "nights",
                        "description": "newest samples grouped per test"},
             "confirm": {"type": "integer", "minimum": 0, "maximum": 1000,
+                        "unit": "nights",
                         "description": "nights a regression group may be confirmed late"},
             "sbps": {"type": "number", "minimum": 1, "maximum": 64,
+                     "unit": "bits",
                      "description": "jumpavg significant bits per sample"}}},
         "results": {"type": "string", "minLength": 1, "maxLength": 4096},
         "database": {"type": "string", "minLength": 1, "maxLength": 4096},

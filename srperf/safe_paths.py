@@ -643,13 +643,15 @@ def _is_store(path: Path) -> str | None:
     return None
 
 
-def open_store_file(path: Path, what: str = "--db", file: str = "<command line>") -> Path:
+def open_store_file(path: Path, what: str = "--db", file: str = "<command line>",
+                    create: bool = True) -> Path:
     """The SQLite results store ``path``, checked before anything touches it (exit 2,
     ConfigError naming ``what``): an existing file must be a regular file of root or
     of srperf's user, writable by no one else, and an SQLite srperf store (or an empty
     one srperf made, mode 0600); it is left unchanged otherwise.  Its directory must not
     let another user plant files (SQLite makes journals beside the store).  A missing
-    store is made 0600 (O_EXCL, no symlink followed).  An existing store of ours that
+    store is made 0600 (O_EXCL, no symlink followed), unless ``create`` is False (a
+    check before a run that may still be refused).  An existing store of ours that
     others may read is made 0600 once checked."""
     path = Path(os.path.abspath(path))
     link = foreign_symlink(path)
@@ -680,6 +682,8 @@ def open_store_file(path: Path, what: str = "--db", file: str = "<command line>"
                           "journal files beside the store could be planted; use a "
                           "directory only you can write")
     if st is None:
+        if not create:
+            return path
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
                          | os.O_CLOEXEC, PRIVATE)

@@ -57,6 +57,19 @@ def _opt(value: float | None, fmt: str) -> str:
     return "-" if value is None else fmt.format(value)
 
 
+def _spread_cells(e: dict[str, Any]) -> tuple[str, str, str]:
+    """A summary entry's configuration name, CV % and 95 % interval cells (both
+    tables); '-' where the spread has no such figure."""
+    sp = e["spread"]
+    name = e["configuration"] + (f" [{e['variant']}]" if e["variant"] else "")
+    if sp is None:
+        return name, "-", "-"
+    cv = f"{sp.cv_pct:.1f}" if sp.cv_pct is not None else "-"
+    ci = f"{sp.low:.1f}-{sp.high:.1f}" if sp.low is not None and sp.high is not None \
+        else (sp.note or "-")
+    return name, cv, ci
+
+
 def format_http_table(summary: list[dict[str, Any]]) -> str:
     """:func:`summarize`'s output of an http run: requests/s with its interval, and what
     wrk measured beside it (transfer rate, latency percentiles, errors); a goodput
@@ -66,13 +79,10 @@ def format_http_table(summary: list[dict[str, Any]]) -> str:
     lines = [head]
     for e in summary:
         sp = e["spread"]
-        name = e["configuration"] + (f" [{e['variant']}]" if e["variant"] else "")
+        name, cv, ci = _spread_cells(e)
         if sp is None:
             lines.append(f"{name:<34} {0:>3} {'-':>9}  {e['reason'][:90]}")
             continue
-        cv = f"{sp.cv_pct:.1f}" if sp.cv_pct is not None else "-"
-        ci = f"{sp.low:.1f}-{sp.high:.1f}" if sp.low is not None and sp.high is not None \
-            else (sp.note or "-")
         errors = [e.get(k) for k in HTTP_SUMS if e.get(k) is not None]
         lines.append(f"{name:<34} {sp.n:>3} {sp.mean:>9.1f} {cv:>6} {ci:>19} "
                      f"{_opt(e.get('transfer_mbps'), '{:.1f}'):>8} "
@@ -107,13 +117,10 @@ def format_table(summary: list[dict[str, Any]]) -> str:
     lines = [head]
     for e in summary:
         sp = e["spread"]
-        name = e["configuration"] + (f" [{e['variant']}]" if e["variant"] else "")
+        name, cv, ci = _spread_cells(e)
         if sp is None:
             lines.append(f"{name:<34} {0:>3} {'-':>9}  {e['reason'][:90]}")
             continue
-        cv = f"{sp.cv_pct:.1f}" if sp.cv_pct is not None else "-"
-        ci = f"{sp.low:.1f}-{sp.high:.1f}" if sp.low is not None and sp.high is not None \
-            else (sp.note or "-")
         retr = f"{e['retransmits']:.0f}" if e["retransmits"] is not None else "-"
         cpu = f"{e['sut_cpu_busy_pct']:.0f}" if e["sut_cpu_busy_pct"] is not None else "-"
         t = e["table_i"]

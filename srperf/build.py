@@ -41,7 +41,9 @@ def ensure_built(output_name: str, sources: Sequence[Path], command: Sequence[st
         if out.stat().st_mtime >= newest:
             return out
     log.info("building %s", out)
-    tmp_out = f"{out}.tmp"  # renamed over ``out`` only when the build is clean
+    # Renamed over ``out`` only when the build is clean; named per process so that two
+    # builds at once (two installs, parallel test workers) never write one file.
+    tmp_out = f"{out}.{os.getpid()}.tmp"
     argv = [arg.replace("{out}", tmp_out) for arg in command]
     proc = subprocess.run(argv, capture_output=True, text=True)
     if proc.returncode != 0:

@@ -16,12 +16,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+from busy_host import BUSY_HOST_OPTIONS
 from srperf import forwarders, resources
 from srperf.cli import PDR_EXPERIMENT, main
 from srperf.config.loader import load_experiment
 
 TESTBED = {"name": "s27pdr", "kind": "virtual", "prefix": "s27p",
-           "tester": {"line_rate_pps": 200000}}  # well within what the generator paces
+           # well within what the generator paces, and paced beside busy loops too
+           "tester": {"line_rate_pps": 200000, "options": BUSY_HOST_OPTIONS}}
 QUICK = load_experiment(resources.find_config(PDR_EXPERIMENT, "experiment")).behaviors
 
 

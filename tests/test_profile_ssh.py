@@ -17,6 +17,7 @@ import yaml
 
 from sshd import SshdNode, sshd_on_virtual_testbed
 from srperf.cli import main
+from busy_host import BUSY_HOST_OPTIONS
 
 pytestmark = pytest.mark.netns
 
@@ -29,10 +30,6 @@ def node() -> Iterator[SshdNode]:
         yield sshd
 
 
-# srgen at SCHED_FIFO: this checks a profile trial over SSH, not a figure, and must hold on
-# a busy machine (beside busy loops a normal-priority srgen could not offer the
-# planned rate, the run measured nothing and exited 3): scripts/under_load.sh
-BUSY_HOST_OPTIONS = {"fifo_priority": 10}
 
 
 def test_profile_trial_over_ssh(node: SshdNode, tmp_path: Path,

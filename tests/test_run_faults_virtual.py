@@ -31,6 +31,7 @@ from srperf.wording import count
 
 from sut_state import state_diff
 from test_run_states import SRPERF, _env, _leftovers, _query, _run_row, _wait_for_searches
+from busy_host import BUSY_HOST_OPTIONS
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
@@ -40,10 +41,6 @@ BEHAVIORS = ["end", "h_encaps"]   # both leave seg6 routes on the SUT while conf
 REPETITIONS = 3
 
 
-# srgen at SCHED_FIFO: this checks faults a run survives, not a figure, and must hold on
-# a busy machine (beside busy loops a normal-priority srgen could not offer the
-# planned rate, the run measured nothing and exited 3): scripts/under_load.sh
-BUSY_HOST_OPTIONS = {"fifo_priority": 10}
 
 
 def _files(tmp_path: Path, repetitions: int = REPETITIONS) -> tuple[Path, Path]:

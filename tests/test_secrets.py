@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
+from busy_host import BUSY_HOST_OPTIONS
 from srperf.cli import main
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -307,7 +308,8 @@ def test_a_virtual_run_leaks_the_password_nowhere(
     pw = _secret()
     tb = tmp_path / "tb.yaml"
     tb.write_text(yaml.safe_dump({"name": "q3b", "kind": "virtual", "prefix": "q3b",
-                                  "tester": {"line_rate_pps": 300000}}))
+                                  "tester": {"line_rate_pps": 300000,
+                                             "options": BUSY_HOST_OPTIONS}}))
     server = pg_server.start()
     try:
         url = server.url.replace("postgresql://srperf@", f"postgresql://srperf:{pw}@")

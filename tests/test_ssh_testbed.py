@@ -29,6 +29,7 @@ from srperf.orchestrator import Orchestrator
 from srperf.progress import ProgressEvents
 from srperf.testbeds.lock import LOCK_DIR
 from srperf import testbeds
+from busy_host import BUSY_HOST_OPTIONS
 
 pytestmark = pytest.mark.netns
 
@@ -36,10 +37,6 @@ PREFIX = "srpssh"
 SUT_NS, TESTER_NS = f"{PREFIX}-sut", f"{PREFIX}-tester"
 SEARCH = {"algorithm": "bisect", "trial_duration_s": 0.2, "accuracy": "10%",
           "min_rate": "2%", "max_rate": "20%"}
-# srgen at SCHED_FIFO: this checks runs over SSH, not a figure, and must hold on
-# a busy machine (beside busy loops a normal-priority srgen could not offer the
-# planned rate, the run measured nothing and exited 3): scripts/under_load.sh
-BUSY_HOST_OPTIONS = {"fifo_priority": 10}
 
 
 @pytest.fixture(scope="module")

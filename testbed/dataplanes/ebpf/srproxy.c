@@ -127,11 +127,21 @@ static __always_inline struct srp_cache_val *scratch(void)
 	return bpf_map_lookup_elem(&srp_scratch, &zero);
 }
 
+/* FNV-1a of `h` continued over the `len` bytes of `buf` (`len` a constant). */
+static __always_inline __u32 fnv1a(const __u8 *buf, int len, __u32 h)
+{
+#pragma clang loop unroll(full)
+	for (int i = 0; i < len; i++) {
+		h ^= buf[i];
+		h *= 16777619u;
+	}
+	return h;
+}
+
 /* FNV-1a over the first (at most 16) payload bytes and their count. */
 static __always_inline __u32 payload_hash(struct __sk_buff *skb, __u32 off)
 {
 	__u8 buf[16] = {};
-	__u32 h = 2166136261u;
 	__u32 n = 0;
 
 	if (off < skb->len) {
@@ -141,12 +151,7 @@ static __always_inline __u32 payload_hash(struct __sk_buff *skb, __u32 off)
 		if (n > 0 && bpf_skb_load_bytes(skb, off, buf, n))
 			n = 0;
 	}
-#pragma unroll
-	for (int i = 0; i < (int)sizeof(buf); i++) {
-		h ^= buf[i];
-		h *= 16777619u;
-	}
-	return h ^ n;
+	return fnv1a(buf, sizeof(buf), 2166136261u) ^ n;
 }
 
 /* FNV-1a of `h` continued over the TCP options at `off` (`n` bytes, at most 40):
@@ -160,12 +165,7 @@ static __always_inline __u32 options_hash(struct __sk_buff *skb, __u32 off, __u3
 		n = sizeof(buf);
 	if (n > 0 && bpf_skb_load_bytes(skb, off, buf, n))
 		n = 0;
-#pragma unroll
-	for (int i = 0; i < (int)sizeof(buf); i++) {
-		h ^= buf[i];
-		h *= 16777619u;
-	}
-	return h ^ (n << 8);
+	return fnv1a(buf, sizeof(buf), h) ^ (n << 8);
 }
 
 /* The side of a source-NAT VNF a packet is on (SRP_F_NAT_KEY). */

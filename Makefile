@@ -10,16 +10,22 @@ install:
 run: install
 	$(VENV)/bin/srperf run $(EXPERIMENT)
 
+# Two passes: the tests that send no traffic on one worker per CPU (pytest-xdist), then
+# those that create namespaces, send traffic or boot a VM one at a time.  Both always
+# run; the target fails if either failed.
+PYTEST = $(VENV)/bin/python -m pytest -q -p no:cacheprovider
 test: install
-	$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests
+	$(PYTEST) -n auto -m "not netns" tests; fast=$$?; \
+	$(PYTEST) -m netns tests; netns=$$?; \
+	exit $$(( fast != 0 || netns != 0 ))
 
 # Between edits: every test that sends no traffic and boots nothing (not marked netns).
 test-fast: $(VENV)/bin/srperf
-	$(VENV)/bin/python -m pytest -q -p no:cacheprovider -m "not netns" tests
+	$(PYTEST) -n auto -m "not netns" tests
 
 # The full suite beside one busy loop per CPU (a busy machine must not fail it).
 test-under-load: install
-	./scripts/under_load.sh $(VENV)/bin/python -m pytest -q -p no:cacheprovider tests
+	./scripts/under_load.sh $(MAKE) --no-print-directory test
 
 $(VENV)/bin/srperf:
 	./scripts/install.sh

@@ -1,4 +1,5 @@
-"""Shared fixtures: root checks and a guard that the suite leaves no namespace behind."""
+"""Shared hooks: root checks and a guard that the suite leaves no namespace or work
+directory behind (checked once per session, by the controller under ``pytest -n``)."""
 
 from __future__ import annotations
 
@@ -31,19 +32,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def no_namespace_left_behind():
-    """After the whole suite, no namespace of ours may remain."""
-    before = _namespaces() if os.geteuid() == 0 else set()
-    yield
-    if os.geteuid() != 0:
-        return
-    # Only report: another pytest session on the same host may own a namespace
-    # that appeared meanwhile, so this guard never deletes anything itself.
-    left = sorted(n for n in _namespaces() - before if n.startswith(TEST_PREFIXES))
-    assert not left, f"tests left network namespaces behind: {left}"
-
-
 def _workdirs() -> set[str]:
     """Private work directories of transports (``mktemp -d /tmp/srperf.XXXXXXXXXX``)."""
     import glob
@@ -51,10 +39,44 @@ def _workdirs() -> set[str]:
     return set(glob.glob("/tmp/srperf.??????????"))
 
 
-@pytest.fixture(scope="session", autouse=True)
-def no_workdir_left_behind():
-    """After the whole suite, no transport's private work directory may remain."""
-    before = _workdirs()
-    yield
-    left = sorted(_workdirs() - before)
-    assert not left, f"tests left transport work directories behind: {left}"
+def _is_xdist_worker(config: pytest.Config) -> bool:
+    """True in a worker of ``pytest -n N``: the controller checks the whole session."""
+    return hasattr(config, "workerinput")
+
+
+_BEFORE = pytest.StashKey[tuple[set[str], set[str]]]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if _is_xdist_worker(session.config):
+        return
+    namespaces = _namespaces() if os.geteuid() == 0 else set()
+    session.config.stash[_BEFORE] = (namespaces, _workdirs())
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """After the whole suite (every worker's tests), no namespace of ours and no
+    transport work directory may remain: the session fails, naming them.
+
+    Only reports: another pytest session on the same host may own a namespace that
+    appeared meanwhile, so this guard never deletes anything itself.
+    """
+    if _is_xdist_worker(session.config) or _BEFORE not in session.config.stash:
+        return
+    namespaces, workdirs = session.config.stash[_BEFORE]
+    problems = []
+    if os.geteuid() == 0:
+        left = sorted(n for n in _namespaces() - namespaces if n.startswith(TEST_PREFIXES))
+        if left:
+            problems.append(f"tests left network namespaces behind: {left}")
+    left_dirs = sorted(_workdirs() - workdirs)
+    if left_dirs:
+        problems.append(f"tests left transport work directories behind: {left_dirs}")
+    if not problems:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.ensure_newline()
+        for problem in problems:
+            reporter.write_line(f"ERROR: {problem}", red=True, bold=True)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED

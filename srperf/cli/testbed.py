@@ -87,18 +87,19 @@ def _prepare(tb: TestbedConfig, undo: bool, dry_run: bool) -> int:
             print(shlex.join(argv))
         return EXIT_OK
     testbed = testbeds.create(tb)
+    from srperf.stateful import killed_run
+
+    was_killed = undo and killed_run.killed(testbed)   # asked before the claim takes it
     testbed.claim(f"srperf testbed {'unprepare' if undo else 'prepare'}")
     try:
         sut = testbed.node("sut")
         if undo:
+            left = killed_run.undo(testbed, sut, was_killed)   # left by a killed run
             done = ssh_prepare.unprepare(sut, setup)
             print(f"testbed {tb.name}: base setup undone on {sut.where}" if done else
                   f"testbed {tb.name}: nothing to undo on {sut.where} (no {setup.record})")
-            from srperf.stateful.ssh_endpoints import undo_left_setup
-
-            for where in undo_left_setup(tb):   # left by a stateful run that was killed
-                print(f"testbed {tb.name}: endpoint setup a killed run left undone on "
-                      f"{where}")
+            for line in left:
+                print(f"testbed {tb.name}: {line}")
         else:
             ssh_prepare.prepare(sut, setup)
             print(f"testbed {tb.name}: base setup applied on {sut.where} (what it changed: "

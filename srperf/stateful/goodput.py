@@ -17,6 +17,7 @@ import shlex
 import time
 from typing import Any
 
+from srperf.stateful import marked
 from srperf.stateful.base import (Endpoints, StatefulError, StatefulSample, Variant)
 from srperf.stateful.counters import busy_pct, read_cpu
 from srperf.config.stateful import GoodputConfig
@@ -111,8 +112,9 @@ class GoodputRunner:
         streams = int(variant.params.get("streams", config.streams))
         addresses = list(variant.params.get("addresses") or [endpoints.server.ip6])
         client = endpoints.client
-        lines = ["set -u", "pids=()"]
         work = client.node.workdir()
+        # marked: a killed run's clients are found by their pid files (ssh_endpoints.reap)
+        lines = ["set -u", "pids=()", *marked.shell_lines(work)]
         for i in range(streams):
             out = posixpath.join(work, f"stream-{i}.json")
             argv = ["iperf3", "-c", addresses[i % len(addresses)], "-B", client.ip6,
@@ -122,7 +124,8 @@ class GoodputRunner:
                 argv += ["-O", f"{config.omit_s:g}"]
             if client.cpu is not None:
                 argv = ["taskset", "-c", str(client.cpu)] + argv
-            lines.append(f"{shlex.join(argv)} > {shlex.quote(out)} 2>&1 & pids+=($!)")
+            lines.append(f"{shlex.join(argv)} > {shlex.quote(out)} 2>&1 & pids+=($!); "
+                         f"{marked.note_job(work, f'iperf3-client-{i}')}")
         lines.append('for p in "${pids[@]}"; do wait "$p" || true; done')
         for i in range(streams):
             out = posixpath.join(work, f"stream-{i}.json")

@@ -18,6 +18,7 @@ from srperf.stateful.base import (OK, Endpoints, StatefulError, StatefulSample,
                                   Variant)
 from srperf.stateful.http_server import StaticHttpServer, object_name
 from srperf.config.stateful import HttpConfig, size_label
+from srperf.stateful import marked
 from srperf.stateful.wrk import WrkParseError, WrkReport, parse_wrk, url, wrk_argv
 
 log = logging.getLogger(__name__)
@@ -92,7 +93,8 @@ class HttpRunner:
         target = url(endpoints.server.ip6, cfg.port, object_name(size))
         argv = wrk_argv(target, threads=cfg.threads, connections=cfg.connections,
                         duration_s=duration_s, cpu=endpoints.client.cpu)
-        res = endpoints.client.node.run(argv, timeout=duration_s + 30.0)
+        node = endpoints.client.node   # marked: a killed run's wrk is found by its pid file
+        res = node.run(marked.argv(node.workdir(), "wrk", argv), timeout=duration_s + 30.0)
         if not res.ok:
             return StatefulSample({}, status=FAILED,
                                   reason=f"wrk exited {res.returncode}: "

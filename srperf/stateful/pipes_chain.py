@@ -253,7 +253,10 @@ class PipesChain:
             run(["ip", "-n", name, "link", "set", "lo", "up"])
             for key in ("net.ipv6.conf.all.forwarding=1", "net.ipv6.conf.all.seg6_enabled=1",
                         "net.ipv6.conf.default.seg6_enabled=1",
-                        "net.ipv6.conf.all.keep_addr_on_down=1"):
+                        "net.ipv6.conf.all.keep_addr_on_down=1",
+                        # no DAD on the links made next (see wait_links_up)
+                        "net.ipv6.conf.all.accept_dad=0",
+                        "net.ipv6.conf.default.accept_dad=0"):
                 run(["ip", "netns", "exec", name, "sysctl", "-qw", key])
         for link in range(n + 1):
             (lns, ldev), (rns, rdev) = self.link_devs(link)
@@ -302,22 +305,48 @@ class PipesChain:
                     down.append(f"{ns}/{dev}")
         return down
 
+    def addresses_tentative(self) -> list[str]:
+        """``ns/dev`` of every device of the chain with an IPv6 address still tentative
+        (duplicate address detection not finished)."""
+        found = []
+        for name in self.names:
+            out = run(["ip", "-o", "-6", "addr", "show", "tentative"], ns=name,
+                      check=False).stdout
+            found += [f"{name}/{line.split()[1]}" for line in out.splitlines()
+                      if line.strip()]
+        return found
+
     def wait_links_up(self, timeout_s: float = LINK_UP_TIMEOUT_S) -> None:
-        """Wait until every link end is operationally up.  A veth set up is not yet
-        forwarding: until the kernel's link watch activates its qdisc (up to about 1 s
-        later, its events are batched per second) every frame sent on it is dropped, so
-        the first SYN through a fresh chain was lost and retransmitted 1 s later (measured:
-        the first fetch through relay, router connected after 1.01 s, now 0.0002 s).  A
-        second wait of about 1 s is still there (the first fetch through router, router
-        connects after 1.02 s, through relay, router it completes after 1.0 s): not
-        found; the plan's warm-up fetch (pipes_plan.warm_up) absorbs it."""
+        """Wait until every link end is operationally up and no address is tentative.
+
+        A veth set up is not yet forwarding: until the kernel's link watch activates its
+        qdisc (up to about 1 s later, its events are batched per second) every frame sent
+        on it is dropped, so the first SYN through a fresh chain was lost and retransmitted
+        1 s later (measured: the first fetch through relay, router connected after 1.01 s,
+        now 0.0002 s).
+
+        The second wait of about 1 s was neighbour discovery: a middle node forwards
+        packets whose source is not an address of the outgoing link (the client's, the
+        server's, its own tunsrc on the other link), so it solicits the next hop from its
+        link-local address, and while that address is tentative (DAD: a random delay up
+        to 1 s, then one probe and 1 s) the kernel sends no solicitation at all
+        (ndisc_send_ns); the entry stays incomplete until its next try 1 s later, holding
+        the SYN.  Measured (``ip -ts monitor neigh address`` in the middle nodes, two
+        routers): the connect began at .333 s, the SYN reached m1 at .392, m1's r0
+        link-local left DAD at .437, its next hop became REACHABLE at 1.399 s and the
+        connect took 1.009 s (m1 sent 3 solicitations, not 1); without DAD the next hops
+        were REACHABLE within 40 ms and the connect took 0.006 s.  The chain's namespaces
+        make their links without DAD (``accept_dad=0``); this check also waits until no
+        address is tentative, should one be added with DAD.
+        """
         deadline = time.monotonic() + timeout_s
         while True:
-            down = self.links_down()
+            down = self.links_down() or self.addresses_tentative()
             if not down:
                 return
             if time.monotonic() > deadline:
-                raise RuntimeError(f"links not up within {timeout_s:g} s: {', '.join(down)}")
+                raise RuntimeError(f"links not up (or addresses tentative) within "
+                                   f"{timeout_s:g} s: {', '.join(down)}")
             time.sleep(0.02)
 
     def _steer_receive(self) -> None:

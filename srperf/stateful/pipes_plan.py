@@ -58,8 +58,9 @@ WARM_UP_TRIES = 5
 
 def warm_up(endpoints: Endpoints, cfg: HttpConfig, size: int) -> bool:
     """Fetch one object through the freshly configured chain (not measured) until it
-    arrives: the first SYN through a just-started chain can wait for neighbour discovery
-    and a one-second retransmission, longer than a short wrk run.  False when no fetch
+    arrives: the relays just started, the object not yet in the server's page cache.
+    (The one-second waits it used to absorb are gone: the chain's links are up and its
+    addresses past DAD when :meth:`PipesChain.up` returns.)  False when no fetch
     succeeded (the measurement then fails on its own, with wrk's words)."""
     target = url(endpoints.server.ip6, cfg.port, object_name(size))
     for _ in range(WARM_UP_TRIES):

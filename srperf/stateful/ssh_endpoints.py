@@ -40,6 +40,7 @@ from typing import Any
 
 from srperf.config.model import EndpointHostConfig, TestbedConfig
 from srperf.errors import SrperfError
+from srperf.stateful import undo_journal
 from srperf.stateful.base import Endpoint, Endpoints, StatefulError, second_address
 from srperf.testbeds import ssh_prepare
 from srperf.testbeds.base import Testbed
@@ -50,22 +51,41 @@ log = logging.getLogger(__name__)
 SIDES = ("client", "server")
 
 _REAP = r"""set -u
+ours() {  # $1 pid, $2 dir: the process names the directory (command line or marker)
+  tr '\0' '\n' < "/proc/$1/cmdline" 2>/dev/null | grep -qF -- "$2" && return 0
+  tr '\0' '\n' < "/proc/$1/environ" 2>/dev/null | grep -qxF -- "SRPERF_WORKDIR=$2"
+}
+stopped=""
 for dir in "$@"; do
   case "$dir" in /*/srperf.??????????) ;; *) continue ;; esac
   [ -d "$dir" ] || continue
   for f in "$dir"/*.pid "$dir"/*/*.pid; do
     [ -s "$f" ] || continue
-    pid=$(cat "$f")
+    pid=$(head -n 1 "$f")
     case "$pid" in ''|*[!0-9]*) continue ;; esac
-    if tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$dir"; then
-      kill "$pid" && echo "stopped $pid ($(cat "/proc/$pid/comm" 2>/dev/null || echo gone))"
+    if ours "$pid" "$dir"; then
+      comm=$(cat "/proc/$pid/comm" 2>/dev/null || echo gone)
+      kill "$pid" 2>/dev/null && echo "stopped $pid ($comm)" && stopped="$stopped $pid:$dir"
     fi
   done
-  rm -rf -- "$dir"
+done
+# wait until they are gone (SIGKILL after 5 s), then remove the directories
+for _ in $(seq 50); do
+  left=""
+  for pd in $stopped; do ours "${pd%%:*}" "${pd#*:}" && left="$left $pd"; done
+  stopped=$left
+  [ -z "$stopped" ] && break
+  sleep 0.1
+done
+for pd in $stopped; do kill -9 "${pd%%:*}" 2>/dev/null || true; done
+for dir in "$@"; do
+  case "$dir" in /*/srperf.??????????) rm -rf -- "$dir" ;; esac
 done
 """
-"""Stops the servers of the work directories given (pid files whose process names the
-directory on its command line) and removes the directories."""
+"""Stops the processes of the work directories given (pid files whose process names the
+directory on its command line or carries ``SRPERF_WORKDIR=<dir>`` in its environment:
+:func:`srperf.stateful.marked.argv`), waits until they are gone and removes the
+directories."""
 
 
 def workdirs_list(tb: TestbedConfig, side: str) -> str:
@@ -190,11 +210,16 @@ class SshEndpoints:
         try:
             for side in SIDES:
                 self._check_dev(side)
+            sut = self.testbed.node("sut")
+            for what in undo_journal.replay(sut, tb, "sut"):
+                log.warning("%s: a killed run's steering undone: %s", sut.where, what)
             for side in SIDES:
                 node = self.node(side)
                 self._prepared.append(side)
+                for what in undo_journal.replay(node, tb, side):
+                    log.warning("%s: a killed run's steering undone: %s", node.where, what)
                 for what in reap(node, tb, side):
-                    log.warning("%s: a killed run's server %s", node.where, what)
+                    log.warning("%s: a killed run's process %s", node.where, what)
                 ssh_prepare.prepare(node, host_setup(tb, side))
         except BaseException as exc:
             self.down()
@@ -265,9 +290,11 @@ def undo_left_setup(tb: TestbedConfig) -> list[str]:
     for side in SIDES:
         ssh = getattr(tb.endpoints, side).transport.ssh
         with SshTransport(ssh) as node:
+            undone = undo_journal.replay(node, tb, side)
             stopped = reap(node, tb, side)
-            if ssh_prepare.unprepare(node, host_setup(tb, side)) or stopped:
-                done.append(node.where + "".join(f"; {s}" for s in stopped))
+            if ssh_prepare.unprepare(node, host_setup(tb, side)) or stopped or undone:
+                done.append(node.where + "".join(f"; {s}" for s in stopped) +
+                            (f"; {len(undone)} steering commands undone" if undone else ""))
     return done
 
 

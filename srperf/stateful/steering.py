@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from srperf.config.model import TestbedConfig, vnf_sid
 from srperf.errors import UnsupportedBehavior
-from srperf.stateful import carry
+from srperf.stateful import carry, undo_journal
 from srperf.stateful.base import Endpoints, StatefulError, second_address
 from srperf.transports.base import Transport
 
@@ -168,6 +168,23 @@ class Steering:
                                    carry.CARRIED if self.carried > 0 else carry.VISITED)
         self.addresses = [endpoints.server.ip6, second_address(endpoints.server.ip6)][:chains]
         self._undo: list[tuple[Transport, list[str]]] = []
+        self._journal = tb.kind == "ssh"
+        """Write each undo on its node first (undo_journal: a run killed then leaves
+        what unprepare or the next run undoes); a virtual testbed is rebuilt instead."""
+
+    def _role(self, node: Transport) -> str:
+        ep = self.ep
+        return "client" if node is ep.client.node else \
+            "server" if node is ep.server.node else "sut"
+
+    def _remember(self, node: Transport, undo: list[str]) -> None:
+        """Keep ``undo`` to run in :meth:`remove` (noted on the node by :meth:`_note`)."""
+        self._undo.append((node, undo))
+
+    def _note(self, node: Transport, undo: list[str]) -> None:
+        """Write ``undo`` in the node's journal, before the change it undoes."""
+        if self._journal:
+            undo_journal.note(node, self.tb, self._role(node), undo)
 
     def describe(self) -> str:
         if self.route.forward is None:
@@ -182,7 +199,6 @@ class Steering:
     def _do(self, node: Transport, argv: list[str], undo: list[str] | None = None) -> None:
         """Run ``argv`` on ``node``; remember ``undo`` (default, for ``ip -6 route replace
         [local] PREFIX ... [table T]``: the matching ``ip -6 route del``)."""
-        node.check(argv, timeout=30.0)
         if undo is None and argv[:4] == ["ip", "-6", "route", "replace"]:
             rest = argv[4:]
             undo = ["ip", "-6", "route", "del", *rest[:2 if rest[0] == "local" else 1]]
@@ -191,7 +207,10 @@ class Steering:
             if "seg6local" in rest:   # its table argument is End.DT6's, not the route's
                 undo = undo[:5 + (rest[0] == "local")]
         if undo is not None:
-            self._undo.append((node, undo))
+            self._note(node, undo)
+        node.check(argv, timeout=30.0)
+        if undo is not None:
+            self._remember(node, undo)
 
     def install(self) -> None:
         try:
@@ -248,7 +267,8 @@ class Steering:
             self._attach_reverse_proxy()
         if self.carried:
             dev = ep.client.dev
-            self._undo.append((client, carry.detach_argv(dev)))
+            self._note(client, carry.detach_argv(dev))
+            self._remember(client, carry.detach_argv(dev))
             carry.attach(client, dev, self.visit)
 
     def carry_counts(self) -> dict[str, int] | None:
@@ -281,6 +301,9 @@ tc filter replace dev {out} ingress pref {PROXY_PREF} handle 1 bpf object-pinned
             if not res.ok:
                 log.warning("%s: %s failed: %s", node.where, " ".join(argv),
                             res.stderr.strip())
+        if self._journal:   # every node: a change that failed was noted, not kept
+            for node in (self.ep.client.node, self.ep.server.node, self.ep.sut):
+                undo_journal.clear(node, self.tb, self._role(node))
 
     def __enter__(self) -> "Steering":
         self.install()

@@ -162,8 +162,8 @@ def payload_members(image: KernelImage) -> list[tuple[Path, str]]:
 def write_payload(image: KernelImage, directory: Path) -> Path:
     """The files payload (an uncompressed tar: modules are compressed already)."""
     dest = directory / f"srperf-kernel-{image.release}.tar"
-    with safe_paths.open_new(dest) as out, tarfile.open(fileobj=out, mode="w",
-                                                        format=tarfile.GNU_FORMAT) as tar:
+    with safe_paths.open_new(dest) as out, tarfile.TarFile(fileobj=out, mode="w",
+                                                           format=tarfile.GNU_FORMAT) as tar:
         for path, arcname in payload_members(image):
             tar.add(str(path), arcname=arcname, recursive=True,
                     filter=lambda info: _owned_by_root(info))
@@ -294,7 +294,7 @@ def plan(req: KernelRequest, image: KernelImage, payload: Path, payload_sha256: 
             f"fresh=1; test -e /lib/modules/{rel} && fresh=0; "
             f"undo() {{ [ $fresh = 1 ] && rm -rf /lib/modules/{rel} /boot/vmlinuz-{rel} "
             f"/boot/config-{rel} /boot/System.map-{rel} /boot/initrd.img-{rel}; }}; "
-            f"tar -xf {q_payload} -C / --no-same-owner && depmod {rel} "
+            f"tar -xf {q_payload} -C / && depmod {rel} "
             f"&& update-initramfs -c -k {rel} "
             f"&& test -s /boot/vmlinuz-{rel} && test -s /boot/initrd.img-{rel} "
             f"|| {{ s=$?; undo; exit $s; }}",), 1800.0))

@@ -65,7 +65,7 @@ def _testbed(tmp_path: Path, g: SshGuest, keys: Path, **kernel: object) -> str:
             "sut": {"forwarder": "linux", "in": {"name": "s0"}, "out": {"name": "s1"},
                     "transport": {"kind": "ssh", "ssh": g.ssh_config(
                         str(keys / "known_hosts"), str(keys / "key"))}},
-            "provision": {"kernel": {"reboot_timeout_s": 300, **kernel}}}
+            "provision": {"kernel": {"reboot_timeout_s": 180, **kernel}}}
     path = tmp_path / f"guest-{len(kernel)}.yaml"
     path.write_text(yaml.safe_dump(data))
     return str(path)

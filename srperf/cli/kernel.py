@@ -60,7 +60,7 @@ def _dry_run(req: "KernelRequest") -> int:
     plan = kp.plan(req, image, payload, sha, tools=None)
     print(f"  look:    {kp.LOOK}")
     print(f"           (nothing to do when uname -r is {image.release}; install "
-          f"{plan.install if req.settings.install != 'auto' else 'deb if the SUT has dpkg, else files'}"
+          f"{plan.install if req.settings.install != 'auto' else 'deb if the SUT has dpkg, apt-get and a package database, else files'}"
           f", boot {plan.boot if req.settings.boot != 'auto' else 'grub if the SUT has grub-reboot and ' + kp.GRUB_CFG + ', else kexec'})")
     for phase in plan.phases:
         print(f"  - {phase.name}")

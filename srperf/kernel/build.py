@@ -318,7 +318,7 @@ def make_plan(recipe: BuildRecipe, source_sha256: str | None, jobs: int | None =
         tarball = f"usr/src/{recipe.source}.tar.xz"
         plan.steps.append(("unpack the source", [
             f"mkdir -p {q(src)}",
-            f"dpkg-deb --fsys-tarfile {q(deb)} | tar -xO {tarball} | "
+            f"dpkg-deb --fsys-tarfile {q(deb)} | tar -xO --wildcards {q('*' + tarball)} | "
             f"tar -xJ -C {q(src)} --strip-components=1"]))
     else:
         plan.steps.append(("copy the source tree", [

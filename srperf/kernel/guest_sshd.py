@@ -64,6 +64,7 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mkdir -p /dev/pts && mount -t devpts devpts /dev/pts
+ln -s /proc/self/fd /dev/fd   # as udev makes it: the lock script compares /dev/fd/9
 mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /run
 mkdir -p /run/sshd /var/log

@@ -184,6 +184,7 @@ LOOK = ("printf 'release=%s\\n' \"$(uname -r)\"; "
         "update-initramfs depmod systemctl; do "
         "command -v \"$t\" >/dev/null 2>&1 && printf 'has=%s\\n' \"$t\"; done; "
         f"test -f {GRUB_CFG} && echo has=grub.cfg; "
+        "test -s /var/lib/dpkg/status && echo has=dpkg-database; "
         "test -d /run/systemd/system && echo has=systemd; true")
 """Prints ``key=value`` lines: the running release, the boot id and the tools."""
 
@@ -240,7 +241,9 @@ def choose(req: KernelRequest, image: KernelImage, tools: set[str] | None) -> tu
                           f"{req.target.name} is not a Debian package (built kernels "
                           "install as files)")
     if install == "auto":
-        install = "deb" if is_package and (tools is None or "dpkg" in tools) else "files"
+        # busybox has a dpkg applet: a Debian system is dpkg, apt-get and their database
+        debian = tools is None or {"dpkg", "apt-get", "dpkg-database"} <= tools
+        install = "deb" if is_package and debian else "files"
     if boot == "auto":
         if tools is None:
             boot = "grub|kexec"
@@ -254,7 +257,7 @@ def choose(req: KernelRequest, image: KernelImage, tools: set[str] | None) -> tu
             raise KernelInstallError(
                 f"{req.testbed_file}: provision.kernel.boot = {s.boot!r}: the SUT has no "
                 f"{', '.join(missing)} (boot method {boot}); nothing was installed")
-        need_install = {"deb": ("dpkg", "apt-get"),
+        need_install = {"deb": ("dpkg", "apt-get", "dpkg-database"),
                         "files": ("depmod", "update-initramfs")}[install]
         missing = [t for t in need_install if t not in tools]
         if missing:
@@ -317,7 +320,9 @@ def reboot_command(boot: str) -> str:
         now = "if [ -d /run/systemd/system ]; then systemctl kexec; else kexec -e; fi"
     else:
         now = "if [ -d /run/systemd/system ]; then systemctl reboot; else reboot; fi"
-    return f"nohup sh -c {shlex.quote('sleep 1; ' + now)} </dev/null >/dev/null 2>&1 &"
+    # as nohup does (a busybox system may have none): SIGHUP ignored, no terminal
+    script = shlex.quote("trap '' HUP; sleep 1; " + now)
+    return f"sh -c {script} </dev/null >/dev/null 2>&1 &"
 
 
 # -- on the SUT ----------------------------------------------------------------------------

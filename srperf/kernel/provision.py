@@ -44,7 +44,6 @@ should fall back to its old kernel when power-cycled.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import shlex
 import tarfile
@@ -57,6 +56,7 @@ from srperf import safe_paths
 from srperf.config.model import TestbedConfig
 from srperf.config.provision import KernelInstallSettings
 from srperf.errors import ConfigError, SrperfError, TransportError
+from srperf.kernel.build import sha256_file as sha256_of
 from srperf.kernel.package import KernelImage
 from srperf.kernel.target import KernelTarget
 from srperf.transports.base import Transport
@@ -120,14 +120,6 @@ def request(config: TestbedConfig, kernel_arg: str | None) -> KernelRequest | No
 
 
 # -- the payload ---------------------------------------------------------------------
-
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
 
 def deb_of(image: KernelImage) -> Path | None:
     """The cached ``.deb`` of a packaged kernel, its SHA-256 checked against the one

@@ -19,6 +19,11 @@ APT_PACKAGES+=(iputils-ping)
 # Kernel targets: QEMU boots a named kernel (TCG where KVM cannot) from an initramfs of
 # busybox + iproute2 + bash and the kernel's own modules (modprobe --show-depends: kmod).
 APT_PACKAGES+=(qemu-system-x86 busybox-static kmod)
+# srperf provision --kernel is tested on a guest that boots the installed kernel with kexec
+# (this host's own reboots stay as they were: kexec-tools/load_kexec is preseeded false).
+APT_PACKAGES+=(kexec-tools)
+# srperf kernel build (a kernel from source with a patch series; its tests patch a small tree).
+APT_PACKAGES+=(bc bison flex patch xz-utils libelf-dev libssl-dev)
 
 if [[ "$(id -u)" -ne 0 ]]; then
     echo "install.sh: run as root (apt-get, network namespaces, BPF)" >&2
@@ -37,6 +42,7 @@ done
 if [[ "${#missing[@]}" -gt 0 ]]; then
     echo "installing system packages: ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
+    echo "kexec-tools kexec-tools/load_kexec boolean false" | debconf-set-selections
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi

@@ -18,8 +18,8 @@ import signal
 import sys
 from typing import Sequence
 
-from srperf.cli import (build, catalogue, conform, guard, helptext, provision, results, run,
-                        runs, testbed, trend, validate)
+from srperf.cli import (build, catalogue, conform, guard, helptext, kernel, provision, results,
+                        run, runs, testbed, trend, validate)
 from srperf.cli.guard import EXIT_CONFIG, EXIT_FAILED, EXIT_NOTHING_MEASURED, EXIT_OK
 from srperf.cli.run import PDR_EXPERIMENT
 from srperf.errors import ConfigError, SrperfError
@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     provision.add_parsers(sub)
     conform.add_parser(sub)
     trend.add_parsers(sub)
+    kernel.add_parsers(sub)
     return helptext.use_help_formatter(p)
 
 
@@ -89,7 +90,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
 
 COMMANDS: dict = {}
 for _group in (validate, testbed, run, catalogue, build, runs, results, provision, conform,
-               trend):
+               trend, kernel):
     COMMANDS.update(_group.COMMANDS)
 
 __all__ = ["COMMANDS", "EXIT_CONFIG", "EXIT_FAILED", "EXIT_NOTHING_MEASURED", "EXIT_OK",

@@ -34,6 +34,10 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
                    help="read the nodes back and print what differs from the testbed file")
     p.add_argument("-o", "--output", help="with 'cloudlab': where to write the profile "
                    "script (default: standard output)")
+    p.add_argument("--kernel", metavar="KERNEL_TESTBED",
+                   help="install only this kernel testbed's kernel on the SUT, reboot into "
+                   "it and check uname -r (default: provision.kernel.target, after the "
+                   "SUT's other steps)")
 
 
 def cmd_provision(args: argparse.Namespace) -> int:
@@ -44,7 +48,12 @@ def cmd_provision(args: argparse.Namespace) -> int:
     from srperf.provision import plan, runner
 
     config = resolve_testbed(args.target)
+    from srperf.cli import kernel
+
+    wanted = kernel.kernel_request(config, args)
     testbed = testbeds.create(config)
+    if wanted is not None and args.kernel is not None:
+        return kernel.provision_kernel(args, wanted, testbed)
     failed = False
     # changing the nodes while a run measures would spoil it: applying steps holds
     # the testbed's lock (TestbedBusy, exit 2, naming the run); reading does not
@@ -68,6 +77,9 @@ def cmd_provision(args: argparse.Namespace) -> int:
         if claimed:
             testbed.unclaim()
         testbed.close()
+    if wanted is not None and "sut" in (args.role or ["sut"]) and (
+            args.check or args.dry_run or not failed):
+        return max(kernel.provision_kernel(args, wanted, testbed), 1 if failed else 0)
     return 1 if failed else 0
 
 

@@ -69,6 +69,33 @@ class TrexInstall(Settings):
 
 
 @dataclass(frozen=True)
+class KernelInstallSettings(Settings):
+    """The kernel ``srperf provision`` installs on the SUT (srperf.kernel.provision)."""
+
+    target: str | None = setting(
+        None, "a kernel testbed file or name (kind kernel) whose kernel block names the "
+        "kernel to install, e.g. testbed/kernel-6.12.yaml (null: no kernel step; "
+        "--kernel FILE names one on the command line)",
+        schema={"type": ["string", "null"], "minLength": 1})
+    boot: str = setting("auto", "how the SUT boots the installed kernel: grub (made the "
+                        "boot default with grub-reboot, then grub-set-default once it "
+                        "answers), kexec (loaded and booted now; a cold boot returns to "
+                        "the boot loader's default), auto (grub when the SUT has "
+                        "grub-reboot and /boot/grub/grub.cfg, else kexec)",
+                        schema={"enum": ["auto", "grub", "kexec"]})
+    install: str = setting("auto", "how the kernel is installed: deb (the Debian package "
+                           "itself, with apt-get; only a packaged kernel), files (its "
+                           "image and modules unpacked under /boot and /lib/modules, "
+                           "then depmod and update-initramfs), auto (deb for a package "
+                           "when the SUT has dpkg, else files)",
+                           schema={"enum": ["auto", "deb", "files"]})
+    reboot_timeout_s: float = setting(600.0, "longest wait for the SUT's SSH to answer "
+                                      "again after the reboot", unit="s",
+                                      schema={"type": "number", "minimum": 10,
+                                              "maximum": 7200})
+
+
+@dataclass(frozen=True)
 class ProvisionSettings(Settings):
     """``provision`` block of a testbed file."""
 
@@ -76,6 +103,8 @@ class ProvisionSettings(Settings):
                           schema={"type": "boolean"})
     tuning: TuningSettings = setting(TuningSettings, "SUT tuning")
     trex: TrexInstall = setting(TrexInstall, "TRex on the tester")
+    kernel: KernelInstallSettings = setting(KernelInstallSettings,
+                                            "a named kernel installed on the SUT")
     vpp: dict[str, Any] = setting({}, "forwarder vpp: apt_source (an APT 'deb' line) and "
                                   "optional keyring_url", schema={
                                       "type": "object", "additionalProperties": False,
@@ -91,4 +120,4 @@ class ProvisionSettings(Settings):
                                                       "iproute2": _SOURCE}})
 
 
-__all__ = ["ProvisionSettings", "TrexInstall", "TuningSettings"]
+__all__ = ["KernelInstallSettings", "ProvisionSettings", "TrexInstall", "TuningSettings"]

@@ -80,6 +80,11 @@ def fetch(target: KernelTarget) -> KernelImage:
     """The kernel ``target`` names, fetched and unpacked once (cached)."""
     if target.image is not None:
         return _built(target)
+    if target.build is not None:  # srperf kernel build made it (srperf.kernel.build)
+        from srperf.kernel.build import BuildRecipe, built_image
+
+        return built_image(BuildRecipe.from_mapping(target.source_file, target.build,
+                                                    target.cache_dir))
     assert target.package is not None
     cache = Path(target.cache_dir)
     safe_paths.make_dirs(cache)

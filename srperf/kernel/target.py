@@ -10,6 +10,7 @@ leaves it).
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
@@ -34,6 +35,9 @@ class KernelTarget:
     """A kernel image built elsewhere (bzImage or vmlinux), instead of ``package``."""
     modules_dir: str | None = None
     """With ``image``: its modules, ``.../lib/modules/RELEASE``."""
+    build: Mapping[str, Any] | None = None
+    """A kernel built from source by ``srperf kernel build`` (source, base_config,
+    fragment, patches, localversion: :mod:`srperf.kernel.build`), instead of ``package``."""
     cache_dir: str = DEFAULT_CACHE_DIR
     """Where fetched packages are kept (one directory per package and version)."""
     accel: str = "auto"
@@ -46,12 +50,16 @@ class KernelTarget:
     """Longest wait for the guest's agent to answer after QEMU starts, seconds."""
     host_cpu: int | None = None
     """Host CPU the QEMU process is pinned to (None: not pinned)."""
+    source_file: str = ""
+    """The testbed file the block is from (not a key: set by :meth:`from_mapping`)."""
 
     @property
     def name(self) -> str:
         """How the kernel is named in messages and results."""
         if self.package:
             return self.package + (f"={self.version}" if self.version else "")
+        if self.build is not None:
+            return f"built from {self.build.get('source')}"
         return f"image {self.image}"
 
     @classmethod
@@ -60,16 +68,21 @@ class KernelTarget:
         if not isinstance(data, Mapping):
             raise ConfigError(file, "kernel", data, "a kernel testbed needs a kernel block "
                               "(package: linux-image-..., or image: + modules_dir:)")
-        known = {f.name for f in fields(cls)}
+        known = {f.name for f in fields(cls)} - {"source_file"}
         for key in data:
             if key not in known:
                 raise ConfigError(file, f"kernel.{key}", data[key],
                                   f"unknown key (known: {', '.join(sorted(known))})")
-        t = cls(**dict(data))
-        if (t.package is None) == (t.image is None):
+        t = cls(**dict(data), source_file=str(Path(file).resolve()))
+        if [t.package, t.image, t.build].count(None) != 2:
             raise ConfigError(file, "kernel", dict(data),
-                              "name exactly one of package (a Debian kernel package) or "
-                              "image (a kernel built elsewhere, with modules_dir)")
+                              "name exactly one of package (a Debian kernel package), "
+                              "image (a kernel built elsewhere, with modules_dir) or build "
+                              "(a kernel srperf kernel build makes)")
+        if t.build is not None:
+            from srperf.kernel.build import BuildRecipe
+
+            BuildRecipe.from_mapping(t.source_file, t.build, str(t.cache_dir))
         if t.package is not None and not _PACKAGE.match(str(t.package)):
             raise ConfigError(file, "kernel.package", t.package,
                               "not a Debian kernel package name (linux-image-...)")

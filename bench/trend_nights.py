@@ -177,6 +177,41 @@ def calibrate(args: argparse.Namespace, suite: Any, sut_ns: str, runner: Any,
     return 0
 
 
+def replay(db: Path, step_night: int, confirm: int = 2) -> None:
+    """The nights as the trend saw them, night by night (``--summary``): each night's mean,
+    the groups jumpavg forms over nights 1..n and whether night n was red; then the
+    night-to-night CV before and after the step, the step itself and the first night
+    whose grouping has a regression group starting at ``step_night``."""
+    import statistics
+
+    from srperf.bench_support import cv_pct
+    from srperf.results.trend import group, load_samples, new_regression
+
+    with ResultStore(db) as store:
+        tests = load_samples(store)
+    for key, samples in tests.items():
+        pts = [s for s in sorted(samples, key=lambda s: (s.date, s.run_id)) if not s.is_gap]
+        values, means = [list(s.values) for s in pts], [s.mean for s in pts]
+        print(f"{key.label} ({key.unit}): night, mean, groups over nights 1..n, verdict")
+        seen = 0
+        for n in range(1, len(pts) + 1):
+            now = group(values[:n])
+            red = n > 1 and new_regression(now, group(values[:n - 1]), n, confirm)
+            if not seen and any(g.first + 1 == step_night and g.cls == "regression"
+                                for g in now):
+                seen = n
+            print(f"  {n:>2} {pts[n - 1].date[:10]} {means[n - 1]:8.1f}  "
+                  + " ".join(f"[{g.first + 1}-{g.last + 1} {g.avg:.1f} {g.cls}]" for g in now)
+                  + ("  RED" if red else ""))
+        before, after = means[:step_night - 1], means[step_night - 1:]
+        if len(before) > 1 and after:
+            print(f"  CV of the nightly means: nights 1-{step_night - 1} {cv_pct(before):.1f} %, "
+                  f"nights {step_night}-{len(means)} {cv_pct(after):.1f} %; step of the "
+                  f"means {100.0 * (statistics.mean(after) / statistics.mean(before) - 1):+.1f} "
+                  "%; a regression group from night "
+                  f"{step_night} first formed on night {seen or 'never'}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nights", default="1:5", help="A:B, the nights this command runs")
@@ -198,7 +233,8 @@ def main() -> int:
     ap.add_argument("--fifo", type=int, default=20, help="srgen's SCHED_FIFO priority")
     ap.add_argument("--first-date", default="2026-10-01")
     ap.add_argument("--results", default="srperf-results/t6b-nights")
-    ap.add_argument("--summary", action="store_true", help="print the nights' verdicts")
+    ap.add_argument("--summary", action="store_true", help="print the nights' verdicts and "
+                    "replay them night by night (groups, CV before and after the step)")
     ap.add_argument("--calibrate", type=int, default=0, metavar="PAIRS",
                     help="instead of nights: PAIRS nights without and PAIRS with the rules, "
                          "alternating (ABBA), into RESULTS/calibration; print each arm's "
@@ -215,6 +251,8 @@ def main() -> int:
     log = results / "nights.tsv"
     if args.summary:
         print(log.read_text() if log.exists() else "(no nights yet)")
+        if db.exists():
+            replay(db, args.step_night)
         return 0
     a, b = (int(x) for x in args.nights.split(":"))
     suite = load_suite(suite_file)

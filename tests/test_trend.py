@@ -250,3 +250,33 @@ def test_srperf_trend_lists_regressions_first(tmp_path: Path,
     with pytest.raises(SystemExit) as bad:
         main(["trend", "--results", str(tmp_path), "--since", "yesterday"])
     assert bad.value.code == 2 and "not an ISO date: 'yesterday'" in capsys.readouterr().err
+
+
+def test_the_readme_worked_example_is_what_the_code_does() -> None:
+    """README's trending worked example (its nightly means, read from the README), judged
+    night by night: one group of nights 1-7 (497.7 +- 7.7), night 8 red at -9.4 %, nights
+    9-10 green in that group (450.3, -9.5 %); min_change_pct 12 keeps night 8 green."""
+    import re
+
+    text = (Path(__file__).parents[1] / "README.md").read_text()
+    example = text.split("**Worked example.**", 1)[1].split("\n\n", 1)[0]
+    found = re.search(r"nightly means \(kpps\): ([\d.,\s]+?)\.\s", example)
+    assert found, example
+    means = [[float(v)] for v in re.split(r",\s*", found.group(1))]
+    assert len(means) == 10
+
+    def red_nights(settings: TrendSettings) -> list[int]:
+        return [k for k in range(2, len(means) + 1)
+                if new_regression(group(means[:k], settings=settings),
+                                  group(means[:k - 1], settings=settings), k,
+                                  settings.confirm) is not None]
+
+    assert red_nights(TrendSettings()) == [8]
+    first, last = group(means)
+    assert (first.first, first.last, round(first.avg, 1), round(first.stdev, 1)) \
+        == (0, 6, 497.7, 7.7)
+    assert (last.cls, round(last.avg, 1), round(last.change_pct or 0, 1)) \
+        == (REGRESSION, 450.3, -9.5)
+    assert f"average {last.avg:.1f}, {last.change_pct:.1f} %" in example
+    assert red_nights(TrendSettings(min_change_pct=12)) == []
+    assert "min_change_pct: 12" in example

@@ -1,5 +1,10 @@
 """The HTML trend report: one chart per test, testbeds side by side, regressions first.
 
+Several testbeds of one test (the same forwarder and test name) share one row: an
+overlay chart of all of them (one color each), then one chart per testbed, every
+chart of the row on the same x and y axes; a table puts each testbed's current
+average beside the others' (and relative to the first testbed).
+
 Template ``reports/trend.html.j2``; charts are inline SVG
 (:mod:`srperf.results.svgplot`, the report's per-search plot stack: a page of
 100 nights x 20 tests stays small and builds in well under a second).  Each chart
@@ -47,31 +52,54 @@ def _tip(t: TestTrend, s_index: int) -> str:
             f"\ncommit {s.commit or '?'}")
 
 
-def chart(t: TestTrend, origin: dt.datetime, width: int = 420, height: int = 200) -> str:
-    """One test's chart on one testbed (x: days since ``origin``)."""
-    days = [(_day(s.date) - origin).total_seconds() / 86400.0 for s in t.samples]
-    pts = [i for i, s in enumerate(t.samples) if not s.is_gap]
-    ys = [t.samples[i].mean for i in pts]
-    lo = min(ys + [g.avg for g in t.groups]) if ys else 0.0
-    hi = max(ys + [g.avg for g in t.groups]) if ys else 1.0
+def _days(t: TestTrend, origin: dt.datetime) -> list[float]:
+    return [(_day(s.date) - origin).total_seconds() / 86400.0 for s in t.samples]
+
+
+def ranges(trends: list[TestTrend], origin: dt.datetime
+           ) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The x (days since ``origin``) and y (the unit) ranges that show every sample and
+    group average of ``trends``: one test's testbeds drawn on the same axes, so that
+    their levels and steps compare at a glance."""
+    days = [d for t in trends for d in _days(t, origin)]
+    ys = [s.mean for t in trends for s in t.points] + [g.avg for t in trends for g in t.groups]
+    lo, hi = (min(ys), max(ys)) if ys else (0.0, 1.0)
     # at least 1 % of the values' size, so that equal nights do not get a hair-thin axis
     pad = max((hi - lo) * 0.15, abs(hi) * 0.01) or 1.0
     x_lo, x_hi = (min(days), max(days)) if days else (0.0, 1.0)
-    plot = SvgPlot(Axis(x_lo - 0.5, x_hi + 0.5, label=f"days since {origin.date()}"),
-                   Axis(lo - pad, hi + pad, label=t.key.unit),
+    return (x_lo - 0.5, x_hi + 0.5), (lo - pad, hi + pad)
+
+
+def _steps(t: TestTrend, days: list[float], pts: list[int]
+           ) -> tuple[list[float], list[float]]:
+    """The step line of ``t``'s group averages: each group from its first sample to
+    the next group's first (the last group to its last sample)."""
+    xs: list[float] = []
+    steps: list[float] = []
+    for k, g in enumerate(t.groups):
+        x1 = days[pts[t.groups[k + 1].first]] if k + 1 < len(t.groups) else days[pts[g.last]]
+        xs += [days[pts[g.first]], x1]
+        steps += [g.avg, g.avg]
+    return xs, steps
+
+
+def chart(t: TestTrend, origin: dt.datetime, width: int = 420, height: int = 200,
+          axes: tuple[tuple[float, float], tuple[float, float]] | None = None) -> str:
+    """One test's chart on one testbed (x: days since ``origin``; ``axes``: the x and y
+    ranges, by default :func:`ranges` of this testbed alone)."""
+    days = _days(t, origin)
+    pts = [i for i, s in enumerate(t.samples) if not s.is_gap]
+    ys = [t.samples[i].mean for i in pts]
+    (x_lo, x_hi), (y_lo, y_hi) = axes or ranges([t], origin)
+    plot = SvgPlot(Axis(x_lo, x_hi, label=f"days since {origin.date()}"),
+                   Axis(y_lo, y_hi, label=t.key.unit),
                    title=f"{t.key.testbed}: {t.cls}", width=width, height=height)
     for i, s in enumerate(t.samples):
         if s.is_gap:
             plot.vline(days[i], "#bbb", "gap (no figure)", dash="2,2")
     plot.points([days[i] for i in pts], ys, "#2c7fb8", "night (mean of repetitions)",
                 tips=[_tip(t, i) for i in pts])
-    xs, steps = [], []
-    for k, g in enumerate(t.groups):
-        x0 = days[pts[g.first]]
-        x1 = days[pts[t.groups[k + 1].first]] if k + 1 < len(t.groups) else days[pts[g.last]]
-        xs += [x0, x1]
-        steps += [g.avg, g.avg]
-    plot.line(xs, steps, "#e67e22", "group average (jumpavg)")
+    plot.line(*_steps(t, days, pts), "#e67e22", "group average (jumpavg)")
     for cls, shape_label in ((REGRESSION, "regression"), (PROGRESSION, "progression")):
         marks = [g for g in t.groups if g.cls == cls]
         if marks:
@@ -83,6 +111,52 @@ def chart(t: TestTrend, origin: dt.datetime, width: int = 420, height: int = 200
     return plot.render()
 
 
+TESTBED_COLORS = ("#2c7fb8", "#d95f02", "#7570b3", "#1b9e77", "#e7298a", "#66a61e",
+                  "#a6761d", "#666666")
+"""One color per testbed in the overlay chart (cycled beyond eight)."""
+
+
+def overlay(trends: list[TestTrend], origin: dt.datetime, width: int = 420,
+            height: int = 200,
+            axes: tuple[tuple[float, float], tuple[float, float]] | None = None) -> str:
+    """One test's testbeds on one chart: each testbed's nightly means and its groups'
+    averages (step line) in the testbed's own color, its regressions and progressions
+    marked; hover as in :func:`chart`."""
+    (x_lo, x_hi), (y_lo, y_hi) = axes or ranges(trends, origin)
+    unit = trends[0].key.unit if trends else ""
+    plot = SvgPlot(Axis(x_lo, x_hi, label=f"days since {origin.date()}"),
+                   Axis(y_lo, y_hi, label=unit), title="testbeds side by side",
+                   width=width, height=height)
+    for k, t in enumerate(trends):
+        color = TESTBED_COLORS[k % len(TESTBED_COLORS)]
+        days = _days(t, origin)
+        pts = [i for i, s in enumerate(t.samples) if not s.is_gap]
+        plot.points([days[i] for i in pts], [t.samples[i].mean for i in pts], color,
+                    t.key.testbed, tips=[f"{t.key.testbed}\n{_tip(t, i)}" for i in pts])
+        plot.line(*_steps(t, days, pts), color)
+        marks = [g for g in t.groups if g.cls != NORMAL]
+        if marks:
+            plot.points([days[pts[g.first]] for g in marks], [g.avg for g in marks], color,
+                        shape="triangle",
+                        tips=[f"{t.key.testbed}: {g.cls} from run "
+                              f"{t.samples[pts[g.first]].run_id}: {g.change_pct:+.1f} %"
+                              for g in marks])
+    return plot.render()
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One testbed's current figure of a test in the side-by-side table: its current
+    group's average and stdev, class, and the average relative to the row's first
+    testbed (%; None for the first)."""
+
+    testbed: str
+    avg: float
+    stdev: float
+    cls: str
+    vs_first_pct: float | None
+
+
 @dataclass
 class TestRow:
     """One test (forwarder x test name) with its chart per testbed."""
@@ -92,6 +166,26 @@ class TestRow:
     cls: str
     trends: list[TestTrend] = field(default_factory=list)
     charts: list[str] = field(default_factory=list)
+    """The overlay of every testbed (when there are several), then one chart per
+    testbed, all on the same axes."""
+
+    def cells(self, testbeds: list[str]) -> list[Cell | None]:
+        """This test's current figure on each of ``testbeds`` (None where it has no
+        history there), for the side-by-side table."""
+        by_tb = {t.key.testbed: t for t in self.trends}
+        first: float | None = None
+        out: list[Cell | None] = []
+        for tb in testbeds:
+            t = by_tb.get(tb)
+            if t is None or t.current is None:
+                out.append(None)
+                continue
+            avg = t.current.avg
+            rel = None if first is None or first == 0 else 100.0 * (avg - first) / abs(first)
+            if first is None:
+                first = avg
+            out.append(Cell(tb, avg, t.current.stdev, t.cls, rel))
+        return out
 
     @property
     def anchor(self) -> str:
@@ -107,10 +201,19 @@ def collect(items: list[TestTrend]) -> list[TestRow]:
     rows: dict[str, TestRow] = {}
     for t in sort_trends(items):
         name = f"{t.key.forwarder} {t.key.test}"
-        row = rows.setdefault(name, TestRow(name, t.cls))
-        row.trends.append(t)
-        row.charts.append(chart(t, origin))
+        rows.setdefault(name, TestRow(name, t.cls)).trends.append(t)
+    for row in rows.values():
+        axes = ranges(row.trends, origin)
+        if len(row.trends) > 1:
+            row.charts.append(overlay(sorted(row.trends, key=lambda t: t.key.testbed),
+                                      origin, axes=axes))
+        row.charts += [chart(t, origin, axes=axes) for t in row.trends]
     return list(rows.values())
+
+
+def testbeds(items: list[TestTrend]) -> list[str]:
+    """The testbeds of ``items``, sorted: the columns of the side-by-side table."""
+    return sorted({t.key.testbed for t in items})
 
 
 def _env() -> "jinja2.Environment":
@@ -131,8 +234,10 @@ def _env() -> "jinja2.Environment":
 
 def render(items: list[TestTrend], title: str) -> str:
     rows = collect(items)
+    beds = testbeds(items)
     return _env().get_template("trend.html.j2").render(
-        title=title, rows=rows, version=__version__,
+        title=title, rows=rows, version=__version__, testbeds=beds,
+        side_by_side=[r for r in rows if len(r.trends) > 1] if len(beds) > 1 else [],
         generated=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         nan=math.nan, counts={c: sum(1 for r in rows for t in r.trends if t.cls == c)
                               for c in (REGRESSION, PROGRESSION, NORMAL)})
@@ -148,4 +253,5 @@ def write_trend_report(items: list[TestTrend], path: Path, title: str = "srperf 
     return path
 
 
-__all__ = ["chart", "collect", "render", "write_trend_report"]
+__all__ = ["Cell", "TestRow", "chart", "collect", "overlay", "ranges", "render",
+           "testbeds", "write_trend_report"]

@@ -115,11 +115,12 @@ def write_run(store: ResultStore, testbed: str, started: str, figures: dict[tupl
 
 def fill(store: ResultStore, tests: Iterable[tuple[str, int]], nights: int, cv: float,
          shapes: dict[tuple[str, int], Shape] | None = None, testbed: str = "synth",
-         first: str = "2026-01-01", reps: int = 3, seed: int = 0) -> list[str]:
-    """``nights`` synthetic nights of every (behavior, size) in ``tests``; returns the
-    run ids, oldest first."""
+         first: str = "2026-01-01", reps: int = 3, seed: int = 0, base: float = 500.0
+         ) -> list[str]:
+    """``nights`` synthetic nights of every (behavior, size) in ``tests`` around ``base``
+    kpps; returns the run ids, oldest first."""
     tests = list(tests)
-    hist = {t: history((shapes or {}).get(t, Shape()), nights, cv, reps, seed=seed + i)
+    hist = {t: history((shapes or {}).get(t, Shape()), nights, cv, reps, base, seed=seed + i)
             for i, t in enumerate(tests)}
     ids = []
     for n in range(1, nights + 1):

@@ -9,11 +9,12 @@ compared with ``srperf compare`` (:mod:`srperf.results.kernel_compare`).  Every 
 of the group records the group in its recipe (``interleaved``: the group's id, its
 testbed files in order).
 
-Guests stay booted between their turns (idle).  Measured here (2 vCPUs, TCG): an
-idle 6.1 or 6.12 guest costs well under 1 % of a CPU
-(:func:`idle_cpu_share` says how much for each run, in its log and in the
-summary), while booting one costs 5-10 s plus its base setup and each behavior's
-configuration again: keeping them up is the cheaper and the quieter choice.
+Guests stay booted between their turns (idle).  Measured here (2 vCPUs, TCG, a
+loaded host): the idle 6.1 guest used 0.5 % of a CPU over 47 s and the idle 6.12
+guest 0.4 % over 10 s while the other measured (:attr:`Turn.idle_cpu_share`, printed
+with each run's summary), where booting them took 11.0 and 16.2 s, plus the base
+setup and each behavior's configuration again: booting per repetition would cost
+more time and load the host more than an idle guest does.
 
 A run that fails (its guest does not boot, its console dies) ends alone: the
 orchestrator records it failed, keeps its finished trials and removes what it made;

@@ -97,6 +97,10 @@ def test_srperf_run_on_two_testbeds_interleaves_one_run_each(
     assert order == want
     assert envs[0] == envs[1] and envs[0]["testbeds"] == [str(a), str(b)]
     assert f"srperf compare {ids['k4asima']} {ids['k4asimb']}" in out
+    # each run's end is said under its own id, with its own count of searches
+    for run_id in ids.values():
+        assert sum(x.startswith(f"run {run_id} finished: 4 searches") for x in
+                   out.splitlines()) == 1, out
 
 
 def test_two_testbeds_of_one_prefix_are_refused(tmp_path: Path,

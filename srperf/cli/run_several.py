@@ -28,7 +28,7 @@ def run_several(exp: Experiment, args: argparse.Namespace, names: list[str]) -> 
     from srperf.config.loader import resolve_testbed
     from srperf.kernel.interleave import run_interleaved
     from srperf.orchestrator import Orchestrator
-    from srperf.progress import make_progress
+    from srperf.progress import PlainProgress
     from srperf.safe_paths import check_dir, ensure_dir
 
     check_dir(Path(args.results), "--results")
@@ -41,21 +41,20 @@ def run_several(exp: Experiment, args: argparse.Namespace, names: list[str]) -> 
     _check_store(args)
     group = {"group": time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()),
              "testbeds": [tb.source for tb in tbs]}
-    progress = make_progress(sys.stdout)
+    # One plain view per run (their lines interleave as the runs do): a shared view
+    # would count one run's searches in another's and end it under the other's id.
+    views = [PlainProgress(sys.stdout) for _ in tbs]
     orchs: list[Orchestrator] = []
-    for tb in tbs:
+    for tb, view in zip(tbs, views):
         recipe = cli_runs.recipe(args, tb, mapping=getattr(args, "mapping", None),
                                  experiment_file=getattr(args, "experiment_file", None))
         recipe["interleaved"] = group
         orchs.append(Orchestrator(exp, tb, Path(args.results),
-                                  store=cli_results.store_location(args), progress=progress,
+                                  store=cli_results.store_location(args), progress=view,
                                   keep_testbed=args.keep_testbed, recipe=recipe))
     print(f"{exp.name} on {len(tbs)} testbeds, repetitions interleaved: "
           + ", ".join(tb.name for tb in tbs), flush=True)
-    try:
-        turns = run_interleaved([_participant(o) for o in orchs], progress)
-    finally:
-        progress.close()
+    turns = run_interleaved([_participant(o) for o in orchs], views[0])
     return _print_turns(exp, orchs, turns, cli_results.store_location(args))
 
 

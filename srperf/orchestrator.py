@@ -19,7 +19,7 @@ import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Generator
 
 import pandas as pd
 
@@ -95,6 +95,8 @@ class Orchestrator:
         self.progress = lambda msg: say(self.testbed.label_line(msg))
         self.events = progress if isinstance(progress, ProgressEvents) else ProgressEvents()
         self.keep_testbed = keep_testbed
+        self.report: RunReport | None = None
+        """The report of the run once it has begun (its id, even when it fails)."""
         self.recipe = recipe or {}
         """How to make this experiment and testbed again (files, overrides), for resume."""
         self.settings = search_settings(exp, tb)
@@ -120,15 +122,29 @@ class Orchestrator:
         anything starts when another run holds it or what is up cannot be reused.  With
         ``resume`` (a run id), continue that run: its ended searches are kept and
         skipped, the one that was running is redone."""
+        steps = self.steps(resume)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return done.value
+
+    def steps(self, resume: str | None = None) -> Generator[int, None, RunReport]:
+        """:meth:`run` one repetition at a time: the generator yields the number of each
+        repetition (of each packet size) once it has ended, with the testbed still up
+        and claimed, and returns the report.  Several runs advanced in turn interleave
+        their repetitions (:mod:`srperf.kernel.interleave`); ``close()`` or ``throw()``
+        at a yield ends the run there as an error there would (SUT cleaned, finished
+        trials kept, the run's end recorded)."""
         claimed = self.testbed.claim(f"srperf run {self.exp.name}")
         try:
             self.testbed.check_reusable()
-            return self._run(resume)
+            return (yield from self._run(resume))
         finally:
             if claimed:
                 self.testbed.unclaim()
 
-    def _run(self, resume: str | None) -> RunReport:
+    def _run(self, resume: str | None) -> Generator[int, None, RunReport]:
         # summary CSVs and temporary files go here even when the rows go to --db
         safe_paths.ensure_dir(self.results_dir, "results")
         store = ResultStore(self.store_location)
@@ -140,6 +156,7 @@ class Orchestrator:
             raise
         self.testbed.name_run(run_id)
         report = RunReport(run_id, store.path or self.results_dir, store_where=store.where)
+        self.report = report
         self.progress(f"run {run_id}: {self.exp.name} on {self.tb.name} "
                       f"({self.exp.forwarder}), results in {store.where}")
         session = MeasurementSession(self.testbed, self.forwarder, self.options, store, run_id,
@@ -175,7 +192,7 @@ class Orchestrator:
                             remove_stale_workdir(self.testbed.node("sut"), str(previous))
                         if self.exp.conformance == "required":
                             self._conformance(session, store, report)
-                        self._loop(session, store, report, ended)
+                        yield from self._loop(session, store, report, ended)
                 finally:
                     if adopt:
                         self.progress(f"removing the testbed run {run_id} brought up")
@@ -274,9 +291,11 @@ class Orchestrator:
 
     # -- the plan -------------------------------------------------------------------
     def _loop(self, session: MeasurementSession, store: ResultStore, report: RunReport,
-              ended: dict[int, tuple[str, int, str, str]] | None = None) -> None:
+              ended: dict[int, tuple[str, int, str, str]] | None = None
+              ) -> Generator[int, None, None]:
         """The plan, interleaved; a search in ``ended`` (a resumed run's) is replayed
-        from the store, not redone, so search numbers and skips stay as they were."""
+        from the store, not redone, so search numbers and skips stay as they were.
+        Yields each repetition's number once its searches have ended (:meth:`steps`)."""
         if self.exp.kind != "pdr":
             from srperf.stateful.plan import StatefulPlan
 
@@ -301,9 +320,11 @@ class Orchestrator:
                         continue
                     key = TrialKey(beh.name, self.exp.forwarder, size, rep, seq)
                     self._one(session, store, report, beh, key)
+                yield rep
 
     def _one(self, session: MeasurementSession, store: ResultStore, report: RunReport,
              beh: catalogue.Behavior, key: TrialKey) -> None:
+        self.events.label = self.testbed.label_line   # every trial line says how it ran
         try:
             result = session.measure(
                 beh, key, self.settings, self.exp.search.algorithm,

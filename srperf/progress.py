@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import IO, Sequence
+from typing import IO, Callable, Sequence
 
 from srperf.imix import size_label
 from srperf.wording import count
@@ -29,8 +29,18 @@ from srperf.wording import count
 log = logging.getLogger(__name__)
 
 
+def unlabelled(line: str) -> str:
+    """A progress line as a testbed with nothing to say about its SUT labels it."""
+    return line
+
+
 class ProgressEvents:
     """The event interface; every method does nothing here (the null view)."""
+
+    label: Callable[[str], str] = staticmethod(unlabelled)
+    """How the testbed measured now labels each line a view prints of its trials (an
+    emulated SUT: ``[EMULATED tcg] ...``, :meth:`srperf.testbeds.base.Testbed.label_line`);
+    the orchestrator sets it before each search."""
 
     def run_started(self, run_id: str, experiment: str, testbed: str, forwarder: str,
                     total_searches: int) -> None:
@@ -211,7 +221,8 @@ class PlainProgress(_Base):
                    usable: bool = True) -> None:
         super().trial_done(rate_pps, duration_s, loss_ratio, lower_pps, upper_pps, usable)
         flag = "" if usable else " (generator-limited)"
-        self._line(f"  {describe_state(self.state)} [{duration_s:g} s trial{flag}]")
+        self._line("  " + self.label(f"{describe_state(self.state)} "
+                                     f"[{duration_s:g} s trial{flag}]"))
 
     def search_done(self, text: str = "") -> None:
         super().search_done(text)
@@ -245,10 +256,10 @@ class RichProgress(_Base):
         t = Table.grid(padding=(0, 2))
         t.add_column(style="bold")
         t.add_column()
-        t.add_row("run", f"{st.run_id} {st.title}" if st.run_id else "starting")
+        t.add_row("run", self.label(f"{st.run_id} {st.title}") if st.run_id else "starting")
         t.add_row("search", _search_now(st))
-        t.add_row("rate", "-" if st.rate_pps is None else
-                  f"{_kpps(st.rate_pps)} kpps, loss {100 * (st.loss_ratio or 0):.3f} %")
+        t.add_row("rate", "-" if st.rate_pps is None else self.label(
+                  f"{_kpps(st.rate_pps)} kpps, loss {100 * (st.loss_ratio or 0):.3f} %"))
         t.add_row("bounds" + (" seen" if st.bounds_seen else ""),
                   f"[{_kpps(st.lower_pps)}, {_kpps(st.upper_pps)}] kpps")
         t.add_row("trials", str(st.trials))

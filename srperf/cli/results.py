@@ -137,7 +137,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     with _open(args) as store:
         base, cur = _resolve(store, [args.baseline, args.current])
         result = compare_runs(store, base, cur, threshold, args.method)
+        from srperf.results import kernel_compare
+
+        kernels = (kernel_compare.compare_kernels(store, base, cur)
+                   if kernel_compare.is_kernel_pair(store, base, cur) else None)
     print(format_markdown(result))
+    if kernels is not None:   # two kernel targets: named, ratios, conformance, profiles
+        print("\n" + kernel_compare.format_markdown(kernels))
     return EXIT_FAILED if result.verdict == REGRESSION else EXIT_OK
 
 

@@ -92,7 +92,10 @@ def _check_store(args: argparse.Namespace) -> None:
 
 
 def _common_run_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--testbed", "-t", help="testbed file or name (default: virtual)")
+    p.add_argument("--testbed", "-t", action="append",
+                   help="testbed file or name (default: virtual); given more than once, "
+                        "the experiment runs on each (kernel targets), repetitions "
+                        "interleaved, one run per testbed")
     p.add_argument("--algorithm", "-a", choices=ALGORITHMS,
                    help="search algorithm (default: the experiment's, else mlr)")
     cli_results._store_args(p, writes=True)
@@ -116,6 +119,13 @@ def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = N
     from srperf.safe_paths import check_dir, ensure_dir
 
     check_dir(Path(args.results), "--results")
+    several = args.testbed if isinstance(args.testbed, list) else None
+    if tb is None and several and len(several) > 1:
+        from srperf.cli.run_several import run_several
+
+        return run_several(exp, args, several)
+    if several:
+        args.testbed = several[0]
     if tb is None:
         tb = resolve_testbed(args.testbed, exp)
     exp = preflight.replace_algorithm(exp, args.algorithm, "<command line>")
@@ -167,9 +177,6 @@ def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = N
     print(f"\ntrials: {report.store_where}  summary: {report.summary_csv}")
     if orch.testbed.is_model:
         print("NOTE: the testbed is a simulated SUT model; these are not measurements.")
-    if orch.testbed.label_line("") != "":
-        print(f"NOTE: {orch.testbed.label_line('')}the SUT ran under software emulation: "
-              "these figures rank behaviors, they are not the kernel's native cost.")
     if orch.testbed.label_line("") != "":
         print(f"NOTE: {orch.testbed.label_line('')}the SUT ran under software emulation: "
               "these figures rank behaviors, they are not the kernel's native cost.")

@@ -84,18 +84,32 @@ def stack_suspects(base: BehaviorProfile, cur: BehaviorProfile) -> list[StackCha
     return sorted(grown, key=lambda x: -(x.delta_ns or 0.0))
 
 
-def suspects(base: BehaviorProfile, cur: BehaviorProfile, top: int = 3) -> list[Suspect]:
-    """The ``top`` functions whose cost grew most from ``base`` to ``cur``."""
+def _changes(base: BehaviorProfile, cur: BehaviorProfile) -> tuple[list[Suspect], bool]:
+    """Every sampled function of either side; True when both have a time per packet."""
     out = []
     for sym in dict.fromkeys([*cur.shares, *base.shares]):
         b, c = base.shares.get(sym, 0.0), cur.shares.get(sym, 0.0)
         bn = base.ns_per_packet * b if base.ns_per_packet is not None else None
         cn = cur.ns_per_packet * c if cur.ns_per_packet is not None else None
         out.append(Suspect(sym, b, c, bn, cn))
-    key = (lambda s: -(s.delta_ns or 0.0)) if base.ns_per_packet is not None \
-        and cur.ns_per_packet is not None else (lambda s: -s.delta_share)
+    return out, base.ns_per_packet is not None and cur.ns_per_packet is not None
+
+
+def suspects(base: BehaviorProfile, cur: BehaviorProfile, top: int = 3) -> list[Suspect]:
+    """The ``top`` functions whose cost grew most from ``base`` to ``cur``."""
+    out, timed = _changes(base, cur)
+    key = (lambda s: -(s.delta_ns or 0.0)) if timed else (lambda s: -s.delta_share)
     grown = [s for s in sorted(out, key=key) if (s.delta_ns or s.delta_share) > 0]
     return grown[:top]
 
 
-__all__ = ["Suspect", "suspects", "StackChange", "stack_suspects"]
+def function_changes(base: BehaviorProfile, cur: BehaviorProfile) -> list[Suspect]:
+    """Every function whose cost changed, the largest change (grown or shrunk) first: by
+    ns per packet where both sides have a time per packet, else by share of samples
+    (kernel against kernel, :mod:`srperf.results.kernel_compare`)."""
+    out, timed = _changes(base, cur)
+    size = (lambda s: abs(s.delta_ns or 0.0)) if timed else (lambda s: abs(s.delta_share))
+    return [s for s in sorted(out, key=lambda s: -size(s)) if size(s) > 0]
+
+
+__all__ = ["Suspect", "suspects", "function_changes", "StackChange", "stack_suspects"]

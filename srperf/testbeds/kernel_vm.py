@@ -343,6 +343,10 @@ class KernelTestbed(Testbed):
         rec = self.record()
         return None if rec is None else rec.get("accelerator")
 
+    def sut_pid(self) -> int | None:
+        """The PID of this guest's QEMU (None: not running)."""
+        return qemu.pid_of(self.spec())
+
     def label_line(self, line: str) -> str:
         return f"[EMULATED tcg] {line}" if self.accelerator == "tcg" else line
 

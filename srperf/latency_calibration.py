@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import uuid
 from typing import Any
 
 import pandas as pd
 
-from srperf.netns import run
+from srperf.netns import veth_pair_namespace
 from srperf.results import frames
 from srperf.results.store import ResultStore, TrialKey
 from srperf.search.base import LatencyPoint
@@ -43,15 +42,7 @@ def calibration_trial(gen: Any, rate_pps: float, duration_s: float,
 
     if gen.base_frame is None:
         raise ValueError("calibration before prepare(): no frame")
-    ns = f"{gen.ns or 'srperf'}-lcal-{uuid.uuid4().hex[:4]}"
-    twin = None
-    try:
-        run(["ip", "netns", "add", ns])
-        run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1",
-             "net.ipv6.conf.default.disable_ipv6=1"], ns=ns)
-        run(["ip", "link", "add", "t0", "type", "veth", "peer", "name", "t1"], ns=ns)
-        for dev in ("lo", "t0", "t1"):
-            run(["ip", "link", "set", "dev", dev, "up"], ns=ns)
+    with veth_pair_namespace(f"{gen.ns or 'srperf'}-lcal") as ns:
         linux_sink.attach_sink(ns, "t1")
         twin = LinuxGenerator(ns, "t0", "t1", cpu=gen.cpu, tolerance=gen.tolerance,
                               drain_s=gen.drain_s, retries=gen.retries, batch=gen.batch,
@@ -60,12 +51,11 @@ def calibration_trial(gen: Any, rate_pps: float, duration_s: float,
                               queue_pkts=gen.queue_pkts, queue_mode=gen.queue_mode,
                               resident=gen.resident, settle_s=gen.settle_s,
                               rest_s=gen.rest_s)
-        twin.prepare(gen.base_frame)
-        return twin.latency_trial(rate_pps, duration_s, stream_pps)
-    finally:
-        if twin is not None:
+        try:
+            twin.prepare(gen.base_frame)
+            return twin.latency_trial(rate_pps, duration_s, stream_pps)
+        finally:
             twin.close()
-        run(["ip", "netns", "del", ns], check=False)
 
 
 def calibrate_points(gen: Any, points: list[LatencyPoint], cfg: Any,

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import logging
 import subprocess
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -46,6 +49,23 @@ def run(argv: Sequence[str], *, ns: str | None = None, check: bool = True,
     if check and not result.ok:
         raise CommandFailed(result)
     return result
+
+
+@contextmanager
+def veth_pair_namespace(prefix: str) -> Iterator[str]:
+    """Namespace ``<prefix>-<tag>`` holding a veth pair t0 <-> t1, both up, with IPv6
+    off (no neighbour discovery noise); deleted on the way out, whatever happened."""
+    ns = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    try:
+        run(["ip", "netns", "add", ns])
+        run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1",
+             "net.ipv6.conf.default.disable_ipv6=1"], ns=ns)
+        run(["ip", "link", "add", "t0", "type", "veth", "peer", "name", "t1"], ns=ns)
+        for dev in ("lo", "t0", "t1"):
+            run(["ip", "link", "set", "dev", dev, "up"], ns=ns)
+        yield ns
+    finally:
+        run(["ip", "netns", "del", ns], check=False)
 
 
 def netns_names() -> list[str]:

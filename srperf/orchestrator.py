@@ -171,7 +171,7 @@ class Orchestrator:
         signame: str | None = None
         adopt = False
         try:
-            with run_tmpdir(self.results_dir / "runs" / run_id / "tmp"):
+            with run_tmpdir(self.results_dir / "runs" / run_id / "tmp") as tmp:
                 was_up = self.testbed.is_up()
                 if not was_up:
                     self.progress(f"bringing up {self.testbed.kind} testbed {self.tb.name}")
@@ -192,7 +192,13 @@ class Orchestrator:
                             remove_stale_workdir(self.testbed.node("sut"), str(previous))
                         if self.exp.conformance == "required":
                             self._conformance(session, store, report)
-                        yield from self._loop(session, store, report, ended)
+                        repetitions = self._loop(session, store, report, ended)
+                        try:
+                            for rep in repetitions:
+                                with tmp.set_aside():   # another run may go meanwhile
+                                    yield rep
+                        finally:
+                            repetitions.close()
                 finally:
                     if adopt:
                         self.progress(f"removing the testbed run {run_id} brought up")

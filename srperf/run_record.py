@@ -98,8 +98,39 @@ def _split_tmp(path: Path) -> tuple[Path, list[str]]:
     return path.parents[2], [path.parent.parent.name, path.parent.name, path.name]
 
 
+def _set_tmp(tempdir: str | None, env: str | None) -> None:
+    """Python's and the started commands' temporary directory (None: the default)."""
+    tempfile.tempdir = tempdir
+    if env is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = env
+
+
+@dataclass(frozen=True)
+class RunTmpdir:
+    """A run's temporary directory while it is the process's, and the one from before."""
+
+    path: Path
+    outside: tuple[str | None, str | None]
+    """``tempfile.tempdir`` and ``TMPDIR`` before the run set its own."""
+
+    @contextlib.contextmanager
+    def set_aside(self) -> Iterator[None]:
+        """While the run waits between two steps (runs interleaved over several testbeds,
+        :mod:`srperf.kernel.interleave`), the process's temporary directory is the one
+        from before the run, so that another run can set its own; the run's comes back
+        when it goes on.  Without this, runs ended in another order than they began
+        left the process pointing at a directory a finished run had removed."""
+        _set_tmp(*self.outside)
+        try:
+            yield
+        finally:
+            _set_tmp(str(self.path), str(self.path))
+
+
 @contextlib.contextmanager
-def run_tmpdir(path: Path) -> Iterator[Path]:
+def run_tmpdir(path: Path) -> Iterator[RunTmpdir]:
     """Temporary files of a run go under ``path`` (``RESULTS/runs/RUN_ID/tmp``, the run's
     own directory), which is removed at the end: Python's :mod:`tempfile` (the
     generator's files, local transports' work directories) and the commands srperf
@@ -110,17 +141,13 @@ def run_tmpdir(path: Path) -> Iterator[Path]:
     remove_subtree(base, names)   # a dead run's leftovers (resume)
     with open_subdirs(base, names):
         pass
-    before, before_env = tempfile.tempdir, os.environ.get("TMPDIR")
+    outside = (tempfile.tempdir, os.environ.get("TMPDIR"))
     where = str(base.joinpath(*names))
-    tempfile.tempdir, os.environ["TMPDIR"] = where, where
+    _set_tmp(where, where)
     try:
-        yield Path(where)
+        yield RunTmpdir(Path(where), outside)
     finally:
-        tempfile.tempdir = before
-        if before_env is None:
-            os.environ.pop("TMPDIR", None)
-        else:
-            os.environ["TMPDIR"] = before_env
+        _set_tmp(*outside)
         remove_tmpdir(Path(where))
 
 
@@ -148,5 +175,5 @@ def remove_stale_workdir(node: Transport, path: str) -> bool:
     return removed.ok
 
 
-__all__ = ["Reclaimed", "WORKDIR_RE", "describe_error", "reclaim", "remove_stale_workdir",
-           "remove_tmpdir", "run_tmpdir"]
+__all__ = ["Reclaimed", "RunTmpdir", "WORKDIR_RE", "describe_error", "reclaim",
+           "remove_stale_workdir", "remove_tmpdir", "run_tmpdir"]

@@ -8,6 +8,8 @@ the guests are booted in tests/test_kernel_against_kernel.py.
 from __future__ import annotations
 
 import io
+import os
+import tempfile
 from pathlib import Path
 from typing import Iterator
 
@@ -78,11 +80,15 @@ def test_srperf_run_on_two_testbeds_interleaves_one_run_each(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     a, b = _simulated(tmp_path, "k4asima"), _simulated(tmp_path, "k4asimb")
     results = tmp_path / "results"
+    outside = (tempfile.tempdir, os.environ.get("TMPDIR"))
     code = main(["run", "quick", "--testbed", str(a), "--testbed", str(b),
                  "--repetitions", "2", "--results", str(results),
                  "--set", "behaviors=[ipv6, end]"])
     out = capsys.readouterr().out
     assert code == 0, out
+    # the runs ended in another order than they began: the process's temporary
+    # directory is still the one from before, not a finished run's removed one
+    assert (tempfile.tempdir, os.environ.get("TMPDIR")) == outside
     with ResultStore(results / "srperf.sqlite") as store:
         runs = store.frame("runs").sort_values("started")
         assert list(runs["testbed"]) == ["k4asima", "k4asimb"]

@@ -115,6 +115,9 @@ class RunTmpdir:
     outside: tuple[str | None, str | None]
     """``tempfile.tempdir`` and ``TMPDIR`` before the run set its own."""
 
+    def __fspath__(self) -> str:
+        return str(self.path)
+
     @contextlib.contextmanager
     def set_aside(self) -> Iterator[None]:
         """While the run waits between two steps (runs interleaved over several testbeds,

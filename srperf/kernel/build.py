@@ -45,7 +45,7 @@ from typing import Any, Callable, Mapping
 
 from srperf import safe_paths
 from srperf.errors import ConfigError, SrperfError
-from srperf.kernel.package import KernelImage
+from srperf.kernel.image import KernelImage
 
 log = logging.getLogger(__name__)
 
@@ -250,7 +250,7 @@ def cached_source(recipe: BuildRecipe) -> tuple[Path, str] | None:
 
 def fetch_source(recipe: BuildRecipe) -> tuple[Path, str]:
     """The source package, downloaded once into ``CACHE/sources`` (SHA-256 recorded)."""
-    from srperf.kernel.package import _candidate, _run
+    from srperf.kernel.image import _candidate, _run
 
     found = cached_source(recipe)
     if found is not None and recipe.version is not None:

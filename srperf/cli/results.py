@@ -199,5 +199,21 @@ def cmd_nightly(args: argparse.Namespace) -> int:
     return EXIT_NOTHING_MEASURED if out.nothing_measured else EXIT_OK
 
 
+def check_run_store(args: argparse.Namespace) -> None:
+    """The run's store checked before the testbed is claimed (exit 2 naming ``--db`` or
+    ``--results``): an existing file must be an srperf store srperf may trust; a missing
+    one is not made yet, so that a run refused later (a busy testbed) leaves no file."""
+    from srperf import safe_paths
+    from srperf.results import location as where
+    from srperf.results.store import ResultStore
+
+    what = "--db" if args.db else "--results"
+    place = where.resolve(store_location(args), what)
+    if place.path is None:
+        ResultStore(store_location(args), what).close()
+    else:
+        safe_paths.open_store_file(place.path, what, create=False)
+
+
 COMMANDS = {"report": cmd_report, "compare": cmd_compare, "export": cmd_export,
             "nightly": cmd_nightly}

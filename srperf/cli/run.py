@@ -75,22 +75,6 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
     _common_run_args(d)
 
 
-def _check_store(args: argparse.Namespace) -> None:
-    """The run's store checked before the testbed is claimed (exit 2 naming ``--db`` or
-    ``--results``): an existing file must be an srperf store srperf may trust; a missing
-    one is not made yet, so that a run refused later (a busy testbed) leaves no file."""
-    from srperf import safe_paths
-    from srperf.results import location as where
-    from srperf.results.store import ResultStore
-
-    what = "--db" if args.db else "--results"
-    place = where.resolve(cli_results.store_location(args), what)
-    if place.path is None:
-        ResultStore(cli_results.store_location(args), what).close()
-    else:
-        safe_paths.open_store_file(place.path, what, create=False)
-
-
 def _common_run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--testbed", "-t", action="append",
                    help="testbed file or name (default: virtual); given more than once, "
@@ -131,7 +115,7 @@ def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = N
     exp = preflight.replace_algorithm(exp, args.algorithm, "<command line>")
     preflight.check_run(exp, tb)
     ensure_dir(Path(args.results), "--results")   # usable, or refused naming the option
-    _check_store(args)   # before the testbed is touched
+    cli_results.check_run_store(args)   # before the testbed is touched
     if recipe is None:
         recipe = cli_runs.recipe(args, tb, mapping=getattr(args, "mapping", None),
                                  experiment_file=getattr(args, "experiment_file", None))

@@ -24,7 +24,6 @@ def run_several(exp: Experiment, args: argparse.Namespace, names: list[str]) -> 
     """Run ``exp`` on every testbed in ``names``, interleaved; print each run's summary
     and how to compare them."""
     from srperf import preflight
-    from srperf.cli.run import _check_store
     from srperf.config.loader import resolve_testbed
     from srperf.kernel.interleave import run_interleaved
     from srperf.orchestrator import Orchestrator
@@ -38,7 +37,7 @@ def run_several(exp: Experiment, args: argparse.Namespace, names: list[str]) -> 
     for tb in tbs:
         preflight.check_run(exp, tb)
     ensure_dir(Path(args.results), "--results")
-    _check_store(args)
+    cli_results.check_run_store(args)
     group = {"group": time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()),
              "testbeds": [tb.source for tb in tbs]}
     # One plain view per run (their lines interleave as the runs do): a shared view

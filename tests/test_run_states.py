@@ -310,8 +310,9 @@ def test_resume_refuses_a_finished_a_live_and_a_changed_run(tmp_path: Path) -> N
                               "--results", str(results)], capture_output=True, text=True)
     assert nothing.returncode == 2 and "nosuchrun" in nothing.stderr
 
-    # a live run is not taken over
-    exp2, tb2 = _files(tmp_path, scale=0.5)
+    # a live run is not taken over (many repetitions: it must still be running when the
+    # resume below starts, however slowly a busy machine starts it; it is killed after)
+    exp2, tb2 = _files(tmp_path, repetitions=20, scale=0.5)
     results2 = tmp_path / "res2"
     proc = subprocess.Popen([SRPERF, "run", str(exp2), "--testbed", str(tb2),
                              "--results", str(results2)],

@@ -45,7 +45,7 @@ from typing import Any, Callable, Mapping
 
 from srperf import safe_paths
 from srperf.errors import ConfigError, SrperfError
-from srperf.kernel.image import KernelImage
+from srperf.kernel.image import KernelImage, sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -170,14 +170,6 @@ def check_fragment(file: str, key: str, path: str) -> dict[str, str]:
         elif m.group(3):
             options[m.group(3)] = "n"
     return options
-
-
-def sha256_file(path: Path | str) -> str:
-    h = hashlib.sha256()
-    with Path(path).open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 # -- hashes and the build's identity --------------------------------------------------------

@@ -43,9 +43,10 @@ class KernelImage:
         return asdict(self)
 
 
-def _sha256(path: Path) -> str:
+def sha256_file(path: Path | str) -> str:
+    """SHA-256 of a file's bytes, hex (kernel packages, images, configs, patches)."""
     h = hashlib.sha256()
-    with path.open("rb") as f:
+    with Path(path).open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from srperf import safe_paths
 from srperf.kernel.image import (MANIFEST, KernelFetchError, KernelImage, _candidate, _run,
-                                 _sha256)
+                                 sha256_file)
 from srperf.kernel.target import KernelTarget
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ def _package(target: KernelTarget, cache: Path) -> KernelImage:
     if manifest.is_file():
         image = KernelImage(**json.loads(manifest.read_text()))
         debs = list(entry.glob("*.deb"))
-        if len(debs) == 1 and _sha256(debs[0]) == image.sha256 and Path(image.image).is_file():
+        if len(debs) == 1 and sha256_file(debs[0]) == image.sha256 and Path(image.image).is_file():
             log.info("kernel %s: cached in %s", spec, entry)
             return image
         log.warning("kernel %s: the cache in %s is damaged; fetching again", spec, entry)
@@ -82,7 +82,7 @@ def _package(target: KernelTarget, cache: Path) -> KernelImage:
         raise KernelFetchError(f"{deb.name} has no boot/vmlinuz-{release}")
     image = KernelImage(name=spec, release=release, image=str(vmlinuz),
                         modules_dir=str(entry / "root" / "lib" / "modules" / release),
-                        sha256=_sha256(deb), version=version)
+                        sha256=sha256_file(deb), version=version)
     safe_paths.write_file(manifest, json.dumps(image.record(), indent=1, sort_keys=True),
                           make_parent=False)
     log.info("kernel %s: %s, sha256 %s", spec, release, image.sha256)
@@ -98,7 +98,7 @@ def _built(target: KernelTarget) -> KernelImage:
         raise KernelFetchError(f"{modules}: no modules.dep (run depmod -b on its root, or "
                                "make modules_install)")
     return KernelImage(name=str(image), release=modules.name, image=str(image),
-                       modules_dir=str(modules), sha256=_sha256(image))
+                       modules_dir=str(modules), sha256=sha256_file(image))
 
 
 __all__ = ["MANIFEST", "KernelImage", "KernelFetchError", "fetch"]  # the first three: kernel.image

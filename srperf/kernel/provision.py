@@ -56,7 +56,7 @@ from srperf import safe_paths
 from srperf.config.model import TestbedConfig
 from srperf.config.provision import KernelInstallSettings
 from srperf.errors import ConfigError, SrperfError, TransportError
-from srperf.kernel.build import sha256_file as sha256_of
+from srperf.kernel.image import sha256_file as sha256_of
 from srperf.kernel.package import KernelImage
 from srperf.kernel.target import KernelTarget
 from srperf.transports.base import Transport

@@ -274,3 +274,38 @@ def sshd_on_virtual_testbed(prefix: str, tag: int, name: str = "links") -> Itera
             yield node
     finally:
         vt.down()
+
+
+@contextlib.contextmanager
+def sshd_endpoint_hosts(mgmt: str, sut: str, client: str, server: str, tags: tuple[int, int, int],
+                        links_up: bool = False) -> Iterator[dict[str, SshdNode]]:
+    """Three SSH hosts for a stateful run over SSH: ``sut``, ``client`` and ``server``
+    namespaces, each running an sshd reached from ``mgmt``, cabled client c0 -- s0 SUT
+    s1 -- c1 server with the MACs a testbed file names by default (``links_up``: set
+    up, as cabled ports are).  Yields {"sut", "client", "server": node}; every
+    namespace is removed after."""
+    from srperf.config.model import TestbedConfig
+
+    defaults = TestbedConfig(name="macs")
+    made: list[str] = []
+    try:
+        with contextlib.ExitStack() as stack:
+            for ns in (mgmt, sut, client, server):
+                subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+                subprocess.run(["ip", "netns", "add", ns], check=True)
+                made.append(ns)
+            t, s = defaults.tester, defaults.sut
+            for end_ns, end_dev, end_mac, sut_dev, sut_mac in (
+                    (client, "c0", t.tx.mac, "s0", s.in_port.mac),
+                    (server, "c1", t.rx.mac, "s1", s.out_port.mac)):
+                subprocess.run(["ip", "link", "add", end_dev, "netns", end_ns, "address",
+                                end_mac, "type", "veth", "peer", "name", sut_dev, "netns",
+                                sut, "address", sut_mac], check=True)
+                for ns, dev in ((end_ns, end_dev), (sut, sut_dev)) if links_up else ():
+                    subprocess.run(["ip", "-n", ns, "link", "set", dev, "up"], check=True)
+            yield {role: stack.enter_context(SshdNode(ns, mgmt, tag=tag))
+                   for role, ns, tag in zip(("sut", "client", "server"),
+                                            (sut, client, server), tags)}
+    finally:
+        for ns in made:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)

@@ -22,21 +22,18 @@ import signal
 import subprocess
 import sys
 import time
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 import yaml
 
-from sshd import SshdNode
+from sshd import SshdNode, sshd_endpoint_hosts
 from srperf.cli import main
-from srperf.config.model import TestbedConfig
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
 MGMT, SUT, CLI, SRV = "s5b-mgmt", "s5b-sut", "s5b-cli", "s5b-srv"
-DEFAULTS = TestbedConfig(name="macs")
 
 
 def _in(ns: str, *argv: str) -> str:
@@ -82,29 +79,8 @@ def _state(ns: str) -> dict[str, Any]:
 
 @pytest.fixture
 def hosts() -> Iterator[dict[str, SshdNode]]:
-    made: list[str] = []
-    try:
-        with ExitStack() as stack:
-            for ns in (MGMT, SUT, CLI, SRV):
-                subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-                subprocess.run(["ip", "netns", "add", ns], check=True)
-                made.append(ns)
-            t, s = DEFAULTS.tester, DEFAULTS.sut
-            for end_ns, end_dev, end_mac, sut_dev, sut_mac in (
-                    (CLI, "c0", t.tx.mac, "s0", s.in_port.mac),
-                    (SRV, "c1", t.rx.mac, "s1", s.out_port.mac)):
-                subprocess.run(["ip", "link", "add", end_dev, "netns", end_ns, "address",
-                                end_mac, "type", "veth", "peer", "name", sut_dev, "netns",
-                                SUT, "address", sut_mac], check=True)
-                # up, as cabled ports are (prepare sets them up and leaves them so)
-                for ns, dev in ((end_ns, end_dev), (SUT, sut_dev)):
-                    subprocess.run(["ip", "-n", ns, "link", "set", dev, "up"], check=True)
-            yield {role: stack.enter_context(SshdNode(ns, MGMT, tag=tag))
-                   for role, ns, tag in (("sut", SUT, 17), ("client", CLI, 18),
-                                         ("server", SRV, 19))}
-    finally:
-        for ns in made:
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    with sshd_endpoint_hosts(MGMT, SUT, CLI, SRV, (17, 18, 19), links_up=True) as nodes:
+        yield nodes
 
 
 def _files(tmp_path: Path, hosts: dict[str, SshdNode]) -> tuple[Path, Path]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -23,7 +22,7 @@ import pytest
 import yaml
 
 from refusals import assert_refused
-from sshd import SshdNode
+from sshd import SshdNode, sshd_endpoint_hosts
 from srperf.cli import main
 from srperf.config.model import TestbedConfig
 from srperf.testbeds.lock import LOCK_DIR
@@ -39,27 +38,8 @@ def _in(ns: str, *argv: str) -> str:
 
 @pytest.fixture(scope="module")
 def hosts() -> Iterator[dict[str, SshdNode]]:
-    made: list[str] = []
-    try:
-        with ExitStack() as stack:
-            for ns in (MGMT, SUT, CLI, SRV):
-                subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-                subprocess.run(["ip", "netns", "add", ns], check=True)
-                made.append(ns)
-            t, s = DEFAULTS.tester, DEFAULTS.sut
-            for end_ns, end_dev, end_mac, sut_dev, sut_mac in (
-                    (CLI, "c0", t.tx.mac, "s0", s.in_port.mac),
-                    (SRV, "c1", t.rx.mac, "s1", s.out_port.mac)):
-                subprocess.run(["ip", "link", "add", end_dev, "netns", end_ns, "address",
-                                end_mac, "type", "veth", "peer", "name", sut_dev, "netns",
-                                SUT, "address", sut_mac], check=True)
-            nodes = {role: stack.enter_context(SshdNode(ns, MGMT, tag=tag))
-                     for role, ns, tag in (("sut", SUT, 28), ("client", CLI, 29),
-                                           ("server", SRV, 30))}
-            yield nodes
-    finally:
-        for ns in made:
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    with sshd_endpoint_hosts(MGMT, SUT, CLI, SRV, (28, 29, 30)) as nodes:
+        yield nodes
 
 
 def _testbed(tmp_path: Path, hosts: dict[str, SshdNode], name: str = "p8sep",

@@ -11,12 +11,14 @@ run: install
 	$(VENV)/bin/srperf run $(EXPERIMENT)
 
 # Two passes: the tests that send no traffic on one worker per CPU (pytest-xdist), then
-# those that create namespaces, send traffic or boot a VM one at a time.  Both always
-# run; the target fails if either failed.
+# those that create namespaces, send traffic or boot a VM on two workers: one runs the
+# tests that start a traffic generator one at a time, the other those that only
+# configure, provision or boot a guest (tests/conftest.py, BESIDE_TRAFFIC).  Both passes
+# always run; the target fails if either failed.
 PYTEST = $(VENV)/bin/python -m pytest -q -p no:cacheprovider
 test: install
 	$(PYTEST) -n auto -m "not netns" tests; fast=$$?; \
-	$(PYTEST) -m netns tests; netns=$$?; \
+	$(PYTEST) -n 2 --dist loadscope -m netns tests; netns=$$?; \
 	exit $$(( fast != 0 || netns != 0 ))
 
 # Between edits: every test that sends no traffic and boots nothing (not marked netns).

@@ -23,6 +23,39 @@ def _namespaces() -> set[str]:
     return {line.split()[0] for line in out.splitlines() if line.strip()}
 
 
+BESIDE_TRAFFIC = frozenset({"test_kernel_target.py", "test_kernel_provision_guest.py",
+                            "test_cfg_contract.py", "test_provision.py",
+                            "test_ssh_prepare.py", "test_ssh_endpoints.py",
+                            "test_s5b_ssh_kill.py"})
+"""``netns`` test files that start no packet generator (srgen, TRex) and assert no
+rate: they configure, provision or boot a guest, or run iperf3 and wrk between SSH
+hosts of their own, so they may run beside the tests that do."""
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """``pytest -n 2 --dist loadscope -m netns`` (``make test``'s second pass): two scopes,
+    ``traffic`` (every test that starts a traffic generator, one at a time on one
+    worker: two generators would share CPU 0 at SCHED_FIFO and starve each other)
+    and ``beside`` (:data:`BESIDE_TRAFFIC`, on the other worker).  xdist's own
+    ``loadgroup`` cannot do this here: its ``xdist_group`` marks are lost under
+    pytest 9 (it renames ``item._nodeid``, which pytest 9 no longer reads)."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class TrafficOrBeside(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return side_of(nodeid)
+
+    return TrafficOrBeside(config, log)
+
+
+def side_of(nodeid: str) -> str:
+    """``beside`` for a test of :data:`BESIDE_TRAFFIC`, else ``traffic``."""
+    return "beside" if nodeid.split("::")[0].rsplit("/", 1)[-1] in BESIDE_TRAFFIC \
+        else "traffic"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if os.geteuid() == 0:
         return

@@ -20,7 +20,9 @@ Per pair of behaviors: the correlation of their samples in the same round
 share of rounds where the first received more, and the seconds of trials per
 behavior needed to order the pair right with 99 % probability in one repeat
 (so 5 of 5 repeats with 95 %), for separate searches (as bench/search_b2.py
-runs them) and for trials paired round by round::
+runs them) and for trials paired round by round, and the CV of block means of the
+per-round ratio a/b (what ``srperf trend --reference`` trends: beside each
+behavior's own block CV, how much of the drift the pairing cancels)::
 
     n = (z_0.99 * sd / |mean|)^2,  of d = ln(a / b) per sample (unpaired:
     sd^2 = var ln a + var ln b; paired: sd of the per-round d)
@@ -148,7 +150,8 @@ def summarize(samples: list[Sample], names: list[str], block: int, duration_s: f
               f"{cv_pct(x):6.1f} {ac:+8.2f} {cv_pct(means):16.1f} "
               f"{cv_pct(x) / math.sqrt(block):10.1f} {unusable:>8} {kept_up:>7}")
     print(f"\n{'pair':<20} {'rounds':>6} {'corr':>6} {'median ratio':>12} {'a>b':>5} "
-          f"{'s for a 99 % order: separate':>28} {'paired':>7}")
+          f"{'s for a 99 % order: separate':>28} {'paired':>7} "
+          f"{'CV of ' + str(block) + '-means of a/b %':>22}")
     for i, a in enumerate(names):
         for b in names[i + 1:]:
             common = sorted(set(by[a]) & set(by[b]))
@@ -159,11 +162,15 @@ def summarize(samples: list[Sample], names: list[str], block: int, duration_s: f
             xb = np.log(np.array([by[b][r] for r in common]))
             d = xa - xb
             corr = float(np.corrcoef(xa, xb)[0, 1])
+            ratio = np.exp(d)
+            m = len(ratio) // block
+            ratio_means = ratio[:m * block].reshape(m, block).mean(axis=1) if m else ratio[:0]
             unpaired = math.sqrt(float(xa.var(ddof=1) + xb.var(ddof=1)))
             print(f"{a + '/' + b:<20} {len(common):>6} {corr:+6.2f} "
                   f"{math.exp(float(np.median(d))):12.3f} {100 * float(np.mean(d > 0)):4.0f}% "
                   f"{seconds_to_order(d, unpaired, duration_s):28.0f} "
-                  f"{seconds_to_order(d, float(d.std(ddof=1)), duration_s):7.0f}")
+                  f"{seconds_to_order(d, float(d.std(ddof=1)), duration_s):7.0f} "
+                  f"{cv_pct(ratio_means):22.1f}")
     setup = [s.setup_s for s in samples]
     print(f"\nreconfiguring before a trial took {1e3 * statistics.median(setup):.0f} ms "
           f"(median of {len(setup)})")

@@ -6,7 +6,10 @@ trend verdict) of a small suite: one or two behaviors on the virtual testbed
 (namespaces ``t6b-*``), short trials, a profile trial per search.  From night
 ``--step-night`` on, an nftables prerouting chain of ``--rules`` non-matching rules
 sits in the SUT namespace (as ``bench/profile_nft.py`` plants it): every forwarded
-packet walks it, a real slowdown of the SUT.
+packet walks it, a real slowdown of the SUT.  With ``--srh-only`` only SRv6 packets
+walk it (a slowdown of SRv6 processing alone), and ``--reference BEHAVIOR`` measures
+that behavior every night too, so that the trend also judges each behavior relative
+to it (suite ``trend.reference``: a drift of the host's capacity cancels).
 
 Nights run in chunks (``--nights A:B``) so that each command holds the traffic lock
 for less than about 4 minutes; on a shared host run it in a session of high autogroup
@@ -45,12 +48,16 @@ from srperf.testbeds.virtual import VirtualTestbed
 PREFIX = "t6b"
 
 
-def ruleset(rules: int) -> str:
-    """A prerouting chain of ``rules`` rules that never match (documentation sources)."""
+def ruleset(rules: int, srh_only: bool = False) -> str:
+    """A prerouting chain of ``rules`` rules that never match (documentation sources);
+    ``srh_only``: only packets whose first extension header is a routing header (SRv6)
+    walk them, the others pass one rule (a slowdown of SRv6 processing alone)."""
     body = "\n".join(f"    ip6 saddr 2001:db8::{i + 1:x} counter" for i in range(rules))
-    return ("table inet t6b_slow {\n  chain pre {\n"
-            "    type filter hook prerouting priority 0; policy accept;\n"
-            f"{body}\n  }}\n}}\n")
+    hook = "    type filter hook prerouting priority 0; policy accept;\n"
+    if srh_only:
+        return ("table inet t6b_slow {\n  chain slow {\n" f"{body}\n  }}\n"
+                "  chain pre {\n" f"{hook}    ip6 nexthdr 43 jump slow\n  }}\n}}\n")
+    return ("table inet t6b_slow {\n  chain pre {\n" f"{hook}{body}\n  }}\n}}\n")
 
 
 def write_files(results: Path, args: argparse.Namespace) -> Path:
@@ -65,7 +72,7 @@ def write_files(results: Path, args: argparse.Namespace) -> Path:
         exp = results / f"t36-experiment-{algorithm}.yaml"
         exp.write_text(f"""name: t36-nightly-{algorithm}
 forwarder: linux
-behaviors: [{args.behaviors}]
+behaviors: [{behaviors(args)}]
 packet_sizes: [64]
 repetitions: {args.repetitions}
 search:
@@ -80,15 +87,23 @@ profile: {{enabled: {'false' if args.no_profile else 'true'}, duration_s: 0.5, t
 """)
         experiments.append(str(exp))
     suite = results / "t36-suite.yaml"
+    reference = f", reference: {args.reference}" if args.reference else ""
     suite.write_text(f"""name: t36-trend
 testbed: {results / 't36-testbed.yaml'}
 experiments: [{', '.join(experiments)}]
 results: {results / 'local'}
 reports: {results / 'reports'}
 verdict: trend
-trend: {{min_change_pct: {args.min_change}}}
+trend: {{min_change_pct: {args.min_change}{reference}}}
 """)
     return suite
+
+
+def behaviors(args: argparse.Namespace) -> str:
+    """The experiment's behaviors: ``--behaviors`` and the ``--reference``."""
+    names = [b for b in args.behaviors.split(",") if b]
+    return ", ".join(names + ([args.reference] if args.reference and args.reference
+                              not in names else []))
 
 
 def night_date(first: str, night: int) -> str:
@@ -107,9 +122,9 @@ def redate(db: Path, run_id: str, when: str) -> None:
                      .values(started=when))
 
 
-def plant(sut_ns: str, rules: int) -> None:
-    subprocess.run(["ip", "netns", "exec", sut_ns, "nft", "-f", "-"], input=ruleset(rules),
-                   text=True, check=True)
+def plant(sut_ns: str, rules: int, srh_only: bool = False) -> None:
+    subprocess.run(["ip", "netns", "exec", sut_ns, "nft", "-f", "-"],
+                   input=ruleset(rules, srh_only), text=True, check=True)
 
 
 def unplant(sut_ns: str) -> None:
@@ -118,13 +133,14 @@ def unplant(sut_ns: str) -> None:
                     "t6b_slow"], check=True)
 
 
-def night_values(db: Path, run_ids: list[str]) -> dict[str, dict[str, float]]:
+def night_values(db: Path, run_ids: list[str], reference: str = ""
+                 ) -> dict[str, dict[str, float]]:
     """{test label: {run id: the night's sample mean}} of ``run_ids`` (what the trend
     groups: one mean of the night's repetitions per test)."""
     from srperf.results.trend import load_samples
 
     with ResultStore(db) as store:
-        tests = load_samples(store)
+        tests = load_samples(store, reference=reference)
     return {f"{k.test} ({k.unit})": {s.run_id: s.mean for s in v
                                       if s.run_id in run_ids and not s.is_gap}
             for k, v in tests.items()}
@@ -143,7 +159,7 @@ def calibrate(args: argparse.Namespace, suite: Any, sut_ns: str, runner: Any,
     order = [False, True, True, False] * ((args.calibrate + 1) // 2)
     for i, with_rules in enumerate(order[:2 * args.calibrate]):
         if with_rules:
-            plant(sut_ns, args.rules)
+            plant(sut_ns, args.rules, args.srh_only)
         started = time.monotonic()
         try:
             results = run_nightly(suite, runner=runner).results
@@ -156,7 +172,7 @@ def calibrate(args: argparse.Namespace, suite: Any, sut_ns: str, runner: Any,
         print(f"calibration night {i + 1}: {'nft' if with_rules else '-'} runs "
               + " ".join(f"{r.run_id} {r.error or ''}" for r in results)
               + f" {time.monotonic() - started:.0f}s", flush=True)
-    values = night_values(db, arms[False] + arms[True])
+    values = night_values(db, arms[False] + arms[True], args.reference)
     print(f"{'test':<28} {'arm':<8} {'n':>2} {'median':>9} {'CV %':>6}  nights")
     summary: dict[str, Any] = {"rules": args.rules, "tests": {}}
     for test, by_run in values.items():
@@ -177,7 +193,7 @@ def calibrate(args: argparse.Namespace, suite: Any, sut_ns: str, runner: Any,
     return 0
 
 
-def replay(db: Path, step_night: int, confirm: int = 2) -> None:
+def replay(db: Path, step_night: int, confirm: int = 2, reference: str = "") -> None:
     """The nights as the trend saw them, night by night (``--summary``): each night's mean,
     the groups jumpavg forms over nights 1..n and whether night n was red; then the
     night-to-night CV before and after the step, the step itself and the first night
@@ -188,15 +204,16 @@ def replay(db: Path, step_night: int, confirm: int = 2) -> None:
     from srperf.results.trend import group, load_samples, new_regression
 
     with ResultStore(db) as store:
-        tests = load_samples(store)
+        tests = load_samples(store, reference=reference)
     for key, samples in tests.items():
         pts = [s for s in sorted(samples, key=lambda s: (s.date, s.run_id)) if not s.is_gap]
         values, means = [list(s.values) for s in pts], [s.mean for s in pts]
         print(f"{key.label} ({key.unit}): night, mean, groups over nights 1..n, verdict")
         seen = 0
         for n in range(1, len(pts) + 1):
-            now = group(values[:n])
-            red = n > 1 and new_regression(now, group(values[:n - 1]), n, confirm)
+            now = group(values[:n], key.direction)
+            red = n > 1 and new_regression(now, group(values[:n - 1], key.direction), n,
+                                           confirm)
             if not seen and any(g.first + 1 == step_night and g.cls == "regression"
                                 for g in now):
                 seen = n
@@ -218,6 +235,11 @@ def main() -> int:
     ap.add_argument("--step-night", type=int, default=20)
     ap.add_argument("--rules", type=int, default=60, help="nft rules planted")
     ap.add_argument("--behaviors", default="end_x")
+    ap.add_argument("--reference", default="", metavar="BEHAVIOR",
+                    help="also measure BEHAVIOR every night and trend the others relative "
+                         "to it (suite trend.reference)")
+    ap.add_argument("--srh-only", action="store_true", help="only SRv6 packets (a routing "
+                    "header first) walk the planted rules: a step of SRv6 processing alone")
     ap.add_argument("--repetitions", type=int, default=3)
     ap.add_argument("--trial", type=float, default=0.5, help="trial duration, s")
     ap.add_argument("--max-rate", default="60%", help="of the 1.5 Mpps line rate (mrr: the "
@@ -252,7 +274,7 @@ def main() -> int:
     if args.summary:
         print(log.read_text() if log.exists() else "(no nights yet)")
         if db.exists():
-            replay(db, args.step_night)
+            replay(db, args.step_night, reference=args.reference)
         return 0
     a, b = (int(x) for x in args.nights.split(":"))
     suite = load_suite(suite_file)
@@ -269,7 +291,7 @@ def main() -> int:
             return calibrate(args, suite, tb_cfg.sut_ns, runner, db)
         for night in range(a, b + 1):
             if night >= args.step_night and not planted:
-                plant(tb_cfg.sut_ns, args.rules)
+                plant(tb_cfg.sut_ns, args.rules, args.srh_only)
                 planted = True
             started = time.monotonic()
             out = run_nightly(suite, runner=runner)

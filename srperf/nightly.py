@@ -9,7 +9,7 @@ A suite file (YAML)::
     algorithm: mlr                 # optional: overrides each experiment's
     compare: {threshold_pct: 5, method: welch}   # regression threshold, %
     verdict: trend                 # trend (default: jumpavg over the history) | baseline
-    trend: {min_change_pct: 0, window: 60}       # see srperf.results.trend
+    trend: {min_change_pct: 0, window: 60, reference: end}  # see srperf.results.trend
     results: srperf-results        # local results directory (SQLite), as `srperf run`
     database: postgresql://u@h/db  # optional: a shared store; runs are copied there
     reports: nightly-reports       # HTML/Markdown reports and junit.xml go here
@@ -43,7 +43,7 @@ from srperf import resources, safe_paths
 from srperf.results import emulation
 from srperf.config.loader import load_experiment, load_testbed, read_yaml, validate
 from srperf.config.model import ALGORITHMS
-from srperf.errors import SrperfError
+from srperf.errors import ConfigError, SrperfError
 from srperf.orchestrator import Orchestrator
 from srperf.results import junit, measured, report, trend_verdict
 from srperf.results.compare import (DEFAULT_THRESHOLD_PCT, REGRESSION, Comparison,
@@ -89,7 +89,10 @@ SUITE_SCHEMA: dict[str, Any] = {
                         "description": "nights a regression group may be confirmed late"},
             "sbps": {"type": "number", "minimum": 1, "maximum": 64,
                      "unit": "bits",
-                     "description": "jumpavg significant bits per sample"}}},
+                     "description": "jumpavg significant bits per sample"},
+            "reference": {"type": "string", "pattern": "^[a-z0-9_.]{1,40}$",
+                          "description": "a behavior the suite measures: every other "
+                                         "behavior is also trended relative to it"}}},
         "results": {"type": "string", "minLength": 1, "maxLength": 4096},
         "database": {"type": "string", "minLength": 1, "maxLength": 4096},
         "reports": {"type": "string", "minLength": 1, "maxLength": 4096},
@@ -140,7 +143,15 @@ def load_suite(path: str | Path) -> Suite:
                  database=data.get("database"),
                  reports=str(data.get("reports", "nightly-reports")),
                  verdict=str(data.get("verdict", "trend")),
-                 trend=TrendSettings(**(data.get("trend") or {})))
+                 trend=_trend_settings(file, data.get("trend") or {}))
+
+
+def _trend_settings(file: str, data: dict[str, Any]) -> TrendSettings:
+    """The suite's ``trend`` block (the schema checked the types and ranges)."""
+    try:
+        return TrendSettings(**data)
+    except ValueError as exc:   # a reference that is no behavior
+        raise ConfigError(file, "trend.reference", data.get("reference"), str(exc)) from None
 
 
 @dataclass

@@ -8,6 +8,7 @@ database the module shares holds each test's history apart.
 
 from __future__ import annotations
 
+import math
 import random
 import sys
 import uuid
@@ -280,3 +281,59 @@ def test_the_readme_worked_example_is_what_the_code_does() -> None:
     assert f"average {last.avg:.1f}, {last.change_pct:.1f} %" in example
     assert red_nights(TrendSettings(min_change_pct=12)) == []
     assert "min_change_pct: 12" in example
+
+
+def _drifting(n: int, seed: int = 7) -> list[float]:
+    """A host capacity factor per night that wanders by up to about +-15 % (a shared VM)."""
+    rnd = random.Random(seed)
+    return [1.0 + 0.15 * math.sin(i / 2.5) + rnd.gauss(0, 0.04) for i in range(n)]
+
+
+def test_relative_test_cancels_a_common_drift_and_is_red_on_the_night_of_the_step(
+        store: ResultStore) -> None:
+    tb = _testbed()
+    drift, rnd = _drifting(24), random.Random(3)
+    nights: list[dict[tuple[str, int], Any]] = []
+    for i, d in enumerate(drift):
+        step = 0.9 if i >= 16 else 1.0
+        reps = [d * (1 + rnd.gauss(0, 0.01)) for _ in range(3)]    # the host, per repetition
+        nights.append({("end_x", 64): [600.0 * r * step * (1 + rnd.gauss(0, 0.01))
+                                       for r in reps],
+                       ("h_encaps", 64): [900.0 * r * (1 + rnd.gauss(0, 0.01)) for r in reps]})
+    nights[9][("h_encaps", 64)] = ["generator_limited"] * 3    # no reference that night
+    runs = _nights(store, tb, nights)
+    settings = TrendSettings(reference="h_encaps")
+    found = {t.key.test: t for t in trends(store, RunFilter(testbed=tb), settings)}
+    assert "h_encaps 64B PDR@0.5% / h_encaps" not in found
+    assert "end_x 64B PDR@0.5%" in found     # the raw figures stay trended
+    rel = found["end_x 64B PDR@0.5% / h_encaps"]
+    assert rel.key.unit == "%" and rel.key.behavior == "end_x"
+    assert [s.is_gap for s in rel.samples].count(True) == 1
+    assert "reference h_encaps" in rel.samples[9].gap
+    assert rel.last_change is not None and rel.last_change.run_id == runs[16]
+    assert rel.last_change.change_pct == pytest.approx(-10.0, abs=2.0)
+    # night by night as the nightly judges: red on the night of the step only
+    red = [r for r in runs if rel.red_on(r) or _red_then(store, tb, r, settings)]
+    assert red == [runs[16]]
+
+
+def _red_then(store: ResultStore, tb: str, run: str, settings: TrendSettings) -> bool:
+    from srperf.results.trend_verdict import judge
+
+    v = judge(store, run, RunFilter(testbed=tb), settings)
+    return any(a.test == "end_x 64B PDR@0.5% / h_encaps" for a in v.alerts)
+
+
+def test_a_reference_that_is_no_behavior_is_refused(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]
+                                                     ) -> None:
+    from srperf.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"trend\.reference.*'end_y'"):
+        load_suite(_suite(tmp_path, "trend: {reference: end_y}\n"))
+    with pytest.raises(ConfigError, match="trend.reference"):
+        load_suite(_suite(tmp_path, "trend: {reference: 'end; rm'}\n"))
+    assert load_suite(_suite(tmp_path, "trend: {reference: h_encaps}\n")
+                      ).trend.reference == "h_encaps"
+    assert main(["trend", "--results", str(tmp_path / "r"), "--reference", "nope"]) == 2
+    assert "--reference" in capsys.readouterr().err

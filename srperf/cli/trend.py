@@ -36,6 +36,9 @@ def add_trend_arguments(p: argparse.ArgumentParser) -> None:
                         "not an anomaly (default 0, as CSIT: every jumpavg split counts)")
     p.add_argument("--window", type=int, default=None, metavar="N",
                    help="group only the newest N samples of each test (default: all)")
+    p.add_argument("--reference", default="", metavar="BEHAVIOR",
+                   help="also trend each behavior relative to BEHAVIOR measured in the "
+                        "same runs (per repetition, %%): a drift of the host cancels")
 
 
 def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -57,9 +60,11 @@ def settings_from(args: argparse.Namespace):  # -> TrendSettings
 
     pct = 0.0 if args.min_change is None else float(args.min_change)
     try:
-        return TrendSettings(min_change_pct=pct, window=args.window)
+        return TrendSettings(min_change_pct=pct, window=args.window,
+                             reference=getattr(args, "reference", ""))
     except ValueError as exc:
         flag, value = ("--window", args.window) if "window" in str(exc) \
+            else ("--reference", args.reference) if "reference" in str(exc) \
             else ("--min-change", pct)
         raise ConfigError(flag, flag[2:], value, str(exc)) from None
 

@@ -18,6 +18,15 @@ spread), as CSIT feeds an MRR run's trials.
 
 The *last change* of a test is the first sample of its newest anomalous group;
 a test is *red* on a run when that run's sample starts a regression group.
+
+*Relative tests* (``TrendSettings.reference``, a behavior every run measures too):
+each other behavior's search figure also becomes ``<test> / <reference>``, per
+repetition the behavior's figure divided by the reference's of the same run,
+forwarder, packet size, goal and repetition, in %.  Repetitions interleave
+behaviors (:mod:`srperf.orchestrator`), so a drift of the host's capacity over
+minutes (a shared VM) moves both alike and cancels in the ratio, while a change
+of the behavior alone stands out.  A change that slows the reference as much (a
+kernel-wide one) cancels too: the raw test still carries it.
 """
 
 from __future__ import annotations
@@ -54,6 +63,8 @@ class TrendSettings:
             resolution of the values: max value / 2**(sbps+1)); None = jumpavg's 12.
         window: only the newest ``window`` samples of each test are grouped (None:
             the whole history; CSIT trends over a window of days).
+        reference: a behavior measured in the same runs; every other search figure
+            also gets a relative test (module docstring).  '' = none.
         confirm: a regression group jumpavg forms only once a later night confirms
             it (the first night alone was not split off) is still reported, on the
             first night that shows it, if that is at most ``confirm`` nights after
@@ -64,6 +75,7 @@ class TrendSettings:
     sbps: float | None = None
     window: int | None = None
     confirm: int = 2
+    reference: str = ""
 
     def __post_init__(self) -> None:
         if not (0.0 <= self.min_change_pct <= 1000.0):
@@ -74,6 +86,15 @@ class TrendSettings:
             raise ValueError(f"confirm must be in 0..1000 nights, not {self.confirm}")
         if self.window is not None and self.window < 2:
             raise ValueError(f"window must be at least 2 samples, not {self.window}")
+        if self.reference and self.reference not in _behavior_names():
+            raise ValueError(f"reference must be a behavior (srperf behaviors), "
+                             f"not {self.reference!r}")
+
+
+def _behavior_names() -> list[str]:
+    from srperf import behaviors
+
+    return behaviors.names()
 
 
 @dataclass(frozen=True)
@@ -315,9 +336,10 @@ def _runs(store: ResultStore, flt: RunFilter) -> pd.DataFrame:
     return df.sort_values(["started", "run_id"]).reset_index(drop=True)
 
 
-def load_samples(store: ResultStore, flt: RunFilter = RunFilter()
+def load_samples(store: ResultStore, flt: RunFilter = RunFilter(), reference: str = ""
                  ) -> dict[TestKey, list[Sample]]:
-    """Every test's samples from ``store`` (see the module docstring)."""
+    """Every test's samples from ``store`` (see the module docstring); with a
+    ``reference`` behavior also the relative tests."""
     runs = _runs(store, flt)
     out: dict[TestKey, list[Sample]] = {}
     if runs.empty:
@@ -336,7 +358,10 @@ def load_samples(store: ResultStore, flt: RunFilter = RunFilter()
         out.setdefault(key, []).append(Sample(run_id, date, vals, "" if vals else
                                               (gap or "no figure"), kernel, fver, commit))
 
-    _search_samples(store.frame("searches", ids), store.frame("outcomes", ids), add)
+    searches = store.frame("searches", ids)
+    _search_samples(searches, store.frame("outcomes", ids), add)
+    if reference:
+        _relative_samples(searches, reference, add)
     _profile_samples(store.frame("profiles", ids), add)
     _stateful_samples(store.frame("stateful_samples", ids), add)
     return out
@@ -368,6 +393,39 @@ def _search_samples(s: pd.DataFrame, o: pd.DataFrame, add: Any) -> None:
                 add(r.run_id, r.forwarder, f"{case_name(r.behavior, r.packet_size)} *",
                     "kpps", 1, [], f"{r.status}: {r.reason or ''}".strip(), r.behavior,
                     r.packet_size)
+
+
+def _relative_samples(s: pd.DataFrame, reference: str, add: Any) -> None:
+    """The relative tests (module docstring): per run, forwarder, packet size and goal,
+    each behavior's figure over the reference's of the same repetition, in %."""
+    if s.empty:
+        return
+    figures: dict[tuple[str, str, int, float], dict[str, dict[int, float]]] = {}
+    mrr: set[tuple[str, str, int, float]] = set()
+    for run, fwd, beh, size, thr, rep, status, value in s[[
+            "run_id", "forwarder", "behavior", "packet_size", "threshold_pct", "repetition",
+            "status", "lower_pps"]].itertuples(index=False, name=None):
+        case = (run, fwd, int(size), thr)
+        if status == "mrr":
+            mrr.add(case)
+        per = figures.setdefault(case, {}).setdefault(beh, {})
+        if status in FIGURE_STATUSES and value is not None and not math.isnan(value):
+            per[int(rep)] = float(value)
+    for case, behaviors in figures.items():
+        run, fwd, size, thr = case
+        if reference not in behaviors:
+            continue  # the run did not measure the reference: no relative sample
+        ref = behaviors[reference]
+        goal = "MRR" if case in mrr else goal_name(thr)
+        for beh, reps in behaviors.items():
+            if beh == reference:
+                continue
+            both = sorted(set(reps) & set(ref))
+            why = (f"no figure of {beh}" if not reps else
+                   f"no figure of the reference {reference}" if not ref else
+                   "no repetition with both figures")
+            add(run, fwd, f"{case_name(beh, size)} {goal} / {reference}", "%", 1,
+                [100.0 * reps[r] / ref[r] for r in both if ref[r] > 0], why, beh, size)
 
 
 def _profile_samples(p: pd.DataFrame, add: Any) -> None:
@@ -422,7 +480,7 @@ def _expand_markers(tests: dict[TestKey, list[Sample]]) -> dict[TestKey, list[Sa
 def trends(store: ResultStore, flt: RunFilter = RunFilter(),
            settings: TrendSettings = TrendSettings()) -> list[TestTrend]:
     """Every test's trend, sorted as :func:`sort_trends`."""
-    tests = _expand_markers(load_samples(store, flt))
+    tests = _expand_markers(load_samples(store, flt, settings.reference))
     return sort_trends([analyse(k, v, settings) for k, v in tests.items()])
 
 

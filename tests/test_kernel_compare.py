@@ -7,13 +7,12 @@ only; tests/test_kernel_against_kernel.py compares two real guests).  No namespa
 
 from __future__ import annotations
 
-import json
 import math
-import sqlite3
 from pathlib import Path
 
 import pytest
 
+from store_rows import update_environment
 from srperf.cli import main
 from srperf.conform import CaseResult
 from srperf.results import kernel_compare
@@ -30,16 +29,6 @@ def _kernel_env(release: str) -> dict:
                                          f"{release}.0-cloud-amd64", "sha256": SHA[release]},
                               "accelerator": "tcg", "uname_r": f"{release}.0-cloud-amd64"},
             "execution": {"mode": "emulated", "how": "QEMU tcg"}}
-
-
-def _set_env(db: Path, run_id: str, extra: dict) -> None:
-    con = sqlite3.connect(db)
-    env = json.loads(con.execute("SELECT environment FROM runs WHERE run_id = ?",
-                                 (run_id,)).fetchone()[0])
-    env.update(extra)
-    con.execute("UPDATE runs SET environment = ? WHERE run_id = ?", (json.dumps(env), run_id))
-    con.commit()
-    con.close()
 
 
 def _case(behavior: str, case: str, status: str, detail: str = "") -> CaseResult:
@@ -64,8 +53,8 @@ def two_kernels(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, st
         store.add_conformance(cur, "linux", [_case("end", "sl0", "pass"),
                                              _case("end", "hop_limit_1", "finding",
                                                    "ICMP time exceeded not sent")])
-    _set_env(db, base, _kernel_env("6.1"))
-    _set_env(db, cur, _kernel_env("6.12"))
+    update_environment(db, base, _kernel_env("6.1"))
+    update_environment(db, cur, _kernel_env("6.12"))
     return results, base, cur
 
 

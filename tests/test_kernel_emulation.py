@@ -7,12 +7,11 @@ No namespaces: the store and the nightly job only.
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 
+from store_rows import update_environment
 from srperf.cli import main
 from srperf.results import emulation
 from srperf.results.compare import compare_runs
@@ -35,16 +34,6 @@ reports: {tmp_path / 'reports'}
     return path
 
 
-def _mark_emulated(db: Path, run_id: str) -> None:
-    con = sqlite3.connect(db)
-    env = json.loads(con.execute("SELECT environment FROM runs WHERE run_id = ?",
-                                 (run_id,)).fetchone()[0])
-    env.update(EMULATED_ENV)
-    con.execute("UPDATE runs SET environment = ? WHERE run_id = ?", (json.dumps(env), run_id))
-    con.commit()
-    con.close()
-
-
 def _runs(db: Path) -> list[str]:
     with ResultStore(db) as store:
         return list(store.frame("runs").sort_values("started")["run_id"])
@@ -64,7 +53,7 @@ def test_a_tcg_figure_never_becomes_the_nightly_baseline_of_a_native_run(
     db = tmp_path / "results" / "srperf.sqlite"
     assert main(["nightly", str(suite)]) == 0
     (tcg,) = _runs(db)
-    _mark_emulated(db, tcg)            # the first night ran under TCG
+    update_environment(db, tcg, EMULATED_ENV)   # the first night ran under TCG
     capsys.readouterr()
     # The next (native) night finds no baseline: the only good run is emulated.
     assert main(["nightly", str(suite)]) == 0

@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
+from srperf.kernel.guest_sshd import key_only_sshd_config
+
 log = logging.getLogger(__name__)
 
 SSHD = "/usr/sbin/sshd"
@@ -176,22 +178,9 @@ class SshdNode:
         host_pub = Path(host_key + ".pub").read_text().split()
         name = self.host if self.port == 22 else f"[{self.host}]:{self.port}"
         Path(self.known_hosts).write_text(f"{name} {host_pub[0]} {host_pub[1]}\n")
-        (self.dir / "sshd_config").write_text(f"""\
-Port {self.port}
-ListenAddress {self.host}
-HostKey {host_key}
-AuthorizedKeysFile {self.dir / 'authorized_keys'}
-PermitRootLogin prohibit-password
-PubkeyAuthentication yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UsePAM no
-StrictModes no
-PidFile {self.dir / 'sshd.pid'}
-Subsystem sftp internal-sftp
-MaxStartups 50
-LogLevel VERBOSE
-""")
+        (self.dir / "sshd_config").write_text(key_only_sshd_config(
+            self.port, self.host, str(host_key), str(self.dir / "authorized_keys"),
+            str(self.dir / "sshd.pid")) + "MaxStartups 50\nLogLevel VERBOSE\n")
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege separation dir
         subprocess.run([SSHD, "-t", "-f", str(self.dir / "sshd_config")], check=True,
                        capture_output=True)

@@ -155,6 +155,25 @@ def _module_files(kernel: KernelImage, cpio: _Cpio) -> None:
         cpio.file(f"{dest}/{rel}", path.read_bytes())
 
 
+def key_only_sshd_config(port: int, listen: str, host_key: str, authorized_keys: str,
+                         pid_file: str) -> str:
+    """An sshd_config for root by public key only (no password, no PAM), listening on
+    ``listen``:``port`` alone; the paths as sshd reads them."""
+    return f"""Port {port}
+ListenAddress {listen}
+HostKey {host_key}
+AuthorizedKeysFile {authorized_keys}
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+PidFile {pid_file}
+Subsystem sftp internal-sftp
+"""
+
+
 def build_initramfs(kernel: KernelImage, dest: Path, *, host_key: Path,
                     authorized_keys: str, address: GuestAddress, mac: str) -> Path:
     """Write the SSH guest's initramfs for ``kernel`` to ``dest`` (uncompressed newc)."""
@@ -195,19 +214,9 @@ def build_initramfs(kernel: KernelImage, dest: Path, *, host_key: Path,
     cpio.file("/etc/group", b"root:x:0:\nnogroup:x:65534:\n")
     cpio.file("/etc/srperf-net", f"NIC_MAC={mac.lower()}\n"
               f"NIC_ADDR={address.guest}/{address.prefix_len}\n".encode())
-    cpio.file("/etc/ssh/sshd_config", f"""Port 22
-ListenAddress {address.guest}
-HostKey /etc/ssh/ssh_host_ed25519_key
-AuthorizedKeysFile /root/.ssh/authorized_keys
-PermitRootLogin prohibit-password
-PubkeyAuthentication yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UsePAM no
-StrictModes no
-PidFile /run/sshd.pid
-Subsystem sftp internal-sftp
-""".encode())
+    cpio.file("/etc/ssh/sshd_config", key_only_sshd_config(
+        22, str(address.guest), "/etc/ssh/ssh_host_ed25519_key",
+        "/root/.ssh/authorized_keys", "/run/sshd.pid").encode())
     cpio.file("/etc/ssh/ssh_host_ed25519_key", host_key.read_bytes(), 0o600)
     cpio.file("/root/.ssh/authorized_keys", authorized_keys.encode(), 0o600)
     _module_files(kernel, cpio)

@@ -61,7 +61,7 @@ def settings_from(args: argparse.Namespace):  # -> TrendSettings
     pct = 0.0 if args.min_change is None else float(args.min_change)
     try:
         return TrendSettings(min_change_pct=pct, window=args.window,
-                             reference=getattr(args, "reference", ""))
+                             reference=args.reference)
     except ValueError as exc:
         flag, value = ("--window", args.window) if "window" in str(exc) \
             else ("--reference", args.reference) if "reference" in str(exc) \

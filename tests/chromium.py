@@ -59,3 +59,15 @@ def screenshot(page: Path, png: Path, size: tuple[int, int],
         return boxes  # type: ignore[return-value]
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def dump_dom(page: Path, size: tuple[int, int] = (1200, 1600)) -> str:
+    """The DOM of ``page`` after its scripts ran (``--dump-dom``)."""
+    work = Path(tempfile.mkdtemp(prefix="srperf-chromium-"))
+    try:
+        dom = _run(["--dump-dom", page.as_uri()], work / "profile", size)
+        if "<body" not in dom.stdout:
+            raise RuntimeError(f"chromium gave no DOM: {dom.stderr[-2000:]}")
+        return dom.stdout
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

@@ -89,9 +89,10 @@ def test_report_content(two_runs: tuple[Path, list[str]]) -> None:
     # The simulated run is labelled a model; the nested environment is rendered.
     assert "MODEL (simulated SUT)" in text and "come from the simulated SUT" in text
     assert ">tester<" in text and ">nic<" in text and "veth" in text and "abc123" in text
-    # Plots: one bar chart (PNG) and two SVGs per search with a trial (2 runs x 6).
+    # Plots: one bar chart (PNG) and, per search with a trial (2 runs x 6), the data of
+    # its two plots (drawn in the browser: test_report_renders_in_headless_chromium).
     assert text.count('src="data:image/png;base64,') == 1
-    assert text.count('<svg class="plot"') == 2 * 12
+    assert text.count('class="plots" data-search=') == 12  # drawn by search_plots.js
     assert "estimate 95 % interval" in text and "lower bound" in text
     assert "avg_us" in text  # latency where there is some
     md = (path / "r.md").read_text()

@@ -3,10 +3,11 @@
 * :func:`bars_png`: per behavior, one bar per run (mean PDR/NDR, kpps) with its
   CI95 as error bar; a behavior with no number shows its status as text
   (matplotlib, Agg, PNG as a data URI).
-* :func:`search_panels`: for one search, the SRPerf paper's Figure 4 (received
-  rate and delivery ratio against offered rate) and every trial on a rate-vs-loss
-  plot with the threshold, the bounds, the crossing estimate and its interval
-  (inline SVG, see :mod:`srperf.results.svgplot`).
+* :func:`search_plot_data`: for one search, the trials and bounds that the report's
+  ``reports/search_plots.js`` draws in the browser as the SRPerf paper's Figure 4
+  (received rate and delivery ratio against offered rate) and a rate-vs-loss plot with
+  the threshold, the bounds, the crossing estimate and its interval (inline SVG drawn
+  on demand: a report of thousands of searches stays a few MB).
 """
 
 from __future__ import annotations
@@ -23,17 +24,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from srperf.results.svgplot import Axis, SvgPlot  # noqa: E402
-
 COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
           "#7f7f7f", "#bcbd22", "#17becf"]
-THRESHOLD_COLOR, UPPER_COLOR, LOWER_COLOR = "#d62728", "#8c564b", "#2ca02c"
-"""Loss plot lines: the threshold, the upper and the lower bound (three colours)."""
 UPPER_BOUND_STATUSES = ("ok", "below_min")
 """Goal statuses whose ``upper_pps`` is a rate where the SUT lost too much (a bound);
 for ``generator_limited`` or ``undecided`` it is where no usable trial could be run."""
-LOSS_FLOOR_PCT = 0.001
-"""Loss plots are log-scaled; a trial with no loss is drawn at this floor (%)."""
 
 
 def png_data_uri(fig: "plt.Figure") -> str:
@@ -169,56 +164,39 @@ class SearchTrials:
         return groups
 
 
-def _pick(values: list, mask: list[bool], want: bool = True) -> list:
-    return [v for v, m in zip(values, mask) if m == want]
+def _finite(v: object, digits: int) -> float | None:
+    """``v`` rounded to ``digits`` decimals, or None (JSON has no NaN) when not finite."""
+    if isinstance(v, (int, float)) and math.isfinite(v):
+        return round(float(v), digits)
+    return None
 
 
-def search_panels(t: SearchTrials, search: dict, threshold_pct: float) -> list[str]:
-    """Two inline SVGs for one search: Figure 4 and rate vs loss with bounds."""
-    ok = t.usable
-    xmax = max(t.offered_kpps + [1.0]) * 1.05
-    rx_max = max([x for x in t.received_kpps if x == x] + [1.0]) * 1.05
-    fig4 = SvgPlot(Axis(0.0, xmax, label="offered rate, kpps"),
-                   Axis(0, max(xmax, rx_max), label="received rate, kpps"),
-                   title="received rate and delivery ratio",
-                   y2=Axis(0, 105, label="delivery ratio, %"))
-    fig4.line([0, xmax], [0, xmax], "#bbb", dash="3,3")
-    off, rx = _pick(t.offered_kpps, ok), _pick(t.received_kpps, ok)
-    dr = [100 * d for d in _pick(t.delivery_ratio, ok)]
-    tips = [f"{o:.1f} kpps: received {r:.1f} kpps, DR {d:.3f} %" for o, r, d in zip(off, rx, dr)]
-    fig4.points(off, rx, COLORS[0], "received kpps", tips=tips)
-    fig4.points(off, dr, COLORS[1], "delivery ratio %", shape="triangle", right=True)
-    if not all(ok):
-        fig4.points(_pick(t.offered_kpps, ok, False), _pick(t.received_kpps, ok, False),
-                    "#888", "generator-limited (at rate achieved)", hollow=True)
+def _kpps_of(search: dict, key: str) -> float | None:
+    return _finite(search[key] / 1000.0, 3) if isinstance(search.get(key), (int, float)) \
+        else None
 
-    loss_pct = [max(100 * x, LOSS_FLOOR_PCT) for x in t.loss_ratio]
-    ymax = max(loss_pct + [threshold_pct * 10 if threshold_pct > 0 else 1.0, 1.0]) * 2
-    lo_x = min(t.offered_kpps + [xmax]) * 0.9  # the loss plot zooms on the trials
-    lp = SvgPlot(Axis(lo_x, xmax, label="offered rate, kpps"),
-                 Axis(LOSS_FLOOR_PCT, ymax, log=True, label="loss, % (0 drawn at 0.001)"),
-                 title="trials, bounds and estimate")
 
-    def k(v: object) -> float | None:
-        return v / 1000.0 if isinstance(v, (int, float)) and math.isfinite(v) else None
+def search_plot_data(t: SearchTrials, search: dict, threshold_pct: float) -> dict:
+    """One search's plot data, drawn by the report's ``search_plots.js`` when its group
+    is opened (the SRPerf paper's Figure 4 and rate vs loss with bounds and estimate).
 
-    est = k(search.get("estimate_pps"))
-    if est is not None:
-        lp.band(k(search.get("estimate_low_pps")), k(search.get("estimate_high_pps")),
-                COLORS[4], "estimate 95 % interval")
-        lp.vline(est, COLORS[4], "estimate", dash="4,2")
-    lp.hline(max(threshold_pct, LOSS_FLOOR_PCT), THRESHOLD_COLOR,
-             f"threshold {threshold_pct:g} %", dash="2,2")
-    lp.vline(k(search.get("lower_pps")), LOWER_COLOR, "lower bound")
-    if search.get("status") in UPPER_BOUND_STATUSES:
-        lp.vline(k(search.get("upper_pps")), UPPER_COLOR, "upper bound")
-    stops = t.stopped or [False] * len(t.offered_kpps)
-    tips = [f"{x:.1f} kpps, {d:g} s: loss {100 * lr:.4f} %"
-            + (" (stopped early, its failure certain)" if st else "")
-            for x, d, lr, st in zip(t.offered_kpps, t.duration_s, t.loss_ratio, stops)]
-    lp.points(_pick(t.offered_kpps, ok), _pick(loss_pct, ok), COLORS[0], "trial",
-              tips=_pick(tips, ok))
-    if not all(ok):
-        lp.points(_pick(t.offered_kpps, ok, False), _pick(loss_pct, ok, False), "#888",
-                  "generator-limited (at rate achieved)", hollow=True)
-    return [fig4.render(), lp.render()]
+    Keys: ``o`` offered kpps, ``r`` received kpps, ``dr`` delivery ratio (0-1), ``l``
+    loss ratio (0-1), ``d`` duration s, one entry per trial in the order run; ``g``
+    indices of generator-limited trials (drawn hollow at the rate achieved), ``x``
+    indices of trials stopped early; ``lo``/``hi`` the search's bounds, ``e``/``elo``/
+    ``ehi`` the crossing estimate and its 95 % interval (kpps or None); ``ub`` whether
+    ``hi`` is a rate where the SUT lost too much (drawn as the upper bound); ``t`` the
+    loss threshold, %."""
+    stopped = t.stopped or [False] * len(t.offered_kpps)
+    return {
+        "o": [_finite(v, 3) for v in t.offered_kpps],
+        "r": [_finite(v, 3) for v in t.received_kpps],
+        "dr": [_finite(v, 7) for v in t.delivery_ratio],
+        "l": [_finite(v, 9) for v in t.loss_ratio],
+        "d": [_finite(v, 4) for v in t.duration_s],
+        "g": [i for i, ok in enumerate(t.usable) if not ok],
+        "x": [i for i, st in enumerate(stopped) if st],
+        "lo": _kpps_of(search, "lower_pps"), "hi": _kpps_of(search, "upper_pps"),
+        "e": _kpps_of(search, "estimate_pps"), "elo": _kpps_of(search, "estimate_low_pps"),
+        "ehi": _kpps_of(search, "estimate_high_pps"),
+        "ub": search.get("status") in UPPER_BOUND_STATUSES, "t": float(threshold_pct)}

@@ -12,6 +12,7 @@ embedded: the file can be mailed or archived by a CI job.  Rates are kpps.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import math
 from dataclasses import dataclass, field
@@ -94,7 +95,8 @@ class RunInfo:
 
 @dataclass
 class SearchView:
-    """One search goal with its two plots (inline SVG)."""
+    """One search goal; its two plots are drawn in the browser from ``plot`` (an index
+    into :attr:`ReportData.search_plots`, None when the search has no trial)."""
 
     repetition: int
     threshold_pct: float
@@ -108,7 +110,7 @@ class SearchView:
     n_trials: int
     trial_seconds: float
     note: str
-    svgs: list[str]
+    plot: int | None
 
 
 @dataclass
@@ -154,6 +156,13 @@ class ReportData:
     """The stateful kinds' tables (goodput, http), empty for PDR-only runs."""
     latency_graphs: list[dict[str, Any]] = field(default_factory=list)
     """HDR latency graphs (``title``, ``png``), one per behavior and run with latency."""
+    search_plots: list[dict[str, Any]] = field(default_factory=list)
+    """Per search with trials, the data its two plots are drawn from in the browser
+    (:func:`srperf.results.plots.search_plot_data`; :attr:`SearchView.plot` indexes it)."""
+
+    def search_plots_json(self) -> str:
+        """:attr:`search_plots` as JSON safe inside a ``<script>`` element."""
+        return json.dumps(self.search_plots, separators=(",", ":")).replace("</", "<\\/")
 
 
 @dataclass
@@ -301,7 +310,8 @@ def collect(store: ResultStore, run_ids: Iterable[str], title: str = "",
                                "packet_size": int(r["packet_size"]), "status": r["status"],
                                "reason": r.get("reason", "") or ""})
 
-    behaviors = _behavior_views(s_df, t_df) if plots_per_search else []
+    plot_data: list[dict[str, Any]] = []
+    behaviors = _behavior_views(s_df, t_df, plot_data) if plots_per_search else []
     conf = _conformance(frames.conformance(store, ids), labels)
     return ReportData(
         title=title or "srperf report: " + ", ".join(ids),
@@ -312,7 +322,8 @@ def collect(store: ResultStore, run_ids: Iterable[str], title: str = "",
         any_simulated=any(r.simulated for r in runs), conformance=conf,
         profiles=_profiles(store, ids, labels, plots_per_search),
         stateful=_stateful(frames.stateful_samples(store, ids), labels,
-                           with_plots=plots_per_search))
+                           with_plots=plots_per_search),
+        search_plots=plot_data)
 
 
 def _profiles(store: ResultStore, ids: list[str], labels: dict[str, str],
@@ -366,7 +377,10 @@ def _kpps(v: Any) -> float:
     return float(v) / 1000.0 if v is not None and not pd.isna(v) else math.nan
 
 
-def _behavior_views(s_df: pd.DataFrame, t_df: pd.DataFrame) -> list[BehaviorView]:
+def _behavior_views(s_df: pd.DataFrame, t_df: pd.DataFrame,
+                    plot_data: list[dict[str, Any]]) -> list[BehaviorView]:
+    """One view per run, behavior and size; each search's plot data is appended to
+    ``plot_data`` (embedded once in the page, drawn by ``search_plots.js``)."""
     if s_df.empty:
         return []
     by_search = plots.SearchTrials.split(t_df, ["run_id", "search_seq"]) \
@@ -376,13 +390,16 @@ def _behavior_views(s_df: pd.DataFrame, t_df: pd.DataFrame) -> list[BehaviorView
         key = (s["run_id"], s["behavior"], int(s["packet_size"]))
         view = views.setdefault(key, BehaviorView(*key))
         trials = by_search.get((s["run_id"], s["search_seq"]))
-        svgs = plots.search_panels(trials, s, float(s["threshold_pct"])) if trials else []
+        plot = None
+        if trials:
+            plot = len(plot_data)
+            plot_data.append(plots.search_plot_data(trials, s, float(s["threshold_pct"])))
         view.searches.append(SearchView(
             int(s["repetition"]), float(s["threshold_pct"]), s["algorithm"] or "",
             s["status"] or "", _kpps(s["lower_pps"]), _kpps(s["upper_pps"]),
             _kpps(s.get("estimate_pps")), _kpps(s.get("estimate_low_pps")),
             _kpps(s.get("estimate_high_pps")), int(s["n_trials"] or 0),
-            float(s["trial_seconds"] or 0), s["note"] or "", svgs))
+            float(s["trial_seconds"] or 0), s["note"] or "", plot))
     return list(views.values())
 
 

@@ -133,6 +133,9 @@ start_relay() {
 	local log="$SRPERF_PIPES_RUNDIR/relay.log" i
 	mkdir -p "$SRPERF_PIPES_RUNDIR"
 	chmod 0700 "$SRPERF_PIPES_RUNDIR"
+	# Created here, not by the background job's redirection, so the first grep below
+	# never races the shell that starts the relay.
+	: >"$log"
 	setsid "$SRPERF_PIPES_RELAY" -p "$SRPERF_PIPES_PORT" -f "$SRPERF_PIPES_FUNC" \
 		-t "$SRPERF_PIPES_THREADS" -s "$SRPERF_PIPES_RUNDIR/relay.stats" \
 		</dev/null >"$log" 2>&1 &

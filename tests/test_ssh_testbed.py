@@ -285,7 +285,10 @@ def test_one_round_trip_per_trial_over_ssh(node: SshdNode, tmp_path: Path,
     rc = main(["run", str(_experiment(tmp_path, "ebpf", ["end_ad"])),
                "--testbed", str(_testbed(tmp_path, node, "ebpf")),
                "--results", str(tmp_path / "res")])
-    assert rc == 0
+    # 3 is "nothing measured": on a busy host the generator may not offer the first
+    # trial's rate, and every search ends generator-limited. The round trips per trial
+    # are what this test is about, and they are counted for those trials too.
+    assert rc in (0, 3)
     db = sqlite3.connect(tmp_path / "res" / "srperf.sqlite")
     extras = [json.loads(e) for (e,) in db.execute("SELECT extra FROM trials")]
     assert extras and all("dataplane" in e for e in extras)

@@ -55,10 +55,10 @@ from pathlib import Path
 import numpy as np
 
 
-from srperf.bench_support import bench_session, cv_pct
-from srperf import behaviors as catalogue
+from srperf.measure.bench_support import bench_session, cv_pct
+from srperf.behaviors import catalogue
 from srperf.config.model import TestbedConfig
-from srperf.generators import create_generator
+from srperf.traffic.generators import create_generator
 
 Z_99 = 2.3263478740408408
 """One-sided 99 % quantile of the standard normal distribution."""

@@ -25,8 +25,8 @@ import subprocess
 import sys
 import time
 
-from srperf.delay_line import DelayLine, insert
-from srperf.netns import run
+from srperf.traffic.delay_line import DelayLine, insert
+from srperf.util.netns import run
 from srperf.transports.netns import NetnsTransport
 
 ADDR = {"a": "fd00:d1::1", "b": "fd00:d1::2"}

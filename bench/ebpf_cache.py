@@ -32,7 +32,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from srperf.bench_support import (EBPF_TB as TB, add_search_args, bench_session, proxy_options,
+from srperf.measure.bench_support import (EBPF_TB as TB, add_search_args, bench_session, proxy_options,
                                   search_settings, stats,
                          value_kpps)
 from scapy.layers.inet import UDP
@@ -40,13 +40,13 @@ from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from srperf import behaviors
-from srperf import packets as P
+from srperf.behaviors import catalogue as behaviors
+from srperf.traffic import packets as P
 from srperf.drivers import linux_sink
 from srperf.forwarders.ebpf.counters import delta, read_counters
 from srperf.behaviors.proxies import target_sid
-from srperf.forwarders.ebpf import ProxySettings
-from srperf.packet_socket import ns_packet_socket, receive_frames
+from srperf.forwarders.ebpf.forwarder import ProxySettings
+from srperf.traffic.packet_socket import ns_packet_socket, receive_frames
 from srperf.testbeds.vnf import VnfSet
 
 A = TB.addressing

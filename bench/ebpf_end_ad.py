@@ -26,10 +26,10 @@ import argparse
 import statistics
 import time
 
-from srperf import behaviors
-from srperf.bench_support import (EBPF_TB, add_search_args, bench_session, proxy_options,
+from srperf.behaviors import catalogue as behaviors
+from srperf.measure.bench_support import (EBPF_TB, add_search_args, bench_session, proxy_options,
                                   search_settings, stats, value_kpps)
-from srperf.forwarders.ebpf import ProxySettings
+from srperf.forwarders.ebpf.forwarder import ProxySettings
 from srperf.forwarders.ebpf.progstats import bpf_stats, prog_runs
 
 VARIANTS = {

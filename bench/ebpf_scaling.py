@@ -22,10 +22,10 @@ import argparse
 import statistics
 import time
 
-from srperf.bench_support import (EBPF_TB, add_search_args, bench_session, proxy_options,
+from srperf.measure.bench_support import (EBPF_TB, add_search_args, bench_session, proxy_options,
                                   search_settings, stats, value_kpps, with_target)
 
-from srperf.forwarders.ebpf import ProxySettings
+from srperf.forwarders.ebpf.forwarder import ProxySettings
 
 
 def main() -> int:

@@ -41,7 +41,7 @@ from pathlib import Path
 
 from srperf.drivers.linux import DEFAULT_QUEUE_PKTS, QUEUE_MODES, LinuxGenerator
 from srperf.drivers.linux_sink import attach_sink
-from srperf.netns import link_stats, run
+from srperf.util.netns import link_stats, run
 
 TX_NS, SINK_NS = "tgenb-tx", "tgenb-sink"   # --ns-prefix changes "tgenb"
 OFFLOADS = ("rx", "tx", "sg", "tso", "gso", "gro", "lro")

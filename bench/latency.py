@@ -17,7 +17,7 @@ every rate down to 20 kpps slipped.)  Topology: namespace l37b-tx, veth t0 -> t1
 
 ``delay``: the virtual testbed (prefix l37d), behavior ``--behavior`` (ipv6),
 latency trials at ``--rate`` pps with and without a delay line of D ms on the SUT's
-ingress (srperf.delay_line: a user-space FIFO, since this kernel has no netem),
+ingress (srperf.traffic.delay_line: a user-space FIFO, since this kernel has no netem),
 alternating; prints p50 with and without, and (with - without) / D - 1.  The
 generator alone (a plain veth pair, same stream) is printed beside.
 
@@ -39,7 +39,7 @@ from scapy.packet import Raw
 
 from srperf.drivers.linux import LinuxGenerator
 from srperf.drivers.linux_sink import attach_sink
-from srperf.netns import run
+from srperf.util.netns import run
 
 TX_NS = "l37b-tx"
 
@@ -94,10 +94,13 @@ def cost(args: argparse.Namespace) -> int:
 
 
 def delay(args: argparse.Namespace) -> int:
-    from srperf import behaviors, delay_line, forwarders, testbeds
+    from srperf.behaviors import catalogue as behaviors
+    from srperf.forwarders import registry as forwarders
+    from srperf.testbeds import registry as testbeds
+    from srperf.traffic import delay_line
     from srperf.config.model import TestbedConfig
-    from srperf.latency_calibration import calibration_trial
-    from srperf.session import MeasurementSession
+    from srperf.traffic.latency_calibration import calibration_trial
+    from srperf.measure.session import MeasurementSession
     from srperf.transports.netns import NetnsTransport
 
     tb = TestbedConfig(name="l37d", prefix="l37d")

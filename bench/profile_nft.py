@@ -23,7 +23,7 @@ from pathlib import Path
 
 from srperf.config.loader import experiment_from_mapping
 from srperf.config.model import TestbedConfig
-from srperf.orchestrator import Orchestrator
+from srperf.measure.orchestrator import Orchestrator
 from srperf.results.compare import compare_runs, format_markdown
 from srperf.results.profiles import format_profiles, profile_rows
 from srperf.results.store import ResultStore

@@ -24,12 +24,12 @@ import sys
 import time
 
 
-from srperf.bench_support import BenchSession, bench_session
-from srperf import behaviors as catalogue
+from srperf.measure.bench_support import BenchSession, bench_session
+from srperf.behaviors import catalogue
 from srperf.config.model import TestbedConfig
 from srperf.drivers.base import TrafficGenerator
 from srperf.drivers.linux import LinuxGenerator, SrgenReport
-from srperf.generators import create_generator
+from srperf.traffic.generators import create_generator
 
 SETTINGS = ("none", "hold", "qdisc")
 """The queue settings compared: no queue, srgen's hold, a pfifo on the tx port."""

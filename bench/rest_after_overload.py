@@ -34,9 +34,10 @@ from pathlib import Path
 
 import yaml
 
-from srperf import behaviors, forwarders
+from srperf.behaviors import catalogue as behaviors
+from srperf.forwarders import registry as forwarders
 from srperf.config.loader import load_testbed
-from srperf.session import MeasurementSession
+from srperf.measure.session import MeasurementSession
 from srperf.testbeds.virtual import VirtualTestbed
 
 ROOT = Path(__file__).resolve().parents[1]

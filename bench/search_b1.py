@@ -43,7 +43,8 @@ import time
 
 
 from srperf.drivers.simulated import SimulatedGenerator, SimulatedModel
-from srperf.search import SearchSettings, create
+from srperf.search.base import SearchSettings
+from srperf.search.registry import create
 from srperf.search.bisect import BisectSearch
 
 CAPACITY_PPS = 1_000_000.0

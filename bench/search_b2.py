@@ -36,12 +36,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from srperf.bench_support import BenchSession, bench_session, cv_pct
-from srperf import behaviors as catalogue
+from srperf.measure.bench_support import BenchSession, bench_session, cv_pct
+from srperf.behaviors import catalogue
 from srperf.config.model import TestbedConfig
 from srperf.drivers.linux import QUEUE_MODES
-from srperf.orchestrator import describe_estimate
-from srperf.search import DEFAULT_ALGORITHM
+from srperf.measure.orchestrator import describe_estimate
+from srperf.search.registry import DEFAULT_ALGORITHM
 from srperf.search.base import SearchSettings
 from srperf.search.bisect import BisectSearch
 

@@ -41,7 +41,7 @@ from typing import Any
 
 from srperf.config.loader import load_testbed
 from srperf.nightly import load_suite, run_nightly
-from srperf.orchestrator import Orchestrator
+from srperf.measure.orchestrator import Orchestrator
 from srperf.results.store import ResultStore
 from srperf.testbeds.virtual import VirtualTestbed
 
@@ -153,7 +153,7 @@ def calibrate(args: argparse.Namespace, suite: Any, sut_ns: str, runner: Any,
     night-to-night CV per arm and the step the chain makes (ratio of the arms' medians)."""
     import statistics
 
-    from srperf.bench_support import cv_pct
+    from srperf.measure.bench_support import cv_pct
 
     arms: dict[bool, list[str]] = {False: [], True: []}
     order = [False, True, True, False] * ((args.calibrate + 1) // 2)
@@ -200,7 +200,7 @@ def replay(db: Path, step_night: int, confirm: int = 2, reference: str = "") -> 
     whose grouping has a regression group starting at ``step_night``."""
     import statistics
 
-    from srperf.bench_support import cv_pct
+    from srperf.measure.bench_support import cv_pct
     from srperf.results.trend import group, load_samples, new_regression
 
     with ResultStore(db) as store:

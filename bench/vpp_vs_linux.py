@@ -29,8 +29,9 @@ import statistics
 import time
 from typing import Iterator
 
-from srperf import behaviors, forwarders
-from srperf.bench_support import add_search_args, bench_session, search_settings, stats, \
+from srperf.behaviors import catalogue as behaviors
+from srperf.forwarders import registry as forwarders
+from srperf.measure.bench_support import add_search_args, bench_session, search_settings, stats, \
     value_kpps
 from srperf.config.model import SutConfig, TestbedConfig
 from srperf.errors import CfgError, UnsupportedBehavior, VerificationError

@@ -158,7 +158,7 @@ class TrafficGenerator(abc.ABC):
 
     def prepare_distinct(self, frame: bytes, counter_offset: int) -> None:
         """Like :meth:`prepare`, but packet i carries counter i in the counter slot at byte
-        ``counter_offset`` of ``frame`` (:func:`srperf.packets.with_counter_slot`), so
+        ``counter_offset`` of ``frame`` (:func:`srperf.traffic.packets.with_counter_slot`), so
         that no two packets are identical.  Drivers that cannot raise
         :class:`DistinctUnsupported`: they must never send identical copies instead."""
         raise DistinctUnsupported(f"the {self.name} driver sends copies of one frame; "
@@ -168,7 +168,7 @@ class TrafficGenerator(abc.ABC):
                       counter_offset: int | None = None) -> None:
         """Like :meth:`prepare` (or :meth:`prepare_distinct` with ``counter_offset``), but
         packet i is ``frame`` varied as flow i % ``flows.count``
-        (:class:`srperf.flows.Flows`).  Drivers that cannot raise
+        (:class:`srperf.traffic.flows.Flows`).  Drivers that cannot raise
         :class:`FlowsUnsupported`: they must never send one flow instead."""
         raise FlowsUnsupported(f"the {self.name} driver sends one flow; many flows are "
                                "not implemented for it")

@@ -42,7 +42,7 @@ The queue is part of what is measured: say its size with every result.
 (``-V``) writes packet i's counter into the frame's counter slot, in the copy
 it hands the kernel, checksum-neutrally (see srgen.c).
 :meth:`LinuxGenerator.prepare_flows` sends many flows: packet i is the frame
-of flow i % count, each built with its own checksums (:mod:`srperf.flows`).
+of flow i % count, each built with its own checksums (:mod:`srperf.traffic.flows`).
 
 *Resident* (``resident``, the default): one srgen process (``srgen -S``) stays
 up from one trial to the next, with its socket, TX ring, frames and counter
@@ -91,15 +91,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from srperf import safe_paths
+from srperf.safety import safe_paths
 from srperf.build import ensure_built
 from srperf.config.settings import Settings, setting
 from srperf.drivers.base import TrafficGenerator, TrialResult, beyond_generator
 from srperf.errors import GeneratorError
-from srperf.flows import Flows, flow_frames
-from srperf.packet_socket import send_and_capture
+from srperf.traffic.flows import Flows, flow_frames
+from srperf.traffic.packet_socket import send_and_capture
 from srperf.resources import generator_dir
-from srperf.wording import count
+from srperf.util.wording import count
 
 log = logging.getLogger(__name__)
 
@@ -355,7 +355,7 @@ class LinuxGenerator(TrafficGenerator):
     def prepare_flows(self, frame: bytes, flows: Flows,
                       counter_offset: int | None = None) -> None:
         """Send ``flows.count`` flows: packet i is ``frame`` varied as flow i % count
-        (:func:`srperf.flows.flow_frames`, every checksum right); with
+        (:func:`srperf.traffic.flows.flow_frames`, every checksum right); with
         ``counter_offset``, each packet also carries its own counter (as
         :meth:`prepare_distinct`)."""
         if flows.count * len(frame) > MAX_FLOW_BYTES:

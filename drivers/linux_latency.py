@@ -1,7 +1,7 @@
 """Latency trials of the local generator: srgen's probes (srgen.c ``-p``).
 
 A latency trial is an ordinary trial of the linux driver at ``rate_pps`` of which
-``stream_pps`` are probe frames (:mod:`srperf.latency_probe`): srgen spreads them
+``stream_pps`` are probe frames (:mod:`srperf.traffic.latency_probe`): srgen spreads them
 evenly inside the offered load, so they count in ``sent``, ``received`` and the
 loss like every other frame.  Each probe carries its trial and probe number and
 its transmit time; srgen's packet socket on the rx port takes the kernel's receive
@@ -24,7 +24,7 @@ the packet socket saw them, so the tester's stack never answers one.
 
 What the figures include: the generator's own part (stamp before ``sendmmsg``, the
 tester's tx veth, the receive path up to the stamp) as well as the SUT's; a
-calibration over a plain veth pair (:mod:`srperf.latency_calibration`) measures the
+calibration over a plain veth pair (:mod:`srperf.traffic.latency_calibration`) measures the
 generator's part alone.
 """
 
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 from srperf.drivers.base import LatencyUnsupported, TrialResult
 from srperf.drivers.latency import from_probes
 from srperf.errors import GeneratorError
-from srperf.latency_probe import probe_frame
+from srperf.traffic.latency_probe import probe_frame
 
 if TYPE_CHECKING:
     from srperf.drivers.linux import LinuxGenerator

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from srperf.build import ensure_built
 from srperf.errors import GeneratorError
-from srperf.netns import run
+from srperf.util.netns import run
 from srperf.resources import generator_dir
 
 log = logging.getLogger(__name__)

@@ -45,7 +45,7 @@ from srperf.config.settings import SettingError, Settings, setting
 from srperf.drivers.base import FlowsUnsupported, TrafficGenerator, TrialResult
 from srperf.drivers.latency import from_trex
 from srperf.errors import GeneratorError
-from srperf.wording import count
+from srperf.util.wording import count
 
 log = logging.getLogger(__name__)
 
@@ -246,9 +246,9 @@ class TrexGenerator(TrafficGenerator):
     def prepare_flows(self, frame: bytes, flows: Any,
                       counter_offset: int | None = None) -> None:
         """Many flows by TRex's field engine (the worker's ``flow_vm``): one variable
-        0 .. count - 1 written into every varied field (:func:`srperf.flows.flow_fields`),
+        0 .. count - 1 written into every varied field (:func:`srperf.traffic.flows.flow_fields`),
         then the UDP checksum (and an IPv4 header's) fixed by TRex."""
-        from srperf.flows import flow_fields, udp_place
+        from srperf.traffic.flows import flow_fields, udp_place
 
         if counter_offset is not None:
             raise FlowsUnsupported("the trex driver does not write per-packet counters "

@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 from typing import Sequence
 
-from srperf import safe_paths
+from srperf.safety import safe_paths
 from srperf.errors import SrperfError
 
 log = logging.getLogger(__name__)

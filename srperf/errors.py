@@ -29,7 +29,7 @@ class ConfigError(SrperfError):
             where = f"{file}: {key}" if key else file
             super().__init__(f"{where}: {reason}")
             return
-        from srperf.redact import redact
+        from srperf.safety.redact import redact
 
         text = redact(repr(value))   # a secret is hidden whole, before the value is cut
         if len(text) > self.VALUE_CHARS:

@@ -39,12 +39,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from srperf import resources, safe_paths
+from srperf import resources
+from srperf.safety import safe_paths
 from srperf.results import emulation
 from srperf.config.loader import load_experiment, load_testbed, read_yaml, validate
 from srperf.config.model import ALGORITHMS
 from srperf.errors import ConfigError, SrperfError
-from srperf.orchestrator import Orchestrator
+from srperf.measure.orchestrator import Orchestrator
 from srperf.results import junit, measured, report, trend_verdict
 from srperf.results.compare import (DEFAULT_THRESHOLD_PCT, REGRESSION, Comparison,
                                     compare_runs, format_markdown)

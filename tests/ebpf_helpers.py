@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from srperf.config.model import TestbedConfig
-from srperf.forwarders.ebpf import DEFAULT_SETTINGS, EbpfOptions, ProxySettings
+from srperf.forwarders.ebpf.forwarder import DEFAULT_SETTINGS, EbpfOptions, ProxySettings
 from srperf.testbeds.sut import configure as configure_forwarder
 
 from typing import TYPE_CHECKING
@@ -28,7 +28,7 @@ def local_env(tb: TestbedConfig, settings: ProxySettings = DEFAULT_SETTINGS) -> 
     """Every SRPERF_* variable ebpf.sh reads, for a SUT namespace of this host (objects and
     sources where srperf builds them here)."""
     from srperf.forwarders.common_env import addressing_env
-    from srperf.forwarders.ebpf import proxy_env
+    from srperf.forwarders.ebpf.forwarder import proxy_env
     from srperf.forwarders.ebpf.build import ebpf_build_dir
     from srperf.resources import ebpf_dir
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from srperf.cli import main
+from srperf.cli.entry import main
 from srperf.config.loader import load_experiment
 from srperf.errors import ConfigError
 

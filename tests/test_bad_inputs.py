@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
-from srperf.cli import main
-from srperf.netns import netns_names
+from srperf.cli.entry import main
+from srperf.util.netns import netns_names
 from refusals import assert_refused
 
 PREFIX = "srphd"
@@ -278,7 +278,7 @@ def test_matrix_size() -> None:
 def test_internal_error_is_one_line_and_a_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     """An exception srperf does not expect: one line naming the log, exit 1."""
-    from srperf import cli
+    from srperf.cli import entry as cli
 
     monkeypatch.setenv("SRPERF_LOG_DIR", str(tmp_path / "logs"))
 

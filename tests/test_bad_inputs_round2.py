@@ -20,8 +20,8 @@ from typing import Any, Callable
 import pytest
 import yaml
 
-from srperf.cli import main
-from srperf.netns import netns_names
+from srperf.cli.entry import main
+from srperf.util.netns import netns_names
 from refusals import assert_refused
 from test_bad_inputs import _merge
 
@@ -518,9 +518,9 @@ def test_command_line_values_take_the_file_path() -> None:
 def test_every_number_in_every_schema_is_bounded() -> None:
     """Each number setting a file can hold has a lower and an upper bound (applies to
     keys added later too: a new key without bounds fails here)."""
-    from srperf import forwarders
+    from srperf.forwarders import registry as forwarders
     from srperf.config.schema import EXPERIMENT_SCHEMA, TESTBED_SCHEMA
-    from srperf.generators import options_class
+    from srperf.traffic.generators import options_class
     from srperf.nightly import SUITE_SCHEMA
 
     def walk(schema: Any, path: str, out: list[str]) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from srperf.cli import main
+from srperf.cli.entry import main
 from srperf.results.store import ResultStore
 
 PREFIX = "q3b"
@@ -103,10 +103,10 @@ def test_every_bounded_number_names_its_unit() -> None:
     """Every number a file may hold with a bound (experiments, testbeds, suites, every
     forwarder's and driver's options) has a unit for the bound's message, and the
     unit is a unit, not a sentence."""
-    from srperf import forwarders
+    from srperf.forwarders import registry as forwarders
     from srperf.config.loader import EXPERIMENT_SCHEMA, TESTBED_SCHEMA
     from srperf.config.numbers import unit_of
-    from srperf.generators import options_class
+    from srperf.traffic.generators import options_class
     from srperf.nightly import SUITE_SCHEMA
 
     schemas = [("experiment", EXPERIMENT_SCHEMA), ("testbed", TESTBED_SCHEMA),

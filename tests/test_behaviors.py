@@ -16,11 +16,11 @@ from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting as SRH
 from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Raw
 
-from srperf import behaviors as B
-from srperf import forwarders
+from srperf.behaviors import catalogue as B
+from srperf.forwarders import registry as forwarders
 from srperf.forwarders.common_env import addressing_env
-from srperf import packets as P
-from srperf.checks import Expectation, compare
+from srperf.traffic import packets as P
+from srperf.measure.checks import Expectation, compare
 from srperf.config.model import TestbedConfig
 
 TB = TestbedConfig(name="unit", prefix="lxc")

@@ -34,9 +34,9 @@ from pathlib import Path
 
 import pytest
 
-from srperf import behaviors as B
+from srperf.behaviors import catalogue as B
 from srperf.config.model import TestbedConfig
-from srperf import forwarders
+from srperf.forwarders import registry as forwarders
 from srperf.resources import cfg_script, ebpf_dir
 from sut_state import state_diff
 

@@ -11,7 +11,7 @@ import argparse
 import pytest
 
 from srperf.cli import guard as cli_guard, helptext
-from srperf.cli import build_parser, main
+from srperf.cli.entry import build_parser, main
 
 PARSERS = cli_guard.subparsers(build_parser())
 

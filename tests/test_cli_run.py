@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from srperf.cli import main
+from srperf.cli.entry import main
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 

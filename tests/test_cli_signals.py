@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from srperf.config.model import TestbedConfig
-from srperf.netns import netns_exists, netns_names
+from srperf.util.netns import netns_exists, netns_names
 from srperf.testbeds.virtual import VirtualTestbed
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]

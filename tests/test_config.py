@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from srperf import resources
-from srperf.cli import main
-from srperf.config import load_experiment, load_testbed, validate_file
+from srperf.cli.entry import main
+from srperf.config.loader import load_experiment, load_testbed, validate_file
 from srperf.config.model import RateSpec
 from srperf.errors import ConfigError
 

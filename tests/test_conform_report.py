@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from srperf import conform
-from srperf.behaviors import conformance as C
+from srperf.measure import conform
+from srperf.behaviors.conformance import matrix as C
 from srperf.config.model import Experiment, SearchConfig, TestbedConfig
-from srperf.orchestrator import Orchestrator
+from srperf.measure.orchestrator import Orchestrator
 from srperf.results import report
 from srperf.results.store import ResultStore
 
@@ -101,7 +101,7 @@ def test_a_matrix_that_did_not_run_is_stored_with_its_reason(tmp_path: Path) -> 
             name, drop_counters = "ebpf", {}
         testbed = type("T", (), {"config": TB})()
 
-    from srperf import behaviors as catalogue
+    from srperf.behaviors import catalogue
 
     store = ResultStore(tmp_path / "srperf.sqlite")
     run = store.begin_run("conform:x", "virtual", "ebpf", {}, purpose="conform")

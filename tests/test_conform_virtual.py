@@ -16,12 +16,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from srperf import behaviors as catalogue
-from srperf import cli, conform, forwarders
+from srperf.behaviors import catalogue
+from srperf.cli import entry as cli
+from srperf.forwarders import registry as forwarders
+from srperf.measure import conform
 from srperf.config.model import TestbedConfig
 from srperf.forwarders.ebpf.counters import counter_names
 from srperf import resources
-from srperf.session import MeasurementSession
+from srperf.measure.session import MeasurementSession
 from srperf.testbeds.virtual import VirtualTestbed
 
 pytestmark = pytest.mark.netns

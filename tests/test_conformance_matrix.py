@@ -10,10 +10,10 @@ from scapy.layers.inet6 import (ICMPv6TimeExceeded, IPerror6, IPv6, IPv6ExtHdrHo
                                 IPv6ExtHdrSegmentRouting)
 from scapy.layers.l2 import Ether
 
-from srperf import behaviors as catalogue
-from srperf import conform
-from srperf import packets as P
-from srperf.behaviors import conformance as C
+from srperf.behaviors import catalogue
+from srperf.measure import conform
+from srperf.traffic import packets as P
+from srperf.behaviors.conformance import matrix as C
 from srperf.behaviors.conformance import wire as W
 from srperf.behaviors.proxies import target_sid
 from srperf.config.model import TestbedConfig

@@ -1,4 +1,4 @@
-"""The user-space delay line (srperf/delay_line.py, delay_line.c) in real namespaces: the
+"""The user-space delay line (srperf/traffic/delay_line.py, delay_line.c) in real namespaces: the
 round trip grows by twice the delay, frames pass both ways (64 KB GSO frames whole, the
 bytes intact), the loss share is drawn, a failed insertion leaves nothing, and the
 program ends cleanly on SIGTERM."""
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from srperf import delay_line
-from srperf.netns import netns_names, run
+from srperf.traffic import delay_line
+from srperf.util.netns import netns_names, run
 from srperf.transports.netns import NetnsTransport
 from ns_http import fetch, http_server
 

@@ -15,12 +15,12 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting as SRH
 from scapy.layers.l2 import Ether
 
-from srperf import behaviors as B
-from srperf import forwarders
+from srperf.behaviors import catalogue as B
+from srperf.forwarders import registry as forwarders
 from srperf.config.model import TestbedConfig, vnf_sid
 from srperf.errors import VerificationError
 from srperf.forwarders.deviations import Deviation, undo_all
-from srperf.verify import check_frames
+from srperf.measure.verify import check_frames
 
 TB = TestbedConfig(name="unit", prefix="dev")
 A = TB.addressing

@@ -1,4 +1,4 @@
-"""Distinct test frames: the counter slot (srperf.packets) and srgen ``-V``.
+"""Distinct test frames: the counter slot (srperf.traffic.packets) and srgen ``-V``.
 
 A behavior with ``distinct_frames`` (the caching proxy, which drops a packet
 identical to one it still holds) gets a frame whose innermost UDP payload starts
@@ -19,9 +19,9 @@ import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from srperf import behaviors
-from srperf import packets as P
-from srperf.bench_support import EBPF_TB as TB
+from srperf.behaviors import catalogue as behaviors
+from srperf.traffic import packets as P
+from srperf.measure.bench_support import EBPF_TB as TB
 from srperf.drivers.base import DistinctUnsupported, TrafficGenerator
 from srperf.drivers.linux import LinuxGenerator, build_srgen
 from srperf.errors import GeneratorError
@@ -171,7 +171,7 @@ def pair() -> Iterator[str]:
 @pytest.mark.parametrize("mode,queue", [("mmsg", 4096), ("mmsg", 0), ("ring", 0)])
 def test_srgen_sends_distinct_frames_with_valid_checksums(pair: str, name: str, mode: str,
                                                           queue: int) -> None:
-    from srperf.packet_socket import ns_packet_socket, receive_frames
+    from srperf.traffic.packet_socket import ns_packet_socket, receive_frames
 
     n = 3000
     frame = bytes(behaviors.get(name).build_frame(TB, 64))
@@ -229,7 +229,7 @@ class _Recorder(TrafficGenerator):
 def _session(gen: TrafficGenerator):  # type: ignore[no-untyped-def]
     from types import SimpleNamespace
 
-    from srperf.session import MeasurementSession
+    from srperf.measure.session import MeasurementSession
 
     s = MeasurementSession.__new__(MeasurementSession)  # no testbed: prepare() only
     s.testbed = SimpleNamespace(config=TB, generator=lambda name, seed: gen)
@@ -239,7 +239,7 @@ def _session(gen: TrafficGenerator):  # type: ignore[no-untyped-def]
 
 def test_session_prepares_distinct_frames_or_says_unsupported() -> None:
     from srperf.errors import UnsupportedBehavior
-    from srperf.imix import IMIX_SIZE
+    from srperf.traffic.imix import IMIX_SIZE
 
     ok = _Recorder(distinct=True)
     frame = _session(ok).prepare(behaviors.get("end_cache"), 64)

@@ -18,8 +18,8 @@ from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from srperf import behaviors
-from srperf import packets as P
+from srperf.behaviors import catalogue as behaviors
+from srperf.traffic import packets as P
 from srperf.config.model import TestbedConfig
 from srperf.drivers import linux_sink
 from srperf.drivers.linux import LinuxGenerator
@@ -27,11 +27,11 @@ from srperf.forwarders.ebpf.counters import delta, read_counters
 from srperf.errors import UnsupportedBehavior
 from ebpf_helpers import configure, one_vnf, proxy_testbed, local_generator
 from srperf.behaviors.proxies import target_sid
-from srperf.forwarders.ebpf import ProxySettings
+from srperf.forwarders.ebpf.forwarder import ProxySettings
 from srperf.testbeds.virtual import VirtualTestbed
-from srperf.packet_socket import ns_packet_socket, receive_frames
+from srperf.traffic.packet_socket import ns_packet_socket, receive_frames
 from srperf.testbeds.vnf import VnfSet
-from srperf.verify import STATEFUL_GAP_S
+from srperf.measure.verify import STATEFUL_GAP_S
 
 pytestmark = pytest.mark.netns
 

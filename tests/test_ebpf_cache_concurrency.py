@@ -32,15 +32,15 @@ from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from srperf import packets as P
+from srperf.traffic import packets as P
 from srperf.behaviors.proxies import target_sid
 from srperf.config.model import TestbedConfig
 from srperf.drivers import linux_sink
 from srperf.forwarders.ebpf.counters import counter_names, delta, read_counters
-from srperf.netns import run
+from srperf.util.netns import run
 from srperf.resources import cfg_script
 from srperf.testbeds.virtual import VirtualTestbed
-from srperf.packet_socket import ns_packet_socket, receive_frames
+from srperf.traffic.packet_socket import ns_packet_socket, receive_frames
 from srperf.testbeds.vnf import VnfSet
 from ebpf_helpers import configure
 

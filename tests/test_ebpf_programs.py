@@ -17,7 +17,7 @@ import pytest
 
 from srperf.config.model import TestbedConfig
 from srperf.forwarders.ebpf.counters import counter_names, parse_dump
-from srperf.netns import run
+from srperf.util.netns import run
 from srperf.resources import cfg_script, ebpf_dir
 
 SCRIPT = cfg_script("ebpf")
@@ -191,7 +191,8 @@ def test_end_ad_experiment_loads() -> None:
 
 
 def test_proxy_behaviors_are_registered() -> None:
-    from srperf import behaviors, forwarders
+    from srperf.behaviors import catalogue as behaviors
+    from srperf.forwarders import registry as forwarders
     from srperf.forwarders.base import Prepared
 
     names = set(forwarders.get("ebpf").behaviors)

@@ -15,19 +15,19 @@ import pytest
 from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
 from scapy.layers.l2 import Ether
 
-from srperf import behaviors
-from srperf import packets as P
+from srperf.behaviors import catalogue as behaviors
+from srperf.traffic import packets as P
 from srperf.config.model import TestbedConfig
 from srperf.drivers.linux import LinuxGenerator
 from srperf.forwarders.ebpf.counters import delta, read_counters
-from srperf.netns import run
+from srperf.util.netns import run
 from ebpf_helpers import configure, local_env
 from srperf.behaviors.proxies import target_sid
-from srperf.forwarders.ebpf import ProxySettings
+from srperf.forwarders.ebpf.forwarder import ProxySettings
 from srperf.resources import cfg_script
 from srperf.testbeds.virtual import VirtualTestbed
 from srperf.testbeds.vnf import VnfSet
-from srperf.verify import STATEFUL_GAP_S
+from srperf.measure.verify import STATEFUL_GAP_S
 
 pytestmark = pytest.mark.netns
 

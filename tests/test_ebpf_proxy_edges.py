@@ -31,16 +31,16 @@ from scapy.layers.inet6 import (IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment,
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw
 
-from srperf import packets as P
+from srperf.traffic import packets as P
 from srperf.behaviors.proxies import target_sid
 from srperf.config.model import TestbedConfig
 from srperf.drivers import linux_sink
 from srperf.drivers.linux import LinuxGenerator
-from srperf.forwarders.ebpf import ProxySettings
+from srperf.forwarders.ebpf.forwarder import ProxySettings
 from srperf.forwarders.ebpf.counters import delta, read_counters
-from srperf.netns import run
+from srperf.util.netns import run
 from srperf.testbeds.virtual import VirtualTestbed
-from srperf.packet_socket import ns_packet_socket, receive_frames
+from srperf.traffic.packet_socket import ns_packet_socket, receive_frames
 from srperf.testbeds.vnf import VnfSet
 from ebpf_helpers import configure, one_vnf, proxy_testbed, local_generator
 

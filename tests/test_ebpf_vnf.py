@@ -15,14 +15,14 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from srperf import behaviors
+from srperf.behaviors import catalogue as behaviors
 from srperf.config.model import TestbedConfig
 from srperf.drivers.linux import LinuxGenerator
 from srperf.forwarders.ebpf.counters import read_counters
-from srperf.netns import run
+from srperf.util.netns import run
 from ebpf_helpers import configure, proxy_testbed
 from srperf.testbeds.virtual import VirtualTestbed
-from srperf.packet_socket import ns_packet_socket, receive_frames
+from srperf.traffic.packet_socket import ns_packet_socket, receive_frames
 from srperf.testbeds.vnf import MODES, VnfSet, sut_vnf_mac, vnf_mac, vnf_sid
 
 TB = TestbedConfig(name="ebp", prefix="ebp")

@@ -1,4 +1,4 @@
-"""The SUT's receive queues and their CPUs in a run's environment (srperf.environment)."""
+"""The SUT's receive queues and their CPUs in a run's environment (srperf.measure.environment)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from srperf.environment import _cpus_of_mask, node, rx_queues
-from srperf.netns import run
+from srperf.measure.environment import _cpus_of_mask, node, rx_queues
+from srperf.util.netns import run
 from srperf.transports.netns import NetnsTransport
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,

@@ -26,9 +26,9 @@ import pytest
 from cfg_doubles import hang_linux_function
 from srperf.config import model
 from srperf.config.model import Experiment, TestbedConfig
-from srperf.netns import netns_names, run
-from srperf.orchestrator import Orchestrator
-from srperf.progress import ProgressEvents
+from srperf.util.netns import netns_names, run
+from srperf.measure.orchestrator import Orchestrator
+from srperf.measure.progress import ProgressEvents
 from srperf.testbeds.virtual import VirtualTestbed
 
 pytestmark = pytest.mark.netns

@@ -1,4 +1,4 @@
-"""Many flows (srperf.flows, srgen -k) and the resident srgen (srgen -S).
+"""Many flows (srperf.traffic.flows, srgen -k) and the resident srgen (srgen -S).
 
 Unit tests check every flow's frame with scapy (checksums, which fields differ,
 errors named).  The namespace tests (prefix ``s24a``) capture what srgen really
@@ -20,12 +20,12 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
 from scapy.layers.l2 import Ether
 
-from srperf import behaviors
-from srperf import packets as P
-from srperf.bench_support import EBPF_TB as TB
+from srperf.behaviors import catalogue as behaviors
+from srperf.traffic import packets as P
+from srperf.measure.bench_support import EBPF_TB as TB
 from srperf.drivers.linux import LinuxGenerator
 from srperf.errors import GeneratorError
-from srperf.flows import Flows, flow_fields, flow_frames
+from srperf.traffic.flows import Flows, flow_fields, flow_frames
 from veth_pair import veth_pair_namespace
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
@@ -129,7 +129,7 @@ def test_flows_on_the_wire(pair: str, name: str, mode: str, vary: tuple[str, ...
     """srgen sends packet i as flow i % count: captured, scapy reads ``count`` distinct
     values of the varied fields, each frame's checksums right (with distinct frames'
     counters too, for end_cache)."""
-    from srperf.packet_socket import ns_packet_socket, receive_frames
+    from srperf.traffic.packet_socket import ns_packet_socket, receive_frames
 
     count, n = 256, 2000
     beh = behaviors.get(name)

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from srperf import behaviors, forwarders, preflight
+from srperf.behaviors import catalogue as behaviors
+from srperf.forwarders import registry as forwarders
+from srperf.measure import preflight
 from srperf.behaviors.frame_lengths import LENGTHS, ip_lengths
 from srperf.config.loader import load_experiment, load_testbed
 from srperf.errors import ConfigError

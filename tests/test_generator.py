@@ -28,7 +28,7 @@ from srperf.drivers import linux_sink
 from srperf.drivers.base import TrialResult
 from srperf.drivers.linux import SEND_MODES, LinuxGenerator, SrgenReport, build_srgen
 from srperf.errors import GeneratorError
-from srperf.netns import link_stats, run
+from srperf.util.netns import link_stats, run
 from srperf.resources import generator_dir
 from srperf.testbeds.virtual import napi_threads
 

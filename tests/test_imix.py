@@ -9,8 +9,8 @@ import pytest
 from srperf.config.loader import experiment_from_mapping
 from srperf.config.model import Experiment, SearchConfig, TestbedConfig
 from srperf.errors import ConfigError
-from srperf.imix import IMIX_SIZE, PROFILES, mean_size, parse_imix, size_label
-from srperf.orchestrator import Orchestrator
+from srperf.traffic.imix import IMIX_SIZE, PROFILES, mean_size, parse_imix, size_label
+from srperf.measure.orchestrator import Orchestrator
 
 
 def _exp(**kw):

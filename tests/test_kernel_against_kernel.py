@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from srperf.cli import main
+from srperf.cli.entry import main
 from srperf.results.store import ResultStore
 
 ROOT = Path(__file__).resolve().parents[1]

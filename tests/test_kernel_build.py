@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from srperf.cli import main
+from srperf.cli.entry import main
 from srperf.errors import ConfigError
 from srperf.kernel import build as kb
 from srperf.kernel.target import KernelTarget

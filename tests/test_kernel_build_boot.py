@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from srperf import testbeds
+from srperf.testbeds import registry as testbeds
 from srperf.config.loader import load_testbed
 from srperf.kernel import build as kb
 from srperf.kernel.target import KernelTarget
-from srperf.netns import netns_exists
+from srperf.util.netns import netns_exists
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from store_rows import update_environment
-from srperf.cli import main
-from srperf.conform import CaseResult
+from srperf.cli.entry import main
+from srperf.measure.conform import CaseResult
 from srperf.results import kernel_compare
 from srperf.results.behavior_profile import BehaviorProfile
 from srperf.results.positive import log_ratio

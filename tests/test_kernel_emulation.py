@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from store_rows import update_environment
-from srperf.cli import main
+from srperf.cli.entry import main
 from srperf.results import emulation
 from srperf.results.compare import compare_runs
 from srperf.results.report import collect

@@ -15,7 +15,7 @@ from typing import Iterator
 
 import pytest
 
-from srperf.cli import main
+from srperf.cli.entry import main
 from srperf.kernel.interleave import Participant, run_interleaved
 from srperf.results.store import ResultStore
 
@@ -148,8 +148,8 @@ def test_every_trial_line_carries_the_testbed_label(tmp_path: Path) -> None:
     """A PDR search on an emulated SUT says so on every trial line it prints (the
     simulated testbed stands in for a TCG guest by its label: the guest test boots one)."""
     from srperf.config.loader import load_experiment, load_testbed
-    from srperf.orchestrator import Orchestrator
-    from srperf.progress import PlainProgress
+    from srperf.measure.orchestrator import Orchestrator
+    from srperf.measure.progress import PlainProgress
 
     out = io.StringIO()
     exp = load_experiment(ROOT / "experiments" / "quick.yaml", ["behaviors=[ipv6]"])

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from srperf.cli import main
+from srperf.cli.entry import main
 from srperf.config.loader import load_testbed
 from srperf.config.provision import KernelInstallSettings
 from srperf.errors import ConfigError

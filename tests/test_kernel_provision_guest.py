@@ -22,12 +22,12 @@ from typing import Iterator
 import pytest
 import yaml
 
-from srperf.cli import main
+from srperf.cli.entry import main
 from srperf.config.loader import load_testbed
 from srperf.kernel import package, qemu
 from srperf.kernel.guest_sshd import SshGuest
 from srperf.kernel.target import KernelTarget
-from srperf.netns import netns_exists
+from srperf.util.netns import netns_exists
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from srperf import behaviors as B
-from srperf import forwarders
+from srperf.behaviors import catalogue as B
+from srperf.forwarders import registry as forwarders
 from srperf.config.loader import load_testbed
 from srperf.errors import ConfigError
 from srperf.kernel.target import KernelTarget
@@ -175,7 +175,7 @@ def guest(tmp_path_factory):
     """A 6.1 guest up as testbed k34 (torn down at the end, checked to leave nothing)."""
     if shutil.which("qemu-system-x86_64") is None:
         pytest.skip("qemu-system-x86 is installed by scripts/install.sh")
-    from srperf import testbeds
+    from srperf.testbeds import registry as testbeds
 
     path = tmp_path_factory.mktemp("k34") / "kernel.yaml"
     path.write_text((ROOT / "testbed" / "kernel-6.1.yaml").read_text()

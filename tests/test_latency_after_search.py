@@ -14,7 +14,7 @@ import pytest
 from srperf.config.model import Experiment, LatencyConfig, SearchConfig, TestbedConfig
 from srperf.drivers.latency import from_trex
 from srperf.drivers.simulated import SimulatedGenerator
-from srperf.orchestrator import Orchestrator
+from srperf.measure.orchestrator import Orchestrator
 
 SIM = TestbedConfig(name="sim", kind="simulated",
                     simulated={"capacity_pps": {"default": 1_000_000}})

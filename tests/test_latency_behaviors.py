@@ -13,12 +13,13 @@ import pytest
 from scapy.layers.inet import UDP
 from scapy.layers.l2 import Ether
 
-from srperf import behaviors as catalogue
-from srperf import forwarders, testbeds
+from srperf.behaviors import catalogue
+from srperf.forwarders import registry as forwarders
+from srperf.testbeds import registry as testbeds
 from srperf.config.model import TestbedConfig
 from srperf.errors import UnsupportedBehavior
-from srperf.latency_probe import PROBE_MAGIC, probe_frame, read_trailer, stamp
-from srperf.session import MeasurementSession
+from srperf.traffic.latency_probe import PROBE_MAGIC, probe_frame, read_trailer, stamp
+from srperf.measure.session import MeasurementSession
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 

@@ -21,12 +21,12 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from srperf import behaviors as catalogue
+from srperf.behaviors import catalogue
 from srperf.config.model import TestbedConfig
 from srperf.drivers.base import TrialResult
 from srperf.drivers.latency import LatencyStats, from_probes, histogram, percentile_curve
-from srperf.latency_probe import PROBE_MAGIC, TRAILER_LEN, probe_frame, read_trailer, stamp
-from srperf.orchestrator import describe_latency
+from srperf.traffic.latency_probe import PROBE_MAGIC, TRAILER_LEN, probe_frame, read_trailer, stamp
+from srperf.measure.orchestrator import describe_latency
 from srperf.results.store import ResultStore, TrialKey
 from srperf.search.base import LatencyPoint
 
@@ -150,7 +150,7 @@ def test_probes_are_counted_like_every_frame(pair) -> None:
 
 
 def _tc(ns: str, *args: str) -> str:
-    from srperf.netns import run
+    from srperf.util.netns import run
 
     return run(["tc", "-j", *args], ns=ns).stdout or "[]"
 
@@ -162,7 +162,7 @@ def test_reordered_and_duplicate_probes_are_counted(pair) -> None:
     duplicate."""
     import threading
 
-    from srperf.packet_socket import ns_packet_socket
+    from srperf.traffic.packet_socket import ns_packet_socket
 
     ns, gen = pair
     gen.latency_trial(10_000, 0.1, 1000)          # trial 1: starts srgen with probes
@@ -193,7 +193,7 @@ def test_lost_probes_are_counted(pair) -> None:
     from srperf.drivers import linux_sink
     from srperf.drivers.linux import LinuxGenerator
 
-    from srperf.netns import run
+    from srperf.util.netns import run
 
     ns, _ = pair
     run(["sh", "-c", "echo 1 > /sys/class/net/t1/threaded"], ns=ns)  # sink off srgen's CPU
@@ -216,7 +216,7 @@ def test_trial_whose_probes_all_vanish_is_reported_as_such(pair) -> None:
     lost (refused at t0; srgen without a hold queue, which would retry a frame the path
     refuses forever), and the trial says so instead of a latency."""
     from srperf.drivers.linux import LinuxGenerator
-    from srperf.netns import run
+    from srperf.util.netns import run
 
     ns, _ = pair
     gen = LinuxGenerator(ns, "t0", "t1", cpu=None, retries=0, queue_pkts=0)

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from srperf import behaviors as B
-from srperf import forwarders
+from srperf.behaviors import catalogue as B
+from srperf.forwarders import registry as forwarders
 from srperf.forwarders.common_env import addressing_env
 from srperf.config.model import TestbedConfig
-from srperf.netns import run
-from srperf.packet_socket import send_and_capture
+from srperf.util.netns import run
+from srperf.traffic.packet_socket import send_and_capture
 from sut_state import state_diff
 
 SCRIPT = Path(__file__).resolve().parents[1] / "cfg_scripts" / "linux.sh"

@@ -12,8 +12,8 @@ import pytest
 
 from srperf.drivers.base import TrialResult
 from srperf.errors import GeneratorError, SearchAborted, TransportError
-from srperf.netns import CommandResult
-from srperf.session import MeasurementSession
+from srperf.util.netns import CommandResult
+from srperf.measure.session import MeasurementSession
 from srperf.testbeds.lock import Holder
 from srperf.testbeds.sut import SutControl
 from srperf.transports.base import Transport
@@ -73,7 +73,7 @@ class DroppingTransport(Transport):
 
 
 def _control(transport: Transport) -> SutControl:
-    from srperf import forwarders
+    from srperf.forwarders import registry as forwarders
     from srperf.config.model import TestbedConfig
 
     control = SutControl(forwarders.get("linux"), transport, TestbedConfig(name="t"))

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from srperf.cli import EXIT_NOTHING_MEASURED, main
+from srperf.cli.guard import EXIT_NOTHING_MEASURED
+from srperf.cli.entry import main
 from srperf.nightly import load_suite, run_nightly
 from srperf.results.names import case_name, goal_name
 from srperf.results.store import ResultStore

@@ -10,7 +10,7 @@ import pytest
 from srperf.config.model import Experiment, SearchConfig, TestbedConfig
 from srperf.drivers.simulated import SimulatedGenerator
 from srperf.errors import ConfigError
-from srperf.orchestrator import Orchestrator
+from srperf.measure.orchestrator import Orchestrator
 
 SIM = TestbedConfig(name="sim", kind="simulated",
               simulated={"capacity_pps": {"default": 1_000_000, "end": 800_000}})
@@ -78,7 +78,7 @@ def test_impossible_search_is_a_config_error(tmp_path: Path) -> None:
 
 def test_virtual_testbed_refuses_a_forwarder_that_needs_a_host(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from srperf import forwarders
+    from srperf.forwarders import registry as forwarders
     from srperf.forwarders.base import Forwarder
 
     class HostOnly(Forwarder):

@@ -17,8 +17,10 @@ import pytest
 import yaml
 
 from busy_host import BUSY_HOST_OPTIONS
-from srperf import forwarders, resources
-from srperf.cli import PDR_EXPERIMENT, main
+from srperf.forwarders import registry as forwarders
+from srperf import resources
+from srperf.cli.run import PDR_EXPERIMENT
+from srperf.cli.entry import main
 from srperf.config.loader import load_experiment
 
 TESTBED = {"name": "s27pdr", "kind": "virtual", "prefix": "s27p",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from srperf.cli import main
+from srperf.cli.entry import main
 from srperf.config.loader import load_experiment
 from refusals import assert_experiment_refused
 
@@ -92,7 +92,7 @@ def test_validate_refuses_wrong_pipes_combinations(tmp_path, capsys, text, key, 
 
 
 def test_pipes_is_a_forwarder_whose_behaviors_are_its_functions(tmp_path):
-    from srperf import forwarders
+    from srperf.forwarders import registry as forwarders
 
     fwd = forwarders.get("pipes")
     assert fwd.script == "pipes.sh" and fwd.behaviors == ()
@@ -143,7 +143,7 @@ def test_a_congestion_control_the_host_refuses_namespaces_is_named(tmp_path, cap
                                                                    monkeypatch):
     """Allowed by the kernel but not in the host's list for namespaces: refused, exit 2,
     naming what can be set."""
-    from srperf import tcp_congestion
+    from srperf.traffic import tcp_congestion
 
     allowed = tmp_path / "allowed"
     allowed.write_text("reno bbr\n")
@@ -162,7 +162,7 @@ def test_every_namespace_gets_the_case_congestion_control():
     from srperf.config.stateful import HttpConfig, PipesCase
     from srperf.stateful.pipes_chain import PipesChain
     from srperf.stateful.pipes_plan import run_cases
-    from srperf import tcp_congestion
+    from srperf.traffic import tcp_congestion
 
     cases = [PipesCase(("relay", "router"), (1000,), tcp_congestion="reno"),
              PipesCase(("relay", "router"), (1000,))]

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from sshd import SshdNode, sshd_on_virtual_testbed
-from srperf.cli import main
+from srperf.cli.entry import main
 from busy_host import BUSY_HOST_OPTIONS
 
 pytestmark = pytest.mark.netns

@@ -449,7 +449,7 @@ def test_report_shows_ebpf_program_cost_and_vpp_node_cost_of_two_runs(
 
 def test_a_model_sut_has_no_cpu_to_profile(tmp_path: Path) -> None:
     from srperf.config.model import Experiment, ProfileConfig, SearchConfig, TestbedConfig
-    from srperf.orchestrator import Orchestrator
+    from srperf.measure.orchestrator import Orchestrator
 
     sim = TestbedConfig(name="sim", kind="simulated",
                         simulated={"capacity_pps": {"default": 1_000_000}})

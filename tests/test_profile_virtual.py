@@ -12,8 +12,8 @@ from typing import Iterator
 
 import pytest
 
-from srperf import behaviors as catalogue
-from srperf import forwarders
+from srperf.behaviors import catalogue
+from srperf.forwarders import registry as forwarders
 from srperf.config.model import ProfileConfig, TestbedConfig
 from srperf.profile.bpf import SYSCTL, BpfPrograms
 from srperf.profile.model import Profile
@@ -21,7 +21,7 @@ from srperf.profile.perf import PMU_DEVICES
 from srperf.profile.trial import ProfileTrial
 from srperf.results.store import ResultStore, TrialKey
 from srperf.search.base import GoalResult, SearchResult
-from srperf.session import MeasurementSession
+from srperf.measure.session import MeasurementSession
 from srperf.testbeds.virtual import VirtualTestbed
 from srperf.transports.netns import NetnsTransport
 

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from srperf.progress import (PlainProgress, ProgressEvents, ProgressState, RichProgress,
+from srperf.measure.progress import (PlainProgress, ProgressEvents, ProgressState, RichProgress,
                              describe_state, make_progress)
 
 
@@ -114,7 +114,7 @@ def test_the_live_views_first_frame_says_what_is_planned() -> None:
 
 
 def test_count_words() -> None:
-    from srperf.wording import count, plural
+    from srperf.util.wording import count, plural
 
     assert [count(n, "search") for n in (0, 1, 2)] == ["0 searches", "1 search", "2 searches"]
     assert count(0, "trial", zero="no") == "no trials" and count(1, "trial") == "1 trial"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from srperf import resources
 from srperf.config.loader import load_experiment, load_testbed
-from srperf.orchestrator import Orchestrator
-from srperf.progress import PlainProgress
+from srperf.measure.orchestrator import Orchestrator
+from srperf.measure.progress import PlainProgress
 
 
 def test_a_simulated_run_reports_every_trial(tmp_path: Path) -> None:

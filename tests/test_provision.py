@@ -16,7 +16,7 @@ from lxml import etree
 
 from sshd import SshdNode, sshd_on_virtual_testbed
 from srperf import resources
-from srperf.cli import main
+from srperf.cli.entry import main
 from srperf.config.loader import load_testbed
 from srperf.provision import plan
 
@@ -147,7 +147,7 @@ def test_provision_over_ssh_is_idempotent_and_checked(node: SshdNode, tmp_path: 
 @pytest.mark.netns
 def test_provision_is_refused_while_a_run_holds_the_testbed(node: SshdNode, tmp_path: Path,
                                                             capsys) -> None:
-    from srperf import testbeds
+    from srperf.testbeds import registry as testbeds
     from srperf.config.loader import load_testbed
 
     tb = _ssh_tb(tmp_path, node)
@@ -168,7 +168,7 @@ def test_provision_is_refused_while_a_run_holds_the_testbed(node: SshdNode, tmp_
 @pytest.mark.netns
 def test_run_environment_holds_the_tuning_read_over_ssh(node: SshdNode,
                                                         tmp_path: Path) -> None:
-    from srperf import testbeds
+    from srperf.testbeds import registry as testbeds
 
     testbed = testbeds.create(load_testbed(_ssh_tb(tmp_path, node)))
     try:

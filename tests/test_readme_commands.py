@@ -30,7 +30,7 @@ from typing import Iterator
 
 import pytest
 
-from srperf import cli
+from srperf.cli import entry as cli
 from srperf.cli import guard as cli_guard
 from srperf.config.loader import DEFAULT_TESTBED
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from srperf.orchestrator import describe_estimate
+from srperf.measure.orchestrator import describe_estimate
 from srperf.results.names import interval_text
 from srperf.results.plots import SearchTrials, search_plot_data
 from srperf.results.report import templates_dir

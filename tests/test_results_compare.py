@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from srperf.cli import main
+from srperf.cli.entry import main
 from srperf.results.compare import (IMPROVEMENT, INCONCLUSIVE, NO_CHANGE, NOT_COMPARABLE,
                                     REGRESSION, compare_frames, judge)
 from srperf.results.stats import Difference

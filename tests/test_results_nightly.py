@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from srperf.cli import main
+from srperf.cli.entry import main
 from srperf.errors import ConfigError
 from srperf.nightly import load_suite, run_nightly
 from srperf.results.store import ResultStore

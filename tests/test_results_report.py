@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from srperf.cli import main
+from srperf.cli.entry import main
 from srperf.drivers.base import TrialResult
 from srperf.results import report
 from srperf.results.store import ResultStore, TrialKey

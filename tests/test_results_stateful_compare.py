@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from srperf.cli import main
+from srperf.cli.entry import main
 from srperf.results import compare
 from srperf.results.store import ResultStore
 from srperf.stateful.base import StatefulSample, Variant

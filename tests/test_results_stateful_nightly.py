@@ -9,7 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from srperf.cli import main
+from srperf.cli.entry import main
 from srperf.nightly import load_suite, run_nightly
 from srperf.results.store import ResultStore
 

@@ -11,7 +11,7 @@ from typing import Iterator
 import pandas as pd
 import pytest
 
-from srperf.cli import main
+from srperf.cli.entry import main
 from srperf.drivers.base import TrialResult
 from srperf.results import frames, schema
 from srperf.results.export import export

@@ -8,7 +8,7 @@ wrote a known_hosts line for ``*``), a secret in ``proxy_command`` (stored in a
 run's reason and printed after a lost connection), ``--resume %`` (run ids
 matched with LIKE), and the results database readable by everyone.
 
-Issue 33 (the tests after ``# == issue 33``): one module (:mod:`srperf.safe_paths`)
+Issue 33 (the tests after ``# == issue 33``): one module (:mod:`srperf.safety.safe_paths`)
 changes the file system, checked by reading the package's source; ``--db`` on a
 file that is not a store leaves it unchanged; every spelling of a store path goes
 through one guarded open; files of other users are not trusted; reports, JUnit files
@@ -30,10 +30,10 @@ import paramiko
 import pytest
 import yaml
 
-from srperf.cli import main
+from srperf.cli.entry import main
 from srperf.errors import SrperfError
 from srperf.results.store import ResultStore
-from srperf.run_record import run_tmpdir
+from srperf.measure.run_record import run_tmpdir
 
 EXPERIMENT = {"name": "s25", "behaviors": ["ipv6", "end"],
               "search": {"algorithm": "bisect", "trial_duration_s": 0.2}}
@@ -221,7 +221,7 @@ def test_a_secret_in_proxy_command_is_nowhere(sshd: object, tmp_path: Path,
     status`` and ``srperf runs``: the proxy command's secret is in none of them."""
     from srperf.config.loader import load_testbed
     from srperf.errors import TransportError
-    from srperf.run_record import describe_error
+    from srperf.measure.run_record import describe_error
     from srperf.transports.ssh import SshTransport
 
     node = sshd
@@ -291,7 +291,7 @@ WRITE_FLAGS = {"O_CREAT", "O_WRONLY", "O_RDWR", "O_TRUNC", "O_APPEND"}
 OPENERS = {"open", "fdopen"}
 REMOTE_RECEIVERS = {"sftp"}
 """Receivers whose ``chmod`` acts on a remote node (paramiko's SFTP client)."""
-ONE_WRITER = "srperf/safe_paths.py"
+ONE_WRITER = "srperf/safety/safe_paths.py"
 
 
 def _dotted(node: ast.AST) -> str:
@@ -390,7 +390,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def test_only_safe_paths_changes_the_file_system() -> None:
-    """No module of srperf/ or drivers/ but srperf/safe_paths.py creates, removes,
+    """No module of srperf/ or drivers/ but srperf/safety/safe_paths.py creates, removes,
     renames or changes the mode of a file or directory itself."""
     found = []
     for top in ("srperf", "drivers"):
@@ -398,7 +398,7 @@ def test_only_safe_paths_changes_the_file_system() -> None:
             rel = str(path.relative_to(REPO))
             if rel != ONE_WRITER:
                 found += file_writes(path.read_text(), rel)
-    assert not found, "write the file through srperf.safe_paths:\n" + "\n".join(found)
+    assert not found, "write the file through srperf.safety.safe_paths:\n" + "\n".join(found)
 
 
 PLANTED = [
@@ -833,7 +833,7 @@ def test_files_of_the_user_who_ran_sudo_are_trusted(tmp_path: Path,
     """``sudo srperf run my.yaml`` from one's own clone: the file of the sudo user is
     trusted; the same file is not when another user ran sudo."""
     from srperf.errors import ConfigError
-    from srperf.safe_paths import check_trusted_file
+    from srperf.safety.safe_paths import check_trusted_file
 
     exp = tmp_path / "exp.yaml"
     exp.write_text("name: x\n")
@@ -850,7 +850,7 @@ def test_outputs_go_into_the_sudo_users_directory_only(tmp_path: Path,
     """``sudo srperf report -o ~/r.html``: the home of the user who ran sudo takes the
     report; another user's directory does not."""
     from srperf.errors import ConfigError
-    from srperf.safe_paths import write_file
+    from srperf.safety.safe_paths import write_file
 
     home = tmp_path / "home"
     home.mkdir()

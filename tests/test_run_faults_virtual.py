@@ -25,9 +25,9 @@ import pytest
 import yaml
 
 from srperf.config.loader import load_testbed
-from srperf.netns import netns_names, run
+from srperf.util.netns import netns_names, run
 from srperf.testbeds.virtual import VirtualTestbed
-from srperf.wording import count
+from srperf.util.wording import count
 
 from sut_state import state_diff
 from test_run_states import SRPERF, _env, _leftovers, _query, _run_row, _wait_for_searches

@@ -26,7 +26,7 @@ import yaml
 
 from srperf.results.liveness import ProcessId, is_alive, this_process
 from srperf.results.store import ResultStore
-from srperf.wording import count
+from srperf.util.wording import count
 
 SRPERF = str(Path(sys.executable).parent / "srperf") \
     if (Path(sys.executable).parent / "srperf").exists() else (shutil.which("srperf") or "srperf")
@@ -338,7 +338,7 @@ def test_resume_refuses_a_finished_a_live_and_a_changed_run(tmp_path: Path) -> N
 
 # -- the work directory a dead run left on the SUT ---------------------------------------
 def test_a_dead_runs_work_directory_is_removed_only_if_srperf_made_it(tmp_path: Path) -> None:
-    from srperf.run_record import remove_stale_workdir
+    from srperf.measure.run_record import remove_stale_workdir
     from srperf.transports.netns import NetnsTransport
 
     node = NetnsTransport(None, tmp_base=str(tmp_path))

@@ -16,14 +16,14 @@ from scapy.layers.inet import TCP
 from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
 from scapy.layers.l2 import Ether
 
-from srperf import packets as P
+from srperf.traffic import packets as P
 from srperf.behaviors.proxies import target_sid
 from srperf.config.model import TestbedConfig
 from srperf.drivers import linux_sink
 from srperf.drivers.linux import LinuxGenerator
-from srperf.forwarders.ebpf import ProxySettings
+from srperf.forwarders.ebpf.forwarder import ProxySettings
 from srperf.forwarders.ebpf.counters import delta, read_counters
-from srperf.packet_socket import ns_packet_socket, receive_frames
+from srperf.traffic.packet_socket import ns_packet_socket, receive_frames
 from srperf.testbeds.virtual import VirtualTestbed
 from srperf.testbeds.vnf import VnfSet
 from ebpf_helpers import configure, local_generator, one_vnf, proxy_testbed

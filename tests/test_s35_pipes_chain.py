@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from srperf.netns import run
+from srperf.util.netns import run
 from srperf.stateful.pipes_chain import PipesChain
 
 pytestmark = pytest.mark.netns

@@ -51,7 +51,7 @@ class _Session:
 def test_static_proxies_refuse_a_snat_vnf_before_configuring(behavior):
     exp = load_experiment(ROOT / "experiments" / "caching_proxy_goodput.yaml")
     tb = load_testbed(ROOT / "testbed" / "virtual.yaml")
-    from srperf import forwarders
+    from srperf.forwarders import registry as forwarders
 
     session = _Session(tb, forwarders.get("ebpf").parse_options({}))
     store = _Store()

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from srperf.netns import run
+from srperf.util.netns import run
 from srperf.stateful.pipes_chain import ROUTER, PipesChain
 
 pytestmark = pytest.mark.netns

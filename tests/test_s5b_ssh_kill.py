@@ -29,7 +29,7 @@ import pytest
 import yaml
 
 from sshd import SshdNode, sshd_endpoint_hosts
-from srperf.cli import main
+from srperf.cli.entry import main
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 

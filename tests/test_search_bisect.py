@@ -8,7 +8,8 @@ import pytest
 
 from srperf.drivers.base import TrialResult
 from srperf.drivers.simulated import SimulatedGenerator, SimulatedModel
-from srperf.search import SearchSettings, create
+from srperf.search.base import SearchSettings
+from srperf.search.registry import create
 from srperf.search.bisect import SHORT_SHARE, BisectSearch
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import pytest
 
 from srperf.drivers.simulated import SimulatedGenerator, SimulatedModel
-from srperf.search import SearchResult, SearchSettings, create
+from srperf.search.base import SearchResult, SearchSettings
+from srperf.search.registry import create
 
 CAPACITY = 1_000_000.0
 WIDTH = 0.01

@@ -16,7 +16,8 @@ import random
 import pytest
 
 from srperf.drivers.base import TrialResult
-from srperf.search import SearchSettings, create
+from srperf.search.base import SearchSettings
+from srperf.search.registry import create
 from srperf.search.base import exceeds
 from srperf.search.common import NDR_NEAR_LOSS, stop_lost
 
@@ -164,9 +165,9 @@ def test_the_experiment_key_reaches_the_search_and_the_generator() -> None:
     """search.early_stop (on unless set) becomes SearchSettings.early_stop, and a
     session's trial hands the bound to the generator."""
     from srperf.config.loader import load_experiment, load_testbed
-    from srperf.orchestrator import search_settings
+    from srperf.measure.orchestrator import search_settings
     from srperf.resources import experiments_dir, testbed_dir
-    from srperf.session import MeasurementSession
+    from srperf.measure.session import MeasurementSession
 
     tb = load_testbed(testbed_dir() / "virtual.yaml")
     quick = experiments_dir() / "quick.yaml"

@@ -8,8 +8,9 @@ import pytest
 
 from srperf.drivers.base import TrialResult
 from srperf.drivers.simulated import SimulatedGenerator, SimulatedModel
-from srperf.search import SearchSettings, create
-from srperf.wording import count
+from srperf.search.base import SearchSettings
+from srperf.search.registry import create
+from srperf.util.wording import count
 
 SEARCHES = ["bisect", "multi", "mlr", "mlrsearch", "lossfit"]
 SETTINGS = SearchSettings(thresholds_pct=(0.0, 0.5), min_rate_pps=100_000.0,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from srperf.search import create
+from srperf.search.registry import create
 from srperf.search.base import SearchSettings
 from srperf.drivers.simulated import SimulatedGenerator
 

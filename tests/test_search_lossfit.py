@@ -11,7 +11,8 @@ import pytest
 
 from srperf.drivers.base import TrialResult
 from srperf.drivers.simulated import SimulatedGenerator, SimulatedModel
-from srperf.search import SearchSettings, create
+from srperf.search.base import SearchSettings
+from srperf.search.registry import create
 from srperf.search.common import exceeds
 from srperf.search.lossmodel import (AT_LEAST, AT_MOST, EXACT, fit_crossing, implied_crossing,
                                      lr_cut)

@@ -10,7 +10,8 @@ import pytest
 
 from srperf.drivers.base import TrialResult
 from srperf.drivers.simulated import SimulatedGenerator, SimulatedModel
-from srperf.search import SearchSettings, create
+from srperf.search.base import SearchSettings
+from srperf.search.registry import create
 from srperf.search.bisect import BisectSearch
 from srperf.search.common import exceeds
 from srperf.search.mlr import (LIMITED, LOWER, PROVISIONAL, UNDECIDED, UPPER, LoadRecord,

@@ -7,7 +7,8 @@ import pytest
 
 from srperf.drivers.base import TrialResult
 from srperf.drivers.simulated import SimulatedGenerator, SimulatedModel
-from srperf.search import SearchSettings, create
+from srperf.search.base import SearchSettings
+from srperf.search.registry import create
 
 SETTINGS = SearchSettings(thresholds_pct=(0.0, 0.5), min_rate_pps=100_000,
                           max_rate_pps=1_500_000, relative_width=0.005)

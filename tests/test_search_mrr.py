@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from srperf.drivers.simulated import SimulatedGenerator, SimulatedModel
-from srperf.search import SearchSettings, create
+from srperf.search.base import SearchSettings
+from srperf.search.registry import create
 
 
 def test_mrr_is_the_median_received_rate() -> None:

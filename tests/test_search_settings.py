@@ -7,7 +7,8 @@ import dataclasses
 import pytest
 
 from srperf.drivers.base import TrialResult
-from srperf.search import ALGORITHMS, DEFAULT_ALGORITHM, SearchSettings, create
+from srperf.search.registry import ALGORITHMS, DEFAULT_ALGORITHM, create
+from srperf.search.base import SearchSettings
 from srperf.search.base import GoalResult
 from srperf.search.common import TrialLog, exceeds, is_near, measure_rate
 

@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from busy_host import BUSY_HOST_OPTIONS
-from srperf.cli import main
+from srperf.cli.entry import main
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -125,7 +125,7 @@ def test_internal_error_log_holds_no_password(
         capsys: pytest.CaptureFixture[str]) -> None:
     """The error log stores the command line and the traceback: the --db password in
     both (the exception's text quotes the URL, as drivers' errors do) is hidden."""
-    import srperf.cli as cli
+    from srperf.cli import entry as cli
 
     pw = _secret()
     url = f"postgresql://bob:{pw}@db.invalid/x"
@@ -179,7 +179,7 @@ def test_log_records_are_redacted(log_dir: Path, tmp_path: Path,
                                   capsys: pytest.CaptureFixture[str]) -> None:
     """A library module logging a secret it was handed (a warning quoting the URL)
     goes through the CLI's logging handler: hidden there too."""
-    import srperf.cli as cli
+    from srperf.cli import entry as cli
 
     pw = _secret()
     url = f"postgresql://bob:{pw}@db.invalid/x"
@@ -278,7 +278,7 @@ def test_shipped_files_hold_no_secret() -> None:
     """The redactor is driven by values, not guesses: reading every shipped experiment,
     testbed and the proxy options of end_ad (a ``proxy:`` block, not a command)
     registers nothing, so nothing ordinary is ever hidden."""
-    from srperf import redact
+    from srperf.safety import redact
     from srperf.config.yamlfile import read_mapping
 
     repo = Path(__file__).resolve().parent.parent

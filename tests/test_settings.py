@@ -9,7 +9,7 @@ import pytest
 
 from srperf.config.model import SearchConfig
 from srperf.config.rates import RateSpec
-from srperf.forwarders.ebpf import EbpfOptions, ProxySettings
+from srperf.forwarders.ebpf.forwarder import EbpfOptions, ProxySettings
 
 
 def test_every_search_field_is_in_the_schema_with_its_doc_and_unit() -> None:

@@ -23,7 +23,7 @@ import yaml
 
 from refusals import assert_refused
 from sshd import SshdNode, sshd_endpoint_hosts
-from srperf.cli import main
+from srperf.cli.entry import main
 from srperf.config.model import TestbedConfig
 from srperf.testbeds.lock import LOCK_DIR
 

@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from sshd import SshdNode, sshd_in_new_namespaces
-from srperf import testbeds
-from srperf.cli import main
+from srperf.testbeds import registry as testbeds
+from srperf.cli.entry import main
 from srperf.config.loader import load_testbed
 from srperf.testbeds.lock import LOCK_DIR, TestbedBusy
 

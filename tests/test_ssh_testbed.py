@@ -23,12 +23,12 @@ import yaml
 
 from cfg_doubles import hang_linux_function
 from sshd import SshdNode, sshd_on_virtual_testbed
-from srperf.cli import main
+from srperf.cli.entry import main
 from srperf.config.loader import load_experiment, load_testbed
-from srperf.orchestrator import Orchestrator
-from srperf.progress import ProgressEvents
+from srperf.measure.orchestrator import Orchestrator
+from srperf.measure.progress import ProgressEvents
 from srperf.testbeds.lock import LOCK_DIR
-from srperf import testbeds
+from srperf.testbeds import registry as testbeds
 from busy_host import BUSY_HOST_OPTIONS
 
 pytestmark = pytest.mark.netns
@@ -252,7 +252,7 @@ def test_one_round_trip_per_trial_over_ssh(node: SshdNode, tmp_path: Path,
     the SSH round trips to the SUT (a command run, or a line sent to a held process:
     the counter shell, the lock) are one per trial, plus one counter read at each
     search's start and a lock ping at most every PING_EVERY_S seconds."""
-    from srperf.session import MeasurementSession
+    from srperf.measure.session import MeasurementSession
     from srperf.testbeds.lock import PING_EVERY_S
     from srperf.transports import ssh as ssh_mod
 

@@ -21,7 +21,7 @@ import pytest
 
 from srperf.config.model import SshConfig
 from srperf.errors import TransportError
-from srperf.netns import CommandFailed
+from srperf.util.netns import CommandFailed
 from srperf.transports.ssh import SshTransport
 from sshd import SshdNode, sshd_in_new_namespaces
 from test_transports import exercise_cfg, exercise_files

@@ -22,7 +22,7 @@ HEAVY = ("scapy", "pandas", "numpy", "matplotlib", "sqlalchemy", "jsonschema", "
 
 CHILD = """
 import json, sys
-from srperf.cli import main
+from srperf.cli.entry import main
 try:
     main(sys.argv[2:])
 except SystemExit:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from srperf.cli import main
+from srperf.cli.entry import main
 from srperf.config.loader import load_experiment
 from srperf.results.store import ResultStore
 from srperf.stateful.stats import spread

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from srperf.cli import main
+from srperf.cli.entry import main
 
 TB = "name: p8c\nkind: virtual\nprefix: p8c\n"
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from srperf.config.model import TestbedConfig
-from srperf.netns import netns_exists, netns_names
-from srperf.terminate import Terminated, sigterm_as_interrupt
+from srperf.util.netns import netns_exists, netns_names
+from srperf.util.terminate import Terminated, sigterm_as_interrupt
 from srperf.testbeds.virtual import VirtualTestbed
 
 RESULTS = Path(tempfile.gettempdir()) / "srperf-test-terminate"
@@ -54,7 +54,7 @@ def test_previous_handler_is_back_after_a_normal_exit() -> None:
 CHILD = f"""
 import os, time
 os.environ["SRPERF_RESULTS"] = {str(RESULTS)!r}
-from srperf.bench_support import bench_session
+from srperf.measure.bench_support import bench_session
 from srperf.config.model import TestbedConfig
 with bench_session("term", TestbedConfig(name="term", prefix={PREFIX!r}), "linux"):
     print("up", flush=True)

@@ -20,11 +20,11 @@ from typing import Iterator
 import pytest
 import yaml
 
-from srperf.cli import main
+from srperf.cli.entry import main
 from srperf.config.loader import load_experiment, load_testbed
 from srperf.config.model import TestbedConfig
-from srperf.netns import netns_names
-from srperf.orchestrator import Orchestrator
+from srperf.util.netns import netns_names
+from srperf.measure.orchestrator import Orchestrator
 from srperf.testbeds.lock import LOCK_DIR, Holder, TestbedBusy
 from srperf.testbeds.virtual import VirtualTestbed
 

@@ -15,7 +15,7 @@ from srperf.config.model import TestbedConfig
 from srperf.forwarders.base import Forwarder
 from srperf.testbeds.sut import SutControl
 from srperf.errors import CfgError, TransportError, UnsupportedBehavior
-from srperf.netns import CommandFailed
+from srperf.util.netns import CommandFailed
 from srperf.transports.base import Transport
 from srperf.transports.netns import NetnsTransport
 

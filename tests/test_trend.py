@@ -19,7 +19,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from srperf.cli import main
+from srperf.cli.entry import main
 from srperf.nightly import load_suite, run_nightly
 from srperf.results.store import ResultStore
 from srperf.results.trend import (NORMAL, PROGRESSION, REGRESSION, RunFilter, TrendSettings,

@@ -16,7 +16,7 @@ import pytest
 from srperf.config.loader import load_testbed
 from srperf.drivers.trex import TrexError, TrexGenerator, TrexOptions
 from srperf.errors import ConfigError
-from srperf.generators import create_generator
+from srperf.traffic.generators import create_generator
 
 FAKE = str(Path(__file__).parent / "doubles" / "trex_fake")
 ROOT = Path(__file__).resolve().parents[1]
@@ -383,7 +383,7 @@ def test_bidirectional_sends_both_ways_and_sums_counters(fake) -> None:
 
 
 def test_one_way_behavior_refuses_bidirectional_traffic() -> None:
-    from srperf import behaviors
+    from srperf.behaviors import catalogue as behaviors
     from srperf.config.model import TestbedConfig
 
     tb = TestbedConfig(name="x")
@@ -450,14 +450,14 @@ def test_latency_trial_reloads_and_the_next_trial_too(fake) -> None:
 
 def _flow_frame(name: str = "end_dt4") -> bytes:
     """A behavior's frame; end_dt4's is IPv4/UDP inside IPv6 + SRH."""
-    from srperf import behaviors
-    from srperf.bench_support import EBPF_TB
+    from srperf.behaviors import catalogue as behaviors
+    from srperf.measure.bench_support import EBPF_TB
 
     return bytes(behaviors.get(name).build_frame(EBPF_TB, 64))
 
 
 def test_flows_go_to_the_field_engine(fake) -> None:
-    from srperf.flows import Flows, flow_fields, udp_place
+    from srperf.traffic.flows import Flows, flow_fields, udp_place
 
     gen, calls = fake()
     frame = _flow_frame()
@@ -479,7 +479,7 @@ def test_flows_go_to_the_field_engine(fake) -> None:
 
 def test_flows_the_field_engine_cannot_fix_are_refused(fake) -> None:
     from srperf.drivers.base import FlowsUnsupported
-    from srperf.flows import Flows
+    from srperf.traffic.flows import Flows
 
     gen, _ = fake()
     with pytest.raises(FlowsUnsupported, match="SRH"):
@@ -496,7 +496,7 @@ def test_flow_program_built_with_the_real_client() -> None:
     from scapy.layers.inet import IP, UDP
     from scapy.layers.l2 import Ether
 
-    from srperf.flows import Flows, flow_frames, udp_place
+    from srperf.traffic.flows import Flows, flow_frames, udp_place
 
     frame = _flow_frame()
     inner = udp_place(frame)

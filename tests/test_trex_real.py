@@ -38,7 +38,7 @@ import pytest
 import yaml
 
 from srperf.drivers.trex import TrexGenerator, TrexOptions
-from srperf.search import create as create_search
+from srperf.search.registry import create as create_search
 from srperf.search.base import SearchSettings
 
 SERVER = os.environ.get("SRPERF_TREX_SERVER")
@@ -92,7 +92,7 @@ def _run(tmp_path: Path, max_rate: str, accuracy: str, capsys: pytest.CaptureFix
          ) -> tuple[str, tuple[str, float | None], list[tuple[float, int, int, int, str]]]:
     """``srperf run`` of ipv6 on the TRex virtual testbed: (output, (status, lower bound),
     trials as (rate, intended, sent, generator_limited, note))."""
-    from srperf.cli import main
+    from srperf.cli.entry import main
 
     assert RELEASE and os.access(os.path.join(RELEASE, "t-rex-64"), os.X_OK), RELEASE
     exp = {"name": "trex-real", "forwarder": "linux", "behaviors": ["ipv6"],
@@ -169,8 +169,8 @@ def test_two_testbeds_on_one_release_run_their_own_servers(tmp_path: Path) -> No
     config, log and DPDK runtime directory, listening in its own tester namespace), each
     sending its own trial; ``down`` of one leaves the other's server serving."""
     pytest.importorskip("lbr_trex_client")
-    from srperf.generators import create_generator
-    from srperf.packets import to_sut, udp6
+    from srperf.traffic.generators import create_generator
+    from srperf.traffic.packets import to_sut, udp6
 
     with trex_testbed_up(tmp_path, "a") as a, trex_testbed_up(tmp_path, "b") as b:
         servers = [vt._trex_server() for vt in (a, b)]
@@ -210,10 +210,10 @@ def test_flows_vary_on_the_wire_and_streams_stay_loaded(tmp_path: Path) -> None:
     from scapy.layers.inet import UDP
     from scapy.layers.l2 import Ether
 
-    from srperf.flows import Flows
-    from srperf.generators import create_generator
-    from srperf.packets import is_test_frame, to_sut, udp6
-    from srperf.packet_socket import ns_packet_socket, receive_frames
+    from srperf.traffic.flows import Flows
+    from srperf.traffic.generators import create_generator
+    from srperf.traffic.packets import is_test_frame, to_sut, udp6
+    from srperf.traffic.packet_socket import ns_packet_socket, receive_frames
 
     count = 64
     with trex_testbed_up(tmp_path, "f") as vt:
@@ -271,7 +271,7 @@ def test_search_with_flows_and_its_trial_gaps(tmp_path: Path,
     trials beyond their duration (from the store, as bench/trial_gap.py reads it) is
     printed, not asserted (the machine's load decides it)."""
     pytest.importorskip("lbr_trex_client")
-    from srperf.cli import main
+    from srperf.cli.entry import main
 
     assert RELEASE
     prefix = PREFIX + "s"
@@ -310,7 +310,7 @@ def test_short_search_on_a_real_server() -> None:
     pytest.importorskip("lbr_trex_client")
     host, _, port = (SERVER or "").partition(":")
     from srperf.config.model import TestbedConfig
-    from srperf.packets import to_sut, udp6
+    from srperf.traffic.packets import to_sut, udp6
 
     tb = TestbedConfig(name="trex-real")
 

@@ -124,7 +124,7 @@ def test_virtual_testbed_runs_the_server_in_its_tester_namespace(tmp_path: Path)
     namespace on the veths (AF_PACKET, low_end_core = tester.cpu) with no XDP sink on the
     rx veth (it would starve TRex's receiver); ``down`` stops it."""
     from srperf.config.loader import load_testbed
-    from srperf.netns import run
+    from srperf.util.netns import run
     from srperf.testbeds.virtual import VirtualTestbed
 
     release = tmp_path / "release"
@@ -242,7 +242,7 @@ def test_a_port_of_another_testbeds_server_is_refused_before_start(
     naming its file, key and port and the first testbed; nothing of it starts.  (Before,
     only the RPC ports were compared: the second real server would have failed at start
     on the publisher port, or answered on the first's.)"""
-    from srperf import preflight
+    from srperf.measure import preflight
     from srperf.drivers.trex_server import managed_server
 
     release = tmp_path / "v3.08"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from srperf.cli import main
+from srperf.cli.entry import main
 
 
 def _write(tmp_path: Path, name: str, data: dict) -> Path:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from srperf.config.model import TestbedConfig
-from srperf.netns import run
+from srperf.util.netns import run
 from srperf.testbeds.virtual import VirtualTestbed, napi_threads
 
 pytestmark = pytest.mark.netns
@@ -100,7 +100,7 @@ def test_two_prefixes_coexist() -> None:
 
 
 def test_cli_testbed_up_down(tmp_path: Path) -> None:
-    from srperf.cli import main
+    from srperf.cli.entry import main
 
     cfg = tmp_path / "tb.yaml"
     cfg.write_text("name: cli\nkind: virtual\nprefix: srpcli\n")

@@ -107,7 +107,7 @@ def _vpp_pids() -> set[int]:
 @pytest.mark.slow
 @pytest.mark.skipif(not VPP_BIN, reason="SRPERF_VPP_BIN names no VPP binary")
 def test_srperf_run_with_vpp_as_sut(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from srperf.cli import main
+    from srperf.cli.entry import main
 
     behaviors = ["ipv6", "ipv4", "end", "end_x", "end_dt6", "end_dx6", "h_encaps_l2",
                  "h_encaps", "end_b6_encaps", "end_ad", "end_as", "end_am"]
@@ -179,7 +179,7 @@ def test_profile_trial_with_vpp_stores_and_reports_per_node_cost(
     search, and shown in the HTML report."""
     import json
 
-    from srperf.cli import main
+    from srperf.cli.entry import main
 
     exp = {"name": "vpp-prof", "forwarder": "vpp", "behaviors": ["end", "end_ad"],
            "repetitions": 1,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable
 
 from srperf.behaviors.policies import b6_segs, encap_segs, insert_segs
 from srperf.config.model import TestbedConfig, vnf_sid
-from srperf.frame_sizes import ETH_HDR, IPV6_HDR
+from srperf.traffic.frame_sizes import ETH_HDR, IPV6_HDR
 
 if TYPE_CHECKING:
     from srperf.behaviors.spec import Behavior

@@ -31,10 +31,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from srperf import frame_sizes
-from srperf.lazy_import import lazy_module
+from srperf.traffic import frame_sizes
+from srperf.util.lazy_import import lazy_module
 from srperf.behaviors.spec import Behavior, CheckResult, Expectation
-from srperf.checks import compare
+from srperf.measure.checks import compare
 from srperf.config.model import TestbedConfig, vnf_sid
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
     from scapy.packet import Packet
 
-P = lazy_module("srperf.packets")
+P = lazy_module("srperf.traffic.packets")
 """Frame building (scapy), imported when a frame is first built or checked."""
 
 

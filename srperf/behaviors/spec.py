@@ -11,16 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from srperf import frame_sizes
-from srperf.lazy_import import lazy_module
-from srperf.checks import CheckResult, Expectation, compare
+from srperf.traffic import frame_sizes
+from srperf.util.lazy_import import lazy_module
+from srperf.measure.checks import CheckResult, Expectation, compare
 from srperf.config.model import TestbedConfig
 
 if TYPE_CHECKING:
     from scapy.layers.l2 import Ether
     from scapy.packet import Packet
 
-P = lazy_module("srperf.packets")
+P = lazy_module("srperf.traffic.packets")
 """Frame building (scapy), imported when a frame is first built or checked."""
 
 __all__ = ["Behavior", "CheckResult", "Expectation", "KINDS", "FrameBuilder", "Expecter",
@@ -64,7 +64,7 @@ class Behavior:
     distinct_frames: bool = False
     """True when no two test packets may be identical (a caching proxy drops a packet
     identical to one it still holds): the frame carries a counter slot
-    (:func:`srperf.packets.with_counter_slot`) into which the generator writes a
+    (:func:`srperf.traffic.packets.with_counter_slot`) into which the generator writes a
     per-packet counter, checksum-neutrally."""
 
     def __post_init__(self) -> None:
@@ -90,7 +90,7 @@ class Behavior:
 
     def expected(self, tb: TestbedConfig, sent_frame: Packet | bytes) -> Expectation:
         """The frame the SUT must emit for ``sent_frame`` (only with ``expect``)."""
-        from srperf.packets import Ether   # scapy's, with srperf's layer bindings
+        from srperf.traffic.packets import Ether   # scapy's, with srperf's layer bindings
 
         if self.expect is None:
             raise NotImplementedError(f"behavior {self.name} checks frames with its own checker")
@@ -99,7 +99,7 @@ class Behavior:
     def check(self, tb: TestbedConfig, sent_frame: Packet | bytes,
               received_frames: Sequence[Packet | bytes]) -> CheckResult:
         """Did the SUT transform ``sent_frame`` into ``received_frames`` as specified?"""
-        from srperf.packets import Ether   # scapy's, with srperf's layer bindings
+        from srperf.traffic.packets import Ether   # scapy's, with srperf's layer bindings
 
         sent = Ether(bytes(sent_frame))
         if self.checker is not None:

@@ -41,8 +41,8 @@ import dataclasses
 
 from typing import TYPE_CHECKING, Sequence
 
-from srperf import frame_sizes
-from srperf.lazy_import import lazy_module
+from srperf.traffic import frame_sizes
+from srperf.util.lazy_import import lazy_module
 from srperf.behaviors.policies import b6_segs, encap_segs, insert_segs
 from srperf.behaviors.spec import Behavior, Expectation, Expecter, FrameBuilder
 from srperf.config.model import TestbedConfig
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from scapy.layers.l2 import Ether
     from scapy.packet import Packet
 
-P = lazy_module("srperf.packets")
+P = lazy_module("srperf.traffic.packets")
 """Frame building (scapy), imported when a frame is first built or checked."""
 
 # --- frame builders ---------------------------------------------------------------
@@ -168,7 +168,7 @@ def _decap4(tb: TestbedConfig, sent: Packet) -> Expectation:
 
 def _decap2(tb: TestbedConfig, sent: Packet) -> Expectation:
     from scapy.layers.inet6 import IPv6ExtHdrSegmentRouting
-    from srperf.packets import Ether   # scapy's, with srperf's layer bindings
+    from srperf.traffic.packets import Ether   # scapy's, with srperf's layer bindings
 
     inner = Ether(bytes(sent[IPv6ExtHdrSegmentRouting].payload))
     return Expectation(inner, "SRv6 removed, inner Ethernet frame out unchanged")
@@ -207,7 +207,7 @@ def _h_encaps(inner: str, reduced: bool = False) -> Expecter:
     def expect(tb: TestbedConfig, sent: Packet) -> Expectation:
         from scapy.layers.inet import IP
         from scapy.layers.inet6 import IPv6
-        from srperf.packets import Ether   # scapy's, with srperf's layer bindings
+        from srperf.traffic.packets import Ether   # scapy's, with srperf's layer bindings
 
         if inner == "l2":
             payload, nh = Ether(bytes(sent)), P.NH_ETHERNET

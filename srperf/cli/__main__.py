@@ -2,6 +2,6 @@
 
 import sys
 
-from srperf.cli import main
+from srperf.cli.entry import main
 
 sys.exit(main())

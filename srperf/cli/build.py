@@ -26,7 +26,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     from srperf.forwarders.pipes import build_relay
 
     built.append(str(build_relay()))
-    from srperf.delay_line import build_delay_line, divert_object
+    from srperf.traffic.delay_line import build_delay_line, divert_object
 
     built += [str(build_delay_line()), str(divert_object())]
     for path in built:

@@ -16,8 +16,8 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
 
 
 def cmd_behaviors(args: argparse.Namespace) -> int:
-    from srperf import behaviors as catalogue
-    from srperf import forwarders
+    from srperf.behaviors import catalogue
+    from srperf.forwarders import registry as forwarders
 
     for b in catalogue.all_behaviors():
         offered = ", ".join(forwarders.offering(b.name)) or "-"

@@ -10,13 +10,13 @@ import sys
 from pathlib import Path
 
 from srperf.errors import ConfigError
-from srperf.wording import count
+from srperf.util.wording import count
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    from srperf.forwarders import names as forwarder_names
+    from srperf.forwarders.registry import names as forwarder_names
 
     c = sub.add_parser(
         "conform", help="run the conformance matrix of behaviors on the SUT; exit 1 on a "
@@ -45,7 +45,8 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
 
 
 def _experiment(args: argparse.Namespace):
-    from srperf import forwarders, resources
+    from srperf.forwarders import registry as forwarders
+    from srperf import resources
     from srperf.config.loader import (apply_overrides, experiment_from_mapping,
                                       load_experiment)
 
@@ -71,14 +72,16 @@ def _experiment(args: argparse.Namespace):
 
 
 def cmd_conform(args: argparse.Namespace) -> int:
-    from srperf import behaviors as catalogue
-    from srperf import conform, environment, forwarders, testbeds
+    from srperf.behaviors import catalogue
+    from srperf.forwarders import registry as forwarders
+    from srperf.testbeds import registry as testbeds
+    from srperf.measure import conform, environment
     from srperf.config.loader import resolve_testbed
     from srperf.cli.results import store_location
     from srperf.results.store import ResultStore
-    from srperf.session import MeasurementSession
+    from srperf.measure.session import MeasurementSession
 
-    from srperf.safe_paths import check_dir
+    from srperf.safety.safe_paths import check_dir
 
     check_dir(Path(args.results), "--results")
     exp = _experiment(args)

@@ -3,7 +3,7 @@
 Bad input is a :class:`ConfigError` (exit 2, file, key and value named); an
 error srperf expects is one line (exit 1); anything else is an internal error:
 one line naming the exception and the log file that holds its traceback (exit 1).
-The log file is made (O_EXCL, 0600, by :mod:`srperf.safe_paths`) under
+The log file is made (O_EXCL, 0600, by :mod:`srperf.safety.safe_paths`) under
 ``$SRPERF_LOG_DIR`` (default ``~/.cache/srperf/errors``, mode 0700), never at a
 predictable shared path.
 """
@@ -94,15 +94,15 @@ def log_dir() -> Path:
     """Where internal errors are logged (made private on first use)."""
     base = os.environ.get("SRPERF_LOG_DIR")
     path = Path(base) if base else Path("~/.cache/srperf/errors").expanduser()
-    from srperf import safe_paths
+    from srperf.safety import safe_paths
 
     return safe_paths.make_dirs(path, 0o700)
 
 
 def write_error_log(exc: BaseException, argv: list[str]) -> Path | None:
     """The traceback of ``exc`` in a new private file; None when no file can be made."""
-    from srperf import safe_paths
-    from srperf.redact import redact, scan_invocation
+    from srperf.safety import safe_paths
+    from srperf.safety.redact import redact, scan_invocation
 
     scan_invocation(argv)
     try:

@@ -15,7 +15,7 @@ from typing import Sequence
 from srperf import resources
 from srperf.provision.runner import StepReport
 from srperf.provision.steps import Outcome, Role, Step
-from srperf.wording import count
+from srperf.util.wording import count
 
 ROLES = ("tester", "sut")
 
@@ -43,7 +43,7 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
 def cmd_provision(args: argparse.Namespace) -> int:
     if args.target == "cloudlab":
         return _cloudlab(args.output)
-    from srperf import testbeds
+    from srperf.testbeds import registry as testbeds
     from srperf.config.loader import resolve_testbed
     from srperf.provision import plan, runner
 
@@ -88,7 +88,7 @@ def _cloudlab(output: str | None) -> int:
     if output is None:
         sys.stdout.write(src.read_text())
         return 0
-    from srperf import safe_paths
+    from srperf.safety import safe_paths
 
     safe_paths.write_file(Path(output), src.read_bytes(), what="--output")
     print(f"CloudLab profile written to {output}: paste it into a new profile "

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from srperf.errors import ConfigError
-from srperf.safe_paths import check_outputs, safe_component
+from srperf.safety.safe_paths import check_outputs, safe_component
 
 EXIT_OK, EXIT_FAILED, EXIT_NOTHING_MEASURED = 0, 1, 3
 
@@ -161,7 +161,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_nightly(args: argparse.Namespace) -> int:
-    from srperf.progress import make_progress
+    from srperf.measure.progress import make_progress
     from srperf.nightly import load_suite, run_nightly
 
     from srperf.config.loader import check_value
@@ -203,7 +203,7 @@ def check_run_store(args: argparse.Namespace) -> None:
     """The run's store checked before the testbed is claimed (exit 2 naming ``--db`` or
     ``--results``): an existing file must be an srperf store srperf may trust; a missing
     one is not made yet, so that a run refused later (a busy testbed) leaves no file."""
-    from srperf import safe_paths
+    from srperf.safety import safe_paths
     from srperf.results import location as where
     from srperf.results.store import ResultStore
 

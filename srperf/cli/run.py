@@ -15,8 +15,8 @@ from srperf.cli import guard, results as cli_results, runs as cli_runs
 from srperf.cli.guard import EXIT_FAILED, EXIT_NOTHING_MEASURED, EXIT_OK
 from srperf.config.model import ALGORITHMS, Experiment, TestbedConfig
 from srperf.errors import ConfigError
-from srperf.forwarders import names as forwarder_names
-from srperf.wording import count
+from srperf.forwarders.registry import names as forwarder_names
+from srperf.util.wording import count
 
 
 def _rate(text: str) -> float | str:
@@ -94,13 +94,13 @@ def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = N
          recipe: dict | None = None, resume: str | None = None) -> int:
     from srperf.config.loader import resolve_testbed
 
-    from srperf.orchestrator import Orchestrator
-    from srperf.progress import make_progress
+    from srperf.measure.orchestrator import Orchestrator
+    from srperf.measure.progress import make_progress
     from srperf.results.summary import format_table
 
-    from srperf import preflight
+    from srperf.measure import preflight
 
-    from srperf.safe_paths import check_dir, ensure_dir
+    from srperf.safety.safe_paths import check_dir, ensure_dir
 
     check_dir(Path(args.results), "--results")
     several = args.testbed if isinstance(args.testbed, list) else None
@@ -143,7 +143,7 @@ def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = N
     print(format_table(report.summary))
     latency = [(key, p) for key, result in report.searches for p in result.latency]
     if latency:
-        from srperf.orchestrator import describe_latency
+        from srperf.measure.orchestrator import describe_latency
 
         print("\nlatency after each search (at fractions of its PDR):")
         for key, p in latency:
@@ -256,8 +256,8 @@ def _pdr_default_behaviors(forwarder: str) -> list[str]:
     none of them) every behavior of the catalogue it offers; printed before the run."""
     from srperf.config.loader import load_experiment
 
-    from srperf import behaviors as catalogue
-    from srperf import forwarders
+    from srperf.behaviors import catalogue
+    from srperf.forwarders import registry as forwarders
 
     path = resources.find_config(PDR_EXPERIMENT, "experiment")
     listed = load_experiment(path).behaviors

@@ -23,12 +23,12 @@ from srperf.errors import ConfigError
 def run_several(exp: Experiment, args: argparse.Namespace, names: list[str]) -> int:
     """Run ``exp`` on every testbed in ``names``, interleaved; print each run's summary
     and how to compare them."""
-    from srperf import preflight
+    from srperf.measure import preflight
     from srperf.config.loader import resolve_testbed
     from srperf.kernel.interleave import run_interleaved
-    from srperf.orchestrator import Orchestrator
-    from srperf.progress import PlainProgress
-    from srperf.safe_paths import check_dir, ensure_dir
+    from srperf.measure.orchestrator import Orchestrator
+    from srperf.measure.progress import PlainProgress
+    from srperf.safety.safe_paths import check_dir, ensure_dir
 
     check_dir(Path(args.results), "--results")
     exp = preflight.replace_algorithm(exp, args.algorithm, "<command line>")

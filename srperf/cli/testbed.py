@@ -35,7 +35,7 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
 def cmd_testbed(args: argparse.Namespace) -> int:
     from srperf.config.loader import resolve_testbed
 
-    from srperf import testbeds
+    from srperf.testbeds import registry as testbeds
 
     tb = resolve_testbed(args.testbed)
     if args.action == "trust":
@@ -50,7 +50,7 @@ def cmd_testbed(args: argparse.Namespace) -> int:
         # refused (TestbedBusy, exit 2) while a run holds the testbed
         testbed.claim(f"srperf testbed {args.action}")
         if args.action == "up":
-            from srperf import preflight
+            from srperf.measure import preflight
 
             preflight.check_testbed(tb)   # what this host can tell, before making anything
             made = testbed.up()
@@ -70,7 +70,7 @@ def _prepare(tb: TestbedConfig, undo: bool, dry_run: bool) -> int:
     the testbed's lock."""
     import shlex
 
-    from srperf import testbeds
+    from srperf.testbeds import registry as testbeds
     from srperf.testbeds import ssh_prepare
 
     if tb.kind != "ssh":

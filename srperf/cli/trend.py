@@ -75,7 +75,7 @@ def cmd_trend(args: argparse.Namespace) -> int:
 
     settings = settings_from(args)
     if args.html:
-        from srperf.safe_paths import check_outputs
+        from srperf.safety.safe_paths import check_outputs
 
         check_outputs([(Path(args.html), "--html")])   # before the store is opened
     flt = RunFilter(testbed=args.testbed, suite=args.suite, experiment=args.experiment,

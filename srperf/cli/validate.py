@@ -32,7 +32,7 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
 def cmd_validate(args: argparse.Namespace) -> int:
     from srperf.config.loader import load_experiment, load_testbed, resolve_testbed, validate_file
 
-    from srperf import preflight
+    from srperf.measure import preflight
 
     status = EXIT_OK
     for name in args.files:
@@ -60,7 +60,7 @@ def _validate_suite(path: Path, testbed: str | None) -> str:
     every experiment checked against that testbed."""
     from srperf.config.loader import load_experiment, load_testbed
 
-    from srperf import preflight
+    from srperf.measure import preflight
     from srperf.nightly import load_suite
 
     suite = load_suite(path)

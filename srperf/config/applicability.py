@@ -99,7 +99,7 @@ def _search_keys(file: str, search: dict[str, Any]) -> None:
 
 
 def _has_vnfs(forwarder: str) -> bool:
-    from srperf import forwarders
+    from srperf.forwarders import registry as forwarders
 
     return "vnf_mode" in forwarders.get(forwarder).options.json_schema()["properties"]
 

@@ -38,7 +38,7 @@ def check_run_spec(flag: str, spec: str) -> str:
 
 def check_conform_forwarder(forwarder_name: str, file: str, flag: str) -> None:
     """Refuse ``conform`` for a forwarder without packet behaviors (``pipes``)."""
-    from srperf import forwarders
+    from srperf.forwarders import registry as forwarders
 
     fwd = forwarders.get(forwarder_name)
     if not fwd.behaviors:

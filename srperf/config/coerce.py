@@ -49,7 +49,7 @@ def _scalar(file: str, value: Any, schema: dict[str, Any], path: list[Any]) -> A
     if isinstance(value, str):
         shown: Any = value
         if schema.get("secret"):
-            from srperf.redact import redacted_command
+            from srperf.safety.redact import redacted_command
 
             shown = redacted_command(value)
         if _CONTROL.search(value) and not schema.get("multiline"):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from srperf.imix import IMIX_SIZE, parse_imix
+from srperf.traffic.imix import IMIX_SIZE, parse_imix
 from srperf.config.model import (Experiment, LatencyConfig, ProfileConfig, SearchConfig,
                                  TrafficConfig)
 from srperf.config.settings import SettingError
@@ -136,8 +136,8 @@ def _check_pipes(file: str, forwarder: str, kind: str, behaviors: tuple[str, ...
 
 
 def _check_behaviors(file: str, forwarder: str, behaviors: tuple[str, ...]) -> None:
-    from srperf import behaviors as catalogue
-    from srperf import forwarders
+    from srperf.behaviors import catalogue
+    from srperf.forwarders import registry as forwarders
 
     from srperf.forwarders import pipes
 
@@ -158,7 +158,7 @@ def _check_behaviors(file: str, forwarder: str, behaviors: tuple[str, ...]) -> N
 
 def check_options(file: str, forwarder: str, options: dict[str, Any]) -> None:
     """Validate an experiment's ``options`` against the forwarder's options schema."""
-    from srperf import forwarders
+    from srperf.forwarders import registry as forwarders
 
     fwd = forwarders.get(forwarder)
     if options and not fwd.options.json_schema()["properties"]:

@@ -431,7 +431,7 @@ class ProfileConfig(Settings):
 class FlowsConfig(Settings):
     """``traffic.flows``: many flows instead of one, so that a SUT's NIC spreads them over
     its receive queues (RSS) and cores; packet i belongs to flow i % count
-    (:mod:`srperf.flows` says how each field varies)."""
+    (:mod:`srperf.traffic.flows` says how each field varies)."""
 
     count: int = setting(1, "flows (1: every packet the same flow)", unit="flows",
                          schema={"type": "integer", "minimum": 1, "maximum": 65536})
@@ -458,7 +458,7 @@ class Experiment:
     forwarder: str = "linux"
     behaviors: tuple[str, ...] = ("ipv6",)
     packet_sizes: tuple[int, ...] = (64,)
-    """Frame sizes, bytes; 0 (:data:`srperf.imix.IMIX_SIZE`) stands for ``imix``."""
+    """Frame sizes, bytes; 0 (:data:`srperf.traffic.imix.IMIX_SIZE`) stands for ``imix``."""
     imix: tuple[tuple[int, int], ...] = ()
     """The mix of the ``imix`` packet size: (size in bytes, weight) pairs."""
     search: SearchConfig = SearchConfig()

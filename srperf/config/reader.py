@@ -79,7 +79,7 @@ def _validate(file: str, data: dict[str, Any], schema: dict[str, Any]) -> None:
                   f"{'characters' if err.validator == 'maxLength' else 'entries'}")
     value = err.instance
     if err.schema.get("secret") and isinstance(value, str):
-        from srperf.redact import redacted_command
+        from srperf.safety.redact import redacted_command
 
         value = redacted_command(value)
     raise ConfigError(file, _key(err.path), value, reason)

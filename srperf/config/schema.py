@@ -15,14 +15,14 @@ from srperf.config.model import (Addressing, LatencyConfig, ProfileConfig, Searc
                                  TrafficConfig)
 from srperf.config.provision import ProvisionSettings
 from srperf.config.rates import MAX_PPS
-from srperf.forwarders import names as forwarder_names
+from srperf.forwarders.registry import names as forwarder_names
 from srperf.stateful import EXPERIMENT_KINDS
 from srperf.config.stateful import PIPES_SCHEMA, GoodputConfig, HttpConfig
 
 
 def testbed_kinds() -> tuple[str, ...]:
     """The testbed kinds of :mod:`srperf.testbeds` (its registry decides)."""
-    from srperf.testbeds import KINDS
+    from srperf.testbeds.registry import KINDS
 
     return tuple(KINDS)
 
@@ -99,7 +99,7 @@ EXPERIMENT_SCHEMA: dict[str, Any] = {
                              {"type": "integer", "minimum": 48, "maximum": 9000},
                              {"const": "imix"}]}},
         "imix": {"description": "the mix of the 'imix' packet size: a profile name or "
-                                "a list of 'SIZE:WEIGHT' (srperf.imix)",
+                                "a list of 'SIZE:WEIGHT' (srperf.traffic.imix)",
                  "oneOf": [{"type": "string"},
                            {"type": "array", "minItems": 1, "items": {"type": "string"}}]},
         "repetitions": {"type": "integer", "minimum": 1, "maximum": 1000},

@@ -40,7 +40,7 @@ def _ssh(file: str, base: Path, data: dict[str, Any], role: str = "sut") -> SshC
         fields[name] = str(found)
     ssh = SshConfig(**fields)
     if ssh.proxy_command is not None:
-        from srperf import redact
+        from srperf.safety import redact
 
         redact.register_proxy_command(ssh.proxy_command, ssh.host, ssh.port, ssh.user)
         try:
@@ -92,8 +92,8 @@ def _existing_file(file: str, key: str, value: str, path: Path) -> Path:
 def _check_trusted(file: str, key: str, value: str, path: Path) -> None:
     """A key or known_hosts file decides whom srperf trusts as root: it must belong to
     root or the invoking user and be writable by no one else, and no other user's
-    symlink may lead to it (:func:`srperf.safe_paths.check_trusted_file`)."""
-    from srperf import safe_paths
+    symlink may lead to it (:func:`srperf.safety.safe_paths.check_trusted_file`)."""
+    from srperf.safety import safe_paths
 
     try:
         safe_paths.check_trusted_file(path, file, key)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from srperf.config.settings import SettingError, Settings, setting
-from srperf import tcp_congestion
+from srperf.traffic import tcp_congestion
 
 CALIBRATED = "calibrated"
 """``goodput.streams: calibrated``: use the stream count the last calibration stored."""

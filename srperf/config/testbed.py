@@ -59,7 +59,7 @@ def load_testbed(path: str | Path) -> TestbedConfig:
     if "kernel" in data and kind != "kernel":
         raise ConfigError(file, "kernel", data["kernel"], f"only a testbed of kind 'kernel' "
                           f"boots a kernel; this one is {kind!r} (remove the block)")
-    from srperf import testbeds
+    from srperf.testbeds import registry as testbeds
 
     endpoints = _endpoints(file, path.parent, kind, data["endpoints"], sut) \
         if "endpoints" in data else None
@@ -115,7 +115,7 @@ def _check_simulated(file: str, kind: str, data: dict[str, Any]) -> None:
 
 def _check_driver_options(file: str, driver: str, options: dict[str, Any]) -> None:
     """Validate ``tester.options`` against the driver's options dataclass."""
-    from srperf.generators import options_class
+    from srperf.traffic.generators import options_class
 
     cls = options_class(driver)
     if cls is None:

@@ -129,7 +129,7 @@ def parse_text(text: str, file: str) -> Any:
         if isinstance(exc, LimitExceeded):
             raise ConfigError(file, where, ConfigError.SKIP, f"refused: {problem}") from None
         raise ConfigError(file, where, ConfigError.SKIP, f"not valid YAML: {problem}") from None
-    from srperf import redact
+    from srperf.safety import redact
 
     redact.scan(data)   # its passwords and proxy commands, before any message quotes them
     return data
@@ -144,7 +144,7 @@ def read_text(path: Path) -> str:
         raise ConfigError(file, "", ConfigError.SKIP, "is a directory, not a file")
     if not path.is_file():
         raise ConfigError(file, "", ConfigError.SKIP, "not a regular file")
-    from srperf.safe_paths import read_trusted
+    from srperf.safety.safe_paths import read_trusted
     try:
         size = path.stat().st_size
         if size > MAX_BYTES:

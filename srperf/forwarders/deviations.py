@@ -9,7 +9,7 @@ such difference as a :class:`Deviation`: the one field that differs and by how
 much (or the header it leaves out), the text that allows it, and whether srperf
 accepts it (``conformant``) or keeps it as a failure (a bug).
 
-:func:`srperf.verify.verify_behavior` checks the frames as they arrived first.
+:func:`srperf.measure.verify.verify_behavior` checks the frames as they arrived first.
 Only when that fails does it undo the forwarder's declared deviations of that
 behavior on the received frames (:func:`undo_all`) and check again: every other
 byte is still compared, so a frame that differs in any other way still fails.
@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
-from srperf.checks import layers
+from srperf.measure.checks import layers
 
 if TYPE_CHECKING:
     from scapy.layers.inet import IP
@@ -95,7 +95,7 @@ def _ipv4_checksum_ok(ip: Packet) -> bool:
 def _shift_hop_limit(frame: bytes, index: int, by: int) -> bytes | None:
     from scapy.layers.inet import IP
     from scapy.layers.inet6 import IPv6
-    from srperf.packets import Ether   # scapy's, with srperf's layer bindings
+    from srperf.traffic.packets import Ether   # scapy's, with srperf's layer bindings
 
     pkt = Ether(frame)
     headers = _ip_headers(pkt)
@@ -117,7 +117,7 @@ def _shift_hop_limit(frame: bytes, index: int, by: int) -> bytes | None:
 
 def _insert_sent_srh(sent: Packet, frame: bytes) -> bytes | None:
     from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
-    from srperf.packets import Ether   # scapy's, with srperf's layer bindings
+    from srperf.traffic.packets import Ether   # scapy's, with srperf's layer bindings
 
     if IPv6ExtHdrSegmentRouting not in sent:
         return None

@@ -27,7 +27,7 @@ class LinuxForwarder(Forwarder):
     version_commands = {"iproute2": ("ip", "-V")}
 
     def why_not(self, behavior: str) -> str:
-        from srperf import behaviors as catalogue
+        from srperf.behaviors import catalogue
 
         if not self.offers(behavior) and catalogue.get(behavior).kind == "proxy":
             return "mainline Linux has no SR proxy behaviors (forwarders ebpf, srnk, vpp)"

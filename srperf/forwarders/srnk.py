@@ -79,7 +79,7 @@ class SrnkForwarder(Forwarder):
     def why_not(self, behavior: str) -> str:
         if behavior in WHY_NOT:
             return WHY_NOT[behavior]
-        from srperf import behaviors as catalogue
+        from srperf.behaviors import catalogue
 
         if catalogue.get(behavior).kind != "proxy":
             return NOT_A_PROXY

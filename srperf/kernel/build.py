@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from srperf import safe_paths
+from srperf.safety import safe_paths
 from srperf.errors import ConfigError, SrperfError
 from srperf.kernel.image import KernelImage, sha256_file
 

@@ -34,11 +34,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from srperf import safe_paths
+from srperf.safety import safe_paths
 from srperf.kernel import qemu
 from srperf.kernel.initramfs import BUSYBOX, _Cpio, _libraries, module_order
 from srperf.kernel.package import KernelFetchError, KernelImage
-from srperf.netns import netns_exists, run
+from srperf.util.netns import netns_exists, run
 from srperf.testbeds.lock import LOCK_DIR
 
 log = logging.getLogger(__name__)

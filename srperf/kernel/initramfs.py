@@ -23,7 +23,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from srperf import safe_paths
+from srperf.safety import safe_paths
 from srperf.kernel.package import KernelFetchError, KernelImage
 from srperf.transports.console import AGENT_SCRIPT, GUEST_TTY
 

@@ -34,7 +34,7 @@ from typing import Any, Callable, Generator, Sequence
 log = logging.getLogger(__name__)
 
 Steps = Generator[int, None, Any]
-"""What :meth:`srperf.orchestrator.Orchestrator.steps` returns."""
+"""What :meth:`srperf.measure.orchestrator.Orchestrator.steps` returns."""
 
 
 @dataclass

@@ -16,7 +16,7 @@ import json
 import logging
 from pathlib import Path
 
-from srperf import safe_paths
+from srperf.safety import safe_paths
 from srperf.kernel.image import (MANIFEST, KernelFetchError, KernelImage, _candidate, _run,
                                  sha256_file)
 from srperf.kernel.target import KernelTarget

@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from srperf import safe_paths
+from srperf.safety import safe_paths
 from srperf.config.model import TestbedConfig
 from srperf.config.provision import KernelInstallSettings
 from srperf.errors import ConfigError, SrperfError, TransportError

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from srperf import safe_paths
+from srperf.safety import safe_paths
 from srperf.errors import SrperfError
 
 log = logging.getLogger(__name__)

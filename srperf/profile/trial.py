@@ -29,7 +29,7 @@ import time
 from typing import Sequence
 
 from srperf.drivers.base import TrafficGenerator, TrialResult
-from srperf.netns import CommandResult
+from srperf.util.netns import CommandResult
 from srperf.profile import cpustat, perf, stacks
 from srperf.profile.model import Profile
 from srperf.profile.sources import ProfileSource

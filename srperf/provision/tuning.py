@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 from srperf.provision.steps import Role, Step
 from srperf.transports.base import Transport
-from srperf.wording import count
+from srperf.util.wording import count
 
 OFFLOADS = {"tso": "tcp-segmentation-offload", "gso": "generic-segmentation-offload",
             "gro": "generic-receive-offload", "lro": "large-receive-offload"}

@@ -14,7 +14,7 @@ from typing import Iterable
 
 import pandas as pd
 
-from srperf import safe_paths
+from srperf.safety import safe_paths
 from srperf.results import frames
 from srperf.results.store import ResultStore
 
@@ -41,7 +41,7 @@ def export(store: ResultStore, run_ids: Iterable[str], fmt: str, dest: Path,
            what: str = "--output") -> list[Path]:
     """Write the runs in ``fmt`` under ``dest`` (a directory; for json a ``.json`` file
     path or a directory), each file 0600 (runs hold their environment), never through a
-    planted symlink (:mod:`srperf.safe_paths`).  Returns the files written."""
+    planted symlink (:mod:`srperf.safety.safe_paths`).  Returns the files written."""
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, not {fmt!r}")
     data = tables(store, run_ids)

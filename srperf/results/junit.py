@@ -156,7 +156,7 @@ def write(path: Path, suite: str, results: list[SuiteResult], what: str | None =
           file: str = "<command line>") -> Path:
     tree = build(suite, results)
     ET.indent(tree)
-    from srperf import safe_paths
+    from srperf.safety import safe_paths
 
     return safe_paths.write_file(path, ET.tostring(tree.getroot(), encoding="utf-8",
                                                    xml_declaration=True), what=what, file=file)

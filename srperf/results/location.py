@@ -2,7 +2,7 @@
 ``sqlite:///PATH``, ``postgresql://...``) read in one place.
 
 An SQLite store, however it is written, is opened through
-:func:`srperf.safe_paths.open_store_file` (checked before anything touches it, made
+:func:`srperf.safety.safe_paths.open_store_file` (checked before anything touches it, made
 0600); a URL that is not understood is refused with a message naming the option,
 never an internal error.  Messages show a URL without its password.
 """

@@ -23,7 +23,7 @@ import jinja2
 import pandas as pd
 
 import srperf
-from srperf.imix import size_label
+from srperf.traffic.imix import size_label
 from srperf.results.names import goal_name, interval_text
 from srperf.results import frames, plots
 from srperf.results.compare import Comparison, format_markdown
@@ -440,7 +440,7 @@ def write_report(store: ResultStore, run_ids: Iterable[str], html_path: Path | N
                  comparison: Comparison | None = None) -> ReportData:
     """Collect the runs and write the HTML (and Markdown) files that are asked for."""
     data = collect(store, run_ids, title, comparison, plots_per_search=html_path is not None)
-    from srperf import safe_paths
+    from srperf.safety import safe_paths
 
     if html_path is not None:
         safe_paths.write_file(html_path, render_html(data))

@@ -2,7 +2,7 @@
 module, so that listing runs does not import SQLAlchemy (a third of a second here).
 
 :func:`sqlite_runs_rows` opens the file through the same guard as
-:class:`srperf.results.store.ResultStore` (:func:`srperf.safe_paths.open_store_file`)
+:class:`srperf.results.store.ResultStore` (:func:`srperf.safety.safe_paths.open_store_file`)
 and runs the statement SQLAlchemy makes for :meth:`ResultStore.runs_rows`, written out.
 It answers None whenever the store would need more than reading: a server URL, a file
 without the current schema (new, older or newer: the store migrates or refuses it), or
@@ -44,7 +44,7 @@ BUSY_TIMEOUT_MS = 10000
 def sqlite_runs_rows(location: str, what: str, limit: int | None) -> list[dict[str, Any]] | None:
     """:meth:`ResultStore.runs_rows` of the SQLite store at ``location`` (``what`` names
     the option in errors), or None when only :class:`ResultStore` can answer."""
-    from srperf import safe_paths
+    from srperf.safety import safe_paths
     from srperf.results import location as where
 
     place = where.resolve(location, what)

@@ -26,7 +26,7 @@ import sqlalchemy as sa
 
 from srperf.drivers.base import TrialResult
 from srperf.errors import SrperfError, StoreError
-from srperf.redact import redact
+from srperf.safety.redact import redact
 from srperf.results import schema
 from srperf.results.names import FIGURE_STATUSES
 from srperf.results.liveness import this_process
@@ -93,7 +93,7 @@ class ResultStore:
         """Open (check, then make or migrate) the store; ``what`` and ``file`` name where
         ``location`` came from in errors (exit 2 for a bad place, 1 for a server that
         cannot be reached)."""
-        from srperf import safe_paths
+        from srperf.safety import safe_paths
         from srperf.results import location as where
 
         place = where.resolve(location, what, file)
@@ -279,7 +279,7 @@ class ResultStore:
         return dropped
 
     def add_conformance(self, run_id: str, forwarder: str, results: Iterable[Any]) -> None:
-        """Store the verdicts of a conformance run (:class:`srperf.conform.CaseResult`)."""
+        """Store the verdicts of a conformance run (:class:`srperf.measure.conform.CaseResult`)."""
         rows = [dict(run_id=run_id, time=_now(), behavior=r.behavior, forwarder=forwarder,
                      packet_size=None, case_name=r.case, dimension=r.dimension,
                      expected=r.expected, status=r.status, detail=r.detail, spec=r.spec,

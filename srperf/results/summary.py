@@ -8,7 +8,7 @@ from collections import Counter
 
 import pandas as pd
 
-from srperf.imix import size_label
+from srperf.traffic.imix import size_label
 from srperf.results.stats import t95  # noqa: F401  (Student t for any n; was a table)
 
 

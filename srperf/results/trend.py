@@ -24,7 +24,7 @@ a test is *red* on a run when that run's sample starts a regression group.
 each other behavior's search figure also becomes ``<test> / <reference>``, per
 repetition the behavior's figure divided by the reference's of the same run,
 forwarder, packet size, goal and repetition, in %.  Repetitions interleave
-behaviors (:mod:`srperf.orchestrator`), so a drift of the host's capacity over
+behaviors (:mod:`srperf.measure.orchestrator`), so a drift of the host's capacity over
 minutes (a shared VM) moves both alike and cancels in the ratio, while a change
 of the behavior alone stands out.  A change that slows the reference as much (a
 kernel-wide one) cancels too: the raw test still carries it.
@@ -91,7 +91,7 @@ class TrendSettings:
 
 
 def _behavior_names() -> list[str]:
-    from srperf import behaviors
+    from srperf.behaviors import catalogue as behaviors
 
     return behaviors.names()
 

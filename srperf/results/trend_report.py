@@ -244,9 +244,9 @@ def render(items: list[TestTrend], title: str) -> str:
 
 
 def write_trend_report(items: list[TestTrend], path: Path, title: str = "srperf trend") -> Path:
-    """Write the trend page to ``path`` (through :mod:`srperf.safe_paths`, never
+    """Write the trend page to ``path`` (through :mod:`srperf.safety.safe_paths`, never
     through a planted name); returns it."""
-    from srperf import safe_paths
+    from srperf.safety import safe_paths
 
     safe_paths.write_file(path, render(items, title), what="--html")
     log.info("trend report written to %s", path)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from srperf.drivers.base import TrialResult, beyond_generator
 from srperf.search.base import GoalResult, Measure, SearchResult, SearchSettings, exceeds
 from srperf.search.estimate import crossing_estimate
-from srperf.wording import count
+from srperf.util.wording import count
 
 log = logging.getLogger(__name__)
 

@@ -111,7 +111,7 @@ from srperf.search.common import (TrialBudgetExceeded, TrialLog, beyond_generato
                                   exceeds, unmeasurable_goal)
 from srperf.search.loads import (_EPS, LIMITED, LOWER, PROVISIONAL, UNDECIDED, UPPER,
                                  ForcedLimits, GoalState, LoadRecord, Phase, build_phases)
-from srperf.wording import count
+from srperf.util.wording import count
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from srperf.search.base import GoalResult, Measure, SearchAlgorithm, SearchResult
 from srperf.search.common import TrialBudgetExceeded, TrialLog, edge_goal, median
-from srperf.wording import count
+from srperf.util.wording import count
 
 
 class MrrSearch(SearchAlgorithm):

@@ -25,7 +25,7 @@ import logging
 from typing import Any
 
 from srperf.config.model import TestbedConfig
-from srperf.netns import run
+from srperf.util.netns import run
 from srperf.stateful.base import Endpoint, Endpoints, StatefulError, second_address
 from srperf.testbeds.base import Testbed
 from srperf.transports.netns import NetnsTransport
@@ -141,7 +141,7 @@ def make_endpoints(testbed: Testbed) -> Any:
         from srperf.stateful.ssh_endpoints import SshEndpoints
 
         return SshEndpoints(testbed)
-    if not testbed.makes_endpoints:   # srperf.preflight.check_stateful refuses it earlier
+    if not testbed.makes_endpoints:   # srperf.measure.preflight.check_stateful refuses it earlier
         raise StatefulError(f"{testbed.config.source}: endpoints: no client and server "
                             f"hosts named, and a {testbed.kind} testbed makes none")
     return VirtualEndpoints(testbed)

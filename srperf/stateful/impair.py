@@ -7,7 +7,7 @@ Methods, tried in this order for each (link, direction):
 * ``netem``: ``tc qdisc add dev SENDER root netem [delay D ms] [loss L %]``;
 * ``delay-line`` (a delay, with or without loss, where the kernel has no netem; eBPF
   cannot delay without the fq qdisc's EDT, which this kernel lacks too): the user-space
-  delay line (:mod:`srperf.delay_line`) at the receiving port's ingress holds every
+  delay line (:mod:`srperf.traffic.delay_line`) at the receiving port's ingress holds every
   frame D ms and drops the loss share; TSO/GSO are off on the sending port when a loss
   is asked, so that each TCP segment is one frame (as on a wire);
 * ``bpf-drop`` (loss only): the VNF drop program (``vnf_drop.c``) on the receiving
@@ -23,9 +23,9 @@ import json
 import logging
 from dataclasses import dataclass, field
 
-from srperf import delay_line
+from srperf.traffic import delay_line
 from srperf.errors import SrperfError
-from srperf.netns import run
+from srperf.util.netns import run
 from srperf.transports.netns import NetnsTransport
 
 log = logging.getLogger(__name__)

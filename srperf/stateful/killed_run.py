@@ -42,7 +42,7 @@ def undo(testbed: Testbed, sut: Transport, was_killed: bool) -> list[str]:
         lines.append(f"{sut.where}: {len(steering)} steering commands of a killed run "
                      "undone")
     if was_killed:
-        from srperf import forwarders
+        from srperf.forwarders import registry as forwarders
         from srperf.testbeds.sut import SutControl
 
         control = SutControl(forwarders.get(tb.sut.forwarder), sut, tb)

@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from srperf import tcp_congestion
+from srperf.traffic import tcp_congestion
 from srperf.forwarders import pipes
-from srperf.netns import netns_exists, run
+from srperf.util.netns import netns_exists, run
 from srperf.stateful.base import Endpoint, Endpoints
 from srperf.transports.netns import NetnsTransport
 

@@ -27,7 +27,7 @@ from typing import Callable, Sequence
 from srperf.config.stateful import HttpConfig, PipesCase, size_label
 from srperf.forwarders.pipes import PipesOptions
 from srperf.stateful import impair
-from srperf.tcp_congestion import CongestionUnsupported
+from srperf.traffic.tcp_congestion import CongestionUnsupported
 from srperf.stateful.base import Endpoints, StatefulSample, Variant
 from srperf.stateful.http_load import HttpRunner
 from srperf.stateful.http_server import object_name

@@ -19,8 +19,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from srperf import behaviors as catalogue
-from srperf import forwarders
+from srperf.behaviors import catalogue
+from srperf.forwarders import registry as forwarders
 from srperf.config.model import Experiment
 from srperf.errors import CfgError, UnsupportedBehavior, VerificationError
 from srperf.stateful import runner as make_runner

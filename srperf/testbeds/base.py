@@ -22,7 +22,7 @@ import abc
 import logging
 from typing import Any, ClassVar, Protocol
 
-from srperf import environment
+from srperf.measure import environment
 from srperf.config.model import TestbedConfig
 from srperf.config.settings import Settings
 from srperf.drivers.base import TrafficGenerator
@@ -54,7 +54,7 @@ class SutHandle(Protocol):
 
     def verify(self, behavior: Any, generator: TrafficGenerator, packet_size: int,
                flows: Any = None) -> str:
-        """Check a few frames (of a sample of ``flows``, :class:`srperf.flows.Flows`, when
+        """Check a few frames (of a sample of ``flows``, :class:`srperf.traffic.flows.Flows`, when
         given); return what was verified (raises VerificationError)."""
 
     def counters(self) -> dict[str, int] | None:
@@ -228,7 +228,7 @@ class Testbed(abc.ABC):
     def generator(self, behavior: str, seed: int = 0) -> TrafficGenerator:
         """The traffic generator (one per testbed; models may make one per behavior)."""
         if self._generator is None:
-            from srperf.generators import create_generator
+            from srperf.traffic.generators import create_generator
 
             self._generator = create_generator(self.config, self.tester_netns())
         return self._generator

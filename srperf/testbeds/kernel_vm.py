@@ -34,13 +34,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from srperf import safe_paths
+from srperf.safety import safe_paths
 from srperf.config.model import TestbedConfig
 from srperf.errors import ConfigError, SrperfError
 from srperf.forwarders.base import Forwarder
 from srperf.kernel import qemu
 from srperf.kernel.target import KernelTarget
-from srperf.netns import netns_exists, run
+from srperf.util.netns import netns_exists, run
 from srperf.testbeds.base import Testbed, TestbedError
 from srperf.testbeds.lock import LOCK_DIR
 from srperf.transports.base import Transport

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from srperf import environment
+from srperf.measure import environment
 from srperf.config.model import TestbedConfig
 from srperf.config.settings import Settings
 from srperf.drivers.base import TrafficGenerator

@@ -88,7 +88,7 @@ class SshTestbed(Testbed):
         env = super().environment(forwarder)
         if self._uses_tester or self.config.endpoints is None:
             return env
-        from srperf import environment
+        from srperf.measure import environment
         from srperf.transports.ssh import SshTransport
 
         for side in ("client", "server"):

@@ -146,7 +146,7 @@ class SutControl:
                flows: Any = None) -> str:
         """Send a few frames (of a sample of ``flows`` when given), check what the SUT
         forwarded (raises VerificationError)."""
-        from srperf.verify import verify_behavior
+        from srperf.measure.verify import verify_behavior
 
         return verify_behavior(behavior, self.tb, generator, packet_size,
                                deviations=self.forwarder.deviations_of(behavior.name),
@@ -214,7 +214,7 @@ def configure(tb: TestbedConfig, forwarder: str, function: str,
 
     For tests and benchmarks on this host; raises like :meth:`SutControl.call`.
     """
-    from srperf import forwarders
+    from srperf.forwarders import registry as forwarders
     from srperf.transports.netns import NetnsTransport
 
     with NetnsTransport(tb.sut_ns) as transport:

@@ -33,11 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from srperf import safe_paths
+from srperf.safety import safe_paths
 from srperf.config.model import TestbedConfig
 from srperf.errors import ConfigError
 from srperf.forwarders.base import Forwarder
-from srperf.netns import CommandFailed, netns_names, run
+from srperf.util.netns import CommandFailed, netns_names, run
 from srperf.config.settings import Settings
 from srperf.testbeds.base import SutHandle, Testbed, TestbedError
 from srperf.testbeds.lock import LOCK_DIR

@@ -18,7 +18,7 @@ Modes (the same for every VNF of a set):
     sink     drop every IP packet (a VNF that keeps what it gets)
     delay    delay every packet by ``delay_ms``: tc netem on the VNF's egress, or,
              on a kernel without netem, the user-space delay line
-             (:mod:`srperf.delay_line`) on its ingress (:attr:`VnfSet.delay_method`)
+             (:mod:`srperf.traffic.delay_line`) on its ingress (:attr:`VnfSet.delay_method`)
     snat     source-NAT forwarded packets to ``vnf_snat4``/``vnf_snat6``
              (nftables; UnsupportedBehavior when ``nft`` is not installed)
 
@@ -35,17 +35,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from srperf import delay_line
+from srperf.traffic import delay_line
 from srperf.build import ensure_built
 from srperf.config.model import (TestbedConfig, sut_vnf_if, sut_vnf_mac,  # noqa: F401
                                  vnf_mac, vnf_sid)
 from srperf.errors import SrperfError, UnsupportedBehavior
-from srperf.netns import CommandFailed, CommandResult
-from srperf.packet_socket import ns_packet_socket
+from srperf.util.netns import CommandFailed, CommandResult
+from srperf.traffic.packet_socket import ns_packet_socket
 from srperf.transports.base import Transport
 from srperf.transports.netns import NetnsTransport
 from srperf.resources import ebpf_dir
-from srperf.wording import count
+from srperf.util.wording import count
 
 log = logging.getLogger(__name__)
 

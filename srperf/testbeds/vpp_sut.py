@@ -25,7 +25,8 @@ from pathlib import Path
 
 from jinja2 import Environment, StrictUndefined
 
-from srperf import resources, safe_paths
+from srperf import resources
+from srperf.safety import safe_paths
 from srperf.config.model import TestbedConfig
 from srperf.config.settings import Settings
 from srperf.errors import CfgError

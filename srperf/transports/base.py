@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from srperf.errors import TransportError
-from srperf.netns import CommandFailed, CommandResult
+from srperf.util.netns import CommandFailed, CommandResult
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +110,7 @@ class Transport(abc.ABC):
     def check(self, argv: Sequence[str], env: Mapping[str, str] | None = None,
               timeout: float = 60.0, input_text: str | None = None) -> CommandResult:
         """Like :meth:`run`, but a non-zero exit raises
-        :class:`srperf.netns.CommandFailed` (whose message names the node)."""
+        :class:`srperf.util.netns.CommandFailed` (whose message names the node)."""
         result = self.run(argv, env=env, timeout=timeout, input_text=input_text)
         if not result.ok:
             raise NodeCommandFailed(self.where, result)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from srperf.errors import TransportError
-from srperf.netns import CommandResult
+from srperf.util.netns import CommandResult
 from srperf.transports.base import TIMED_OUT, Transport, env_argv
 
 log = logging.getLogger(__name__)

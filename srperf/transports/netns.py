@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from srperf.errors import TransportError
-from srperf.netns import CommandResult
+from srperf.util.netns import CommandResult
 from srperf.transports.base import TIMED_OUT, Held, Transport, env_argv
 
 log = logging.getLogger(__name__)
@@ -75,7 +75,7 @@ class NetnsTransport(Transport):
         return CommandResult(tuple(argv), proc.returncode, out, err)
 
     def _put_file(self, local: Path, remote: str) -> None:
-        from srperf import safe_paths
+        from srperf.safety import safe_paths
 
         safe_paths.copy_file(local, remote)
 

@@ -19,7 +19,7 @@ import shlex
 from typing import Mapping, Sequence
 
 from srperf.errors import TransportError
-from srperf.netns import CommandResult
+from srperf.util.netns import CommandResult
 from srperf.transports.base import Held, Transport
 
 log = logging.getLogger(__name__)

@@ -30,10 +30,10 @@ from typing import Any, Mapping, Sequence
 
 import paramiko
 
-from srperf import redact
+from srperf.safety import redact
 from srperf.config.model import SshConfig, expand_proxy_command
 from srperf.errors import TransportError
-from srperf.netns import CommandResult
+from srperf.util.netns import CommandResult
 from srperf.transports.base import TIMED_OUT, Held, Transport, env_argv, shell_line
 from srperf.transports.ssh_proxy import ShellProxyCommand
 

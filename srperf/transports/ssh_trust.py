@@ -57,7 +57,7 @@ def fetch_host_key(cfg: SshConfig) -> paramiko.PKey:
     except (OSError, paramiko.SSHException, EOFError) as exc:
         detail = str(exc) or type(exc).__name__
         if isinstance(sock, ShellProxyCommand) and sock.exited(wait_s=1.0):
-            from srperf.redact import redact, redacted_command
+            from srperf.safety.redact import redact, redacted_command
 
             said = sock.stderr_text()
             detail = (f"the proxy command ({redacted_command(cfg.proxy_command or '')}) "
@@ -81,7 +81,7 @@ def add_known_host(cfg: SshConfig, key: paramiko.PKey) -> Path:
     """Append the node's key to its known_hosts (made 0600 if new); returns the file."""
     name = host_name(cfg)
     path = known_hosts_path(cfg)
-    from srperf import safe_paths
+    from srperf.safety import safe_paths
 
     return safe_paths.append_private(path, f"{name} {key.get_name()} {key.get_base64()}\n")
 

@@ -6,10 +6,10 @@ from typing import Callable, Sequence
 
 from scapy.layers.l2 import Ether
 
-from srperf import packets as P
+from srperf.traffic import packets as P
 from srperf.behaviors.conformance import wire as W
 from srperf.behaviors.conformance.model import Case, Drop, Forward, NotApplicable, Outcome
-from srperf.checks import Expectation
+from srperf.measure.checks import Expectation
 from srperf.config.model import TestbedConfig
 
 SIZES = (512, None)

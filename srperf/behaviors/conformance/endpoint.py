@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 
 from scapy.layers.inet6 import IPv6
 
-from srperf import packets as P
+from srperf.traffic import packets as P
 from srperf.behaviors.conformance import wire as W
 from srperf.behaviors.conformance.build import (CaseList, extra_sids, forward_each,
                                                 max_inner, sr_frame)

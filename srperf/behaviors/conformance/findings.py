@@ -16,7 +16,7 @@ from scapy.layers.l2 import Ether
 
 from srperf.behaviors.conformance import wire as W
 from srperf.behaviors.conformance.model import Case, Drop, Forward, Outcome
-from srperf.checks import Expectation
+from srperf.measure.checks import Expectation
 from srperf.config.model import TestbedConfig
 
 Alternative = Callable[[Case, TestbedConfig], "Outcome | None"]

@@ -18,7 +18,7 @@ from scapy.layers.inet import IP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
-from srperf import packets as P
+from srperf.traffic import packets as P
 from srperf.behaviors.conformance import wire as W
 from srperf.behaviors.conformance.build import CaseList, forward_each, max_inner
 from srperf.behaviors.conformance.model import Forward, Outcome

@@ -2,7 +2,7 @@
 
 A case is a packet variant sent to one behavior (one or more frames) and what
 the specification says must come out: :class:`Forward` (the frames that must
-arrive, checked byte for byte with :func:`srperf.checks.compare`'s rules),
+arrive, checked byte for byte with :func:`srperf.measure.checks.compare`'s rules),
 :class:`Drop` (nothing may arrive; ``reason`` names the drop, and a forwarder
 with counters maps it to the counter that must move) or :class:`NotApplicable`
 (the variant means nothing for this behavior; not sent).
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Union
 
-from srperf.checks import Expectation
+from srperf.measure.checks import Expectation
 
 DROP_REASONS = {
     "hop_limit": "hop limit (TTL) 1 on a packet to forward: time exceeded",

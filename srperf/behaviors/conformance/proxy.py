@@ -27,7 +27,7 @@ from typing import Callable, Sequence
 
 from scapy.layers.l2 import Ether
 
-from srperf import packets as P
+from srperf.traffic import packets as P
 from srperf.behaviors.conformance import wire as W
 from srperf.behaviors.conformance.build import (CaseList, extra_sids, max_inner,
                                                 sr_frame)
@@ -35,7 +35,7 @@ from srperf.behaviors.conformance.endpoint import (PAD1S, SRH2, TLVS, body, frag
                                                    sr_frames)
 from srperf.behaviors.conformance.model import Forward, Outcome
 from srperf.behaviors.proxies import am_segments, target_sid
-from srperf.checks import Expectation
+from srperf.measure.checks import Expectation
 from srperf.config.model import TestbedConfig
 
 NH = {"ipv6": P.NH_IPV6, "ipv4": P.NH_IPV4, "l2": P.NH_ETHERNET}

@@ -4,7 +4,7 @@ Every case frame carries a *tag* (2 bytes :data:`TAG_PREFIX` + the case's
 2-byte number) repeated through its payload, so that the frames of many cases
 can be sent in one capture and each received frame told to its case even after
 encapsulation, decapsulation or fragmentation.  L4 headers carry the test
-ports (:data:`srperf.packets.SIGNATURE`) as every srperf test packet does.
+ports (:data:`srperf.traffic.packets.SIGNATURE`) as every srperf test packet does.
 
 Expected frames are derived from the sent bytes: :func:`walk` finds the SRH
 and the upper-layer header behind any extension headers, and the helpers
@@ -24,7 +24,7 @@ from scapy.layers.inet6 import (ICMPv6EchoRequest, IPv6, IPv6ExtHdrDestOpt,
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw
 
-from srperf import packets as P
+from srperf.traffic import packets as P
 from srperf.config.model import TestbedConfig
 
 TAG_PREFIX = b"\xc5\x17"

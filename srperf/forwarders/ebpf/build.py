@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 from typing import Iterable
 
-from srperf import safe_paths
+from srperf.safety import safe_paths
 from srperf.build import BuildError, build_dir
 from srperf.resources import ebpf_dir
 

@@ -17,7 +17,7 @@ import re
 from typing import Any, Callable
 
 from srperf.errors import SrperfError
-from srperf.netns import run
+from srperf.util.netns import run
 from srperf.resources import cfg_script, ebpf_dir
 
 log = logging.getLogger(__name__)

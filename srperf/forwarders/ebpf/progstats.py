@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from srperf import safe_paths
-from srperf.netns import run
+from srperf.safety import safe_paths
+from srperf.util.netns import run
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@
  * Frames read on interface IN (AF_PACKET, incoming frames only) are held for DELAY
  * milliseconds in a FIFO and then sent on interface OUT (OUT defaults to IN: the frame
  * goes back the way it came, which is how srperf inserts it, see
- * srperf/delay_line.py).  A constant delay keeps the order.  A share of the frames
+ * srperf/traffic/delay_line.py).  A constant delay keeps the order.  A share of the frames
  * (-l, %) can be dropped on arrival.  Frames keep their GSO/checksum state through
  * PACKET_VNET_HDR, so a 64 KB TSO/GRO frame passes as one frame.
  *

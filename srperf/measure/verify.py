@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Sequence
 
-from srperf.checks import CheckResult
+from srperf.measure.checks import CheckResult
 from srperf.config.model import TestbedConfig
 from srperf.drivers.base import TrafficGenerator
 from srperf.errors import VerificationError
@@ -35,7 +35,7 @@ def verify_behavior(behavior: Any, tb: TestbedConfig, generator: TrafficGenerato
                     deviations: Sequence[Deviation] = (), flows: Any = None) -> str:
     """Send ``count`` test frames, capture what the SUT forwards, check it.
 
-    With ``flows`` (:class:`srperf.flows.Flows` of more than one flow), the frames
+    With ``flows`` (:class:`srperf.traffic.flows.Flows` of more than one flow), the frames
     of a sample of them (:func:`flow_sample`) are each sent and checked the same way:
     every flow verified is not needed, a sample that spans the varied range is.
 
@@ -52,7 +52,7 @@ def verify_behavior(behavior: Any, tb: TestbedConfig, generator: TrafficGenerato
         return check_frames(behavior, tb, frame, captured, deviations)
     from scapy.layers.l2 import Ether
 
-    from srperf.flows import flow_frames
+    from srperf.traffic.flows import flow_frames
 
     variants = flow_frames(bytes(frame), flows)
     sample = flow_sample(flows.count)

@@ -23,8 +23,8 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Callable, Sequence
 
-from srperf.imix import size_label
-from srperf.wording import count
+from srperf.traffic.imix import size_label
+from srperf.util.wording import count
 
 log = logging.getLogger(__name__)
 

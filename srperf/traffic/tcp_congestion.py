@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from srperf.netns import run
+from srperf.util.netns import run
 
 log = logging.getLogger(__name__)
 

@@ -101,7 +101,7 @@ def udp_place(frame: bytes) -> UdpPlace | None:
     """The innermost UDP of ``frame`` and its pseudo-header's IP header (None: no UDP)."""
     from scapy.layers.inet import IP, UDP
     from scapy.layers.inet6 import IPv6
-    from srperf.packets import Ether   # scapy's, with srperf's layer bindings
+    from srperf.traffic.packets import Ether   # scapy's, with srperf's layer bindings
 
     pkt = Ether(frame)
     udps = [x for x in _layers(pkt) if isinstance(x, UDP)]
@@ -133,7 +133,7 @@ def flow_fields(frame: bytes, flows: Flows) -> list[FlowField]:
     range of flows that would leave the field's 16 bits)."""
     from scapy.layers.inet import IP
     from scapy.layers.inet6 import IPv6
-    from srperf.packets import Ether   # scapy's, with srperf's layer bindings
+    from srperf.traffic.packets import Ether   # scapy's, with srperf's layer bindings
 
     pkt = Ether(frame)
     layers = _layers(pkt)
@@ -220,7 +220,7 @@ def flow_frames(frame: bytes, flows: Flows) -> list[bytes]:
 def _fixed(raw: bytes) -> bytes:
     """``raw`` with every IPv4 header and UDP checksum recomputed by scapy."""
     from scapy.layers.inet import IP, UDP
-    from srperf.packets import Ether   # scapy's, with srperf's layer bindings
+    from srperf.traffic.packets import Ether   # scapy's, with srperf's layer bindings
 
     pkt = Ether(raw)
     for layer in _layers(pkt):

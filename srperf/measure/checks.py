@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from srperf.wording import count
+from srperf.util.wording import count
 
 if TYPE_CHECKING:
     from scapy.layers.l2 import Ether
@@ -64,7 +64,7 @@ def _fields(layer: Packet) -> dict[str, object]:
 
 def describe(frame: Packet | bytes) -> str:
     """One line naming a frame's size and layers."""
-    from srperf.packets import Ether   # scapy's, with srperf's layer bindings
+    from srperf.traffic.packets import Ether   # scapy's, with srperf's layer bindings
 
     data = bytes(frame)
     return f"{len(data)}-byte frame {Ether(data).summary()}"
@@ -83,7 +83,7 @@ def _unpadded(frame: bytes, expected_len: int) -> bytes:
 
 def _normalised(expected: Packet, got: Packet, free: Iterable[tuple[int, str]]) -> bytes:
     """Bytes of ``expected`` with the free fields taken from ``got``."""
-    from srperf.packets import Ether   # scapy's, with srperf's layer bindings
+    from srperf.traffic.packets import Ether   # scapy's, with srperf's layer bindings
 
     exp = Ether(bytes(expected))
     exp_layers, got_layers = layers(exp), layers(got)
@@ -104,7 +104,7 @@ def _bytes_diff(expected: bytes, got: bytes) -> str:
 
 def differences(expected: Packet, got: Packet, limit: int = 6) -> list[str]:
     """Human-readable differing fields between two frames, outermost first."""
-    from srperf.packets import Ether   # scapy's, with srperf's layer bindings
+    from srperf.traffic.packets import Ether   # scapy's, with srperf's layer bindings
 
     exp_layers = layers(Ether(bytes(expected)))
     got_layers = layers(Ether(bytes(got)))
@@ -146,7 +146,7 @@ def compare(expectation: Expectation,
     Frames without the test signature (neighbour discovery, ARP, MLD, ...)
     are ignored; at least one test frame must have arrived.
     """
-    from srperf.packets import is_test_frame   # scapy, with srperf's layer bindings
+    from srperf.traffic.packets import is_test_frame   # scapy, with srperf's layer bindings
 
     expected_text = f"{expectation.description} ({describe(expectation.frame)})"
     frames = [bytes(f) for f in received]
@@ -167,7 +167,7 @@ def compare(expectation: Expectation,
 
 def mismatch(expectation: Expectation, frame: bytes) -> list[str]:
     """The differing fields of one received frame, outermost first ([]: it matches)."""
-    from srperf.packets import Ether   # scapy's, with srperf's layer bindings
+    from srperf.traffic.packets import Ether   # scapy's, with srperf's layer bindings
 
     raw = _unpadded(frame, len(bytes(expectation.frame)))
     got = Ether(raw)

@@ -2,7 +2,7 @@
 
 For a module whose import is costly (it pulls in scapy, say) but whose names a
 caller only needs when it really does the work, not when a command just lists or
-validates: ``P = lazy_module("srperf.packets")`` then ``P.udp6(...)`` imports it.
+validates: ``P = lazy_module("srperf.traffic.packets")`` then ``P.udp6(...)`` imports it.
 """
 
 from __future__ import annotations

@@ -34,16 +34,16 @@ from typing import Any, Callable
 
 from srperf.config.model import LatencyConfig, ProfileConfig
 from srperf.config.settings import Settings
-from srperf import packets as P
+from srperf.traffic import packets as P
 from srperf.drivers.base import (DistinctUnsupported, FlowsUnsupported, LatencyUnsupported,
                                  TrafficGenerator, TrialResult)
 from srperf.errors import GeneratorError, SearchAborted, UnsupportedBehavior
-from srperf.flows import Flows
+from srperf.traffic.flows import Flows
 from srperf.forwarders.base import Forwarder
-from srperf.imix import IMIX_SIZE
-from srperf.progress import ProgressEvents
+from srperf.traffic.imix import IMIX_SIZE
+from srperf.measure.progress import ProgressEvents
 from srperf.results.store import ResultStore, TrialKey
-from srperf.search import create as create_search
+from srperf.search.registry import create as create_search
 from srperf.search.base import LatencyPoint, Measure, SearchResult, SearchSettings
 from srperf.testbeds.base import SutHandle, Testbed
 
@@ -313,7 +313,7 @@ class MeasurementSession:
             points.append(LatencyPoint(fraction, rate, trial.extra.get("latency"),
                                        trial.note))
         if cfg.calibrate and not getattr(self, "_latency_calibrated", False):
-            from srperf.latency_calibration import calibrate_points
+            from srperf.traffic.latency_calibration import calibrate_points
 
             self._latency_calibrated = True
             points = calibrate_points(gen, points, cfg, self.store, self.run_id, key)

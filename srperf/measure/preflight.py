@@ -13,7 +13,7 @@ testbed kind or driver gets it too:
   the algorithm is known;
 * every behavior builds its frame for every packet size, and the largest IP packet
   on either link (sent or emitted) fits ``addressing.link_mtu``;
-* the tester's driver exists in this srperf (``srperf.generators.DRIVERS``);
+* the tester's driver exists in this srperf (``srperf.traffic.generators.DRIVERS``);
 * what runs on this host exists here (:func:`check_local`): a TRex release
   srperf starts on a local tester holds an executable ``t-rex-64`` and no other
   testbed's server from it listens on this one's ports where it will, a virtual
@@ -47,7 +47,7 @@ def check_testbed(tb: TestbedConfig) -> None:
 
     check_rules(tb)   # endpoints that are the SUT, reserved tables, a TRex server
     if not _is_model(tb):
-        from srperf.generators import DRIVERS
+        from srperf.traffic.generators import DRIVERS
 
         if tb.tester.driver not in DRIVERS:
             raise ConfigError(tb.source, "tester.driver", tb.tester.driver,
@@ -161,14 +161,15 @@ def check_host_known(file: str, host: str, port: int, known_hosts: str | None,
 
 
 def _is_model(tb: TestbedConfig) -> bool:
-    from srperf import testbeds
+    from srperf.testbeds import registry as testbeds
 
     return testbeds.KINDS[tb.kind].is_model
 
 
 def check_run(exp: Experiment, tb: TestbedConfig) -> None:
     """Everything a run of ``exp`` on ``tb`` needs that the files allow to check."""
-    from srperf import forwarders, testbeds
+    from srperf.forwarders import registry as forwarders
+    from srperf.testbeds import registry as testbeds
 
     check_testbed(tb)
     testbeds.create(tb).check_forwarder(forwarders.get(exp.forwarder), exp.source)
@@ -185,7 +186,7 @@ def check_stateful(exp: Experiment, tb: TestbedConfig) -> None:
     (:attr:`Testbed.makes_endpoints`: namespaces of a virtual testbed, the hosts an ssh
     testbed's ``endpoints`` block names), and SRv6Pipes chains where it makes
     namespaces; refused before anything starts elsewhere, naming the key."""
-    from srperf import testbeds
+    from srperf.testbeds import registry as testbeds
 
     if exp.kind == "pdr":
         return
@@ -211,7 +212,7 @@ def check_stateful(exp: Experiment, tb: TestbedConfig) -> None:
 
 def check_search(exp: Experiment, tb: TestbedConfig) -> None:
     """The search's rates in pps against the line rate, and its algorithm."""
-    from srperf import search
+    from srperf.search import registry as search
     from srperf.search.configured import search_settings
 
     s, lr = exp.search, tb.tester.line_rate_pps
@@ -244,7 +245,7 @@ def check_search(exp: Experiment, tb: TestbedConfig) -> None:
 def check_frames(exp: Experiment, tb: TestbedConfig) -> None:
     """Every behavior's frame builds, and its IP packet in and out fits the link MTU
     (SRv6Pipes chains send no frames of their own: nothing to check)."""
-    from srperf import behaviors as catalogue
+    from srperf.behaviors import catalogue
 
     if exp.pipes:
         return
@@ -290,7 +291,7 @@ def replace_algorithm(exp: Experiment, algorithm: str | None, file: str) -> Expe
     """``exp`` with a command line's algorithm, refused when unknown."""
     if not algorithm:
         return exp
-    from srperf import search
+    from srperf.search import registry as search
 
     if algorithm not in search.ALGORITHMS:
         raise ConfigError(file, "--algorithm", algorithm,

@@ -23,26 +23,29 @@ from typing import Any, Callable, Generator
 
 import pandas as pd
 
-from srperf import behaviors as catalogue
-from srperf import environment, forwarders, run_record, safe_paths, testbeds
+from srperf.behaviors import catalogue
+from srperf.forwarders import registry as forwarders
+from srperf.testbeds import registry as testbeds
+from srperf.measure import environment, run_record
+from srperf.safety import safe_paths
 from srperf.config.model import Experiment, TestbedConfig
 from srperf.errors import (CfgError, ConfigError, SearchAborted, SrperfError, StoreError,
                            UnsupportedBehavior, VerificationError)
-from srperf.progress import ProgressEvents
+from srperf.measure.progress import ProgressEvents
 from srperf.results.store import ResultStore, TrialKey
 from srperf.results.measured import nothing_measured
 from srperf.results.names import goal_name, interval_text
 from srperf.results.summary import summarize
-from srperf.generators import MIX_DRIVERS
-from srperf.imix import IMIX_SIZE, size_label
+from srperf.traffic.generators import MIX_DRIVERS
+from srperf.traffic.imix import IMIX_SIZE, size_label
 from srperf.search.base import GoalResult, LatencyPoint, SearchResult, SearchSettings
 from srperf.search.configured import search_settings
-from srperf.flows import Flows
-from srperf.session import MeasurementSession
-from srperf.run_record import describe_error, remove_stale_workdir, run_tmpdir
-from srperf.terminate import run_end
+from srperf.traffic.flows import Flows
+from srperf.measure.session import MeasurementSession
+from srperf.measure.run_record import describe_error, remove_stale_workdir, run_tmpdir
+from srperf.util.terminate import run_end
 from srperf.testbeds.base import Testbed
-from srperf.wording import count, plural
+from srperf.util.wording import count, plural
 
 log = logging.getLogger(__name__)
 
@@ -275,7 +278,7 @@ class Orchestrator:
                      report: RunReport) -> None:
         """Run each behavior's conformance matrix (stored with the run); a behavior with a
         failing case is not measured (outcome ``nonconformant``)."""
-        from srperf import conform
+        from srperf.measure import conform
 
         session.use_options(self.forwarder.conformance_options(self.options))
         try:

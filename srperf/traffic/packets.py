@@ -23,7 +23,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw, bind_layers
 
 from srperf.config.model import TestbedConfig
-from srperf.frame_sizes import (COUNTER_LEN, COUNTER_SLOT, ETH_HDR, IPV4_HDR, IPV6_HDR, UDP_HDR,
+from srperf.traffic.frame_sizes import (COUNTER_LEN, COUNTER_SLOT, ETH_HDR, IPV4_HDR, IPV6_HDR, UDP_HDR,
                                  min_size)
 
 MARKER = b"srperf-test\x00"
@@ -208,7 +208,7 @@ def as_frame(frame: Packet | bytes) -> Packet:
 
 FLOW_SPORTS = 0x10000 - UDP_SPORT
 """Source ports a test packet may have: UDP_SPORT and the next ones, which flows
-(:mod:`srperf.flows`, ``src_port``) use."""
+(:mod:`srperf.traffic.flows`, ``src_port``) use."""
 _DPORT = struct.pack("!H", UDP_DPORT)
 
 

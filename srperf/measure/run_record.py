@@ -24,8 +24,8 @@ from typing import Any, Iterator
 from srperf.errors import ConfigError
 from srperf.results.liveness import ProcessId, is_alive
 from srperf.results.store import ResultStore
-from srperf.safe_paths import open_subdirs, remove_empty, remove_subtree
-from srperf.terminate import run_end
+from srperf.safety.safe_paths import open_subdirs, remove_empty, remove_subtree
+from srperf.util.terminate import run_end
 from srperf.transports.base import WORKDIR_TEMPLATE, Transport
 
 log = logging.getLogger(__name__)
@@ -138,7 +138,7 @@ def run_tmpdir(path: Path) -> Iterator[RunTmpdir]:
     own directory), which is removed at the end: Python's :mod:`tempfile` (the
     generator's files, local transports' work directories) and the commands srperf
     starts (``TMPDIR``).  Each level below RESULTS is made 0700 and opened without
-    following a symlink (:mod:`srperf.safe_paths`): a symlink planted there is
+    following a symlink (:mod:`srperf.safety.safe_paths`): a symlink planted there is
     refused, and the removal at the end never follows one."""
     base, names = _split_tmp(Path(os.path.abspath(path)))
     remove_subtree(base, names)   # a dead run's leftovers (resume)

@@ -1,7 +1,7 @@
 """What the benchmark commands in ``bench/`` share: a measurement session whose trials
 go to the results store as a bench run, and the figures they print.
 
-Benches measure through :class:`srperf.session.MeasurementSession` like
+Benches measure through :class:`srperf.measure.session.MeasurementSession` like
 ``srperf run`` does (configure -> verify -> search -> store); they differ only in
 what they vary and print.  Rates are pps, durations seconds.
 """
@@ -16,15 +16,18 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from srperf.config.numbers import flag_float, flag_int
-from srperf import behaviors, environment, forwarders, testbeds
+from srperf.behaviors import catalogue as behaviors
+from srperf.forwarders import registry as forwarders
+from srperf.testbeds import registry as testbeds
+from srperf.measure import environment
 from srperf.config.model import TestbedConfig
 from srperf.config.settings import Settings
-from srperf.forwarders.ebpf import EbpfOptions, ProxySettings
+from srperf.forwarders.ebpf.forwarder import EbpfOptions, ProxySettings
 from srperf.results.store import ResultStore, TrialKey
-from srperf.search import SearchSettings
+from srperf.search.base import SearchSettings
 from srperf.search.base import SearchResult
-from srperf.session import MeasurementSession
-from srperf.terminate import run_end, sigterm_as_interrupt
+from srperf.measure.session import MeasurementSession
+from srperf.util.terminate import run_end, sigterm_as_interrupt
 
 EBPF_TB = TestbedConfig(name="ebp", prefix="ebp")
 """The eBPF benches' virtual testbed (namespaces ebp-tester, ebp-sut, ebp-vnf<i>)."""

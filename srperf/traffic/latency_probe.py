@@ -1,7 +1,7 @@
 """Latency probe frames of the local generator (srgen ``-p``, see srgen.c).
 
 A probe is the test frame whose innermost UDP payload ends with a 40-byte
-trailer: four checksum-neutral slots (the :data:`srperf.packets.COUNTER_SLOT`
+trailer: four checksum-neutral slots (the :data:`srperf.traffic.packets.COUNTER_SLOT`
 kind: x, ~x, y, ~y) for the trial number, the probe number and the transmit
 time (ns, high and low 32 bits), then :data:`PROBE_MAGIC`.  srgen fills the
 slots in the copy it sends; the UDP checksum stays valid whatever it writes,
@@ -25,7 +25,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from srperf.packets import COUNTER_SLOT
+from srperf.traffic.packets import COUNTER_SLOT
 
 PROBE_MAGIC = b"SRPLAT01"
 """The last 8 bytes of every probe frame (srgen.c ``PROBE_MAGIC``)."""

@@ -1,7 +1,7 @@
 """Sizes (bytes) of the test frames' headers, the smallest ``packet_size`` of each kind
 of inner packet and the counter slot: what the behavior catalogue declares, here
 without scapy so that listing or validating behaviors does not import it
-(:mod:`srperf.packets` builds the frames and re-exports these names).
+(:mod:`srperf.traffic.packets` builds the frames and re-exports these names).
 """
 
 from __future__ import annotations

@@ -21,14 +21,14 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from srperf.behaviors import conformance as C
+from srperf.behaviors.conformance import matrix as C
 from srperf.behaviors.conformance import findings as F
 from srperf.behaviors.conformance import wire as W
-from srperf.checks import describe, mismatch
+from srperf.measure.checks import describe, mismatch
 from srperf.config.model import TestbedConfig
 from srperf.errors import SrperfError, UnsupportedBehavior
-from srperf.verify import STATEFUL_GAP_S
-from srperf.wording import count
+from srperf.measure.verify import STATEFUL_GAP_S
+from srperf.util.wording import count
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from srperf.netns import veth_pair_namespace
+from srperf.util.netns import veth_pair_namespace
 from srperf.results import frames
 from srperf.results.store import ResultStore, TrialKey
 from srperf.search.base import LatencyPoint

@@ -1,0 +1,68 @@
+"""The catalogue of SRv6 behaviors srperf can benchmark (forwarder-independent specs).
+
+Each :class:`Behavior` knows the frame the tester sends for it, the CFG
+function that configures it and how to check what the SUT forwarded.  The
+entries come from :mod:`srperf.behaviors.srv6` (RFC 8986 behaviors and plain
+forwarding) and :mod:`srperf.behaviors.proxies` (SR proxies); which forwarder
+offers which is declared by the forwarders (:mod:`srperf.forwarders`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from srperf.behaviors.policies import b6_segs, encap_segs, insert_segs
+
+if TYPE_CHECKING:
+    from srperf.behaviors.spec import Behavior
+
+_SPEC_NAMES = ("KINDS", "Behavior", "CheckResult", "Expectation")
+_CATALOGUE: dict[str, Behavior] = {}
+"""Filled on first use: the entries build frames with scapy, which a command that
+only reads names and files (``srperf --help``, ``validate``) should not import."""
+
+
+def _catalogue() -> dict[str, Behavior]:
+    if not _CATALOGUE:
+        from srperf.behaviors import proxies, srv6
+
+        entries = {b.name: b for b in (*srv6.BEHAVIORS, *proxies.BEHAVIORS)}
+        if len(entries) != len(srv6.BEHAVIORS) + len(proxies.BEHAVIORS):
+            raise ImportError("two behaviors of the catalogue share a name")
+        _CATALOGUE.update(entries)
+    return _CATALOGUE
+
+
+def __getattr__(name: str) -> Any:
+    """The spec types and the entry modules, imported on first use."""
+    if name in _SPEC_NAMES:
+        from srperf.behaviors import spec
+
+        return getattr(spec, name)
+    if name in ("proxies", "srv6", "spec"):
+        return importlib.import_module(f"srperf.behaviors.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def get(name: str) -> Behavior:
+    """The behavior called ``name``; KeyError lists the known names."""
+    try:
+        return _catalogue()[name]
+    except KeyError:
+        raise KeyError(f"unknown behavior {name!r}; known behaviors: "
+                       f"{', '.join(sorted(_catalogue()))}") from None
+
+
+def names() -> list[str]:
+    """Names of every behavior, in catalogue order."""
+    return list(_catalogue())
+
+
+def all_behaviors() -> list[Behavior]:
+    """Every behavior, in catalogue order."""
+    return list(_catalogue().values())
+
+
+__all__ = ["Behavior", "CheckResult", "Expectation", "KINDS", "get", "names", "all_behaviors",
+           "encap_segs", "insert_segs", "b6_segs"]

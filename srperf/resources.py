@@ -52,12 +52,14 @@ def find_config(name: str, kind: str) -> Path:
 
     ``kind`` is ``"experiment"`` or ``"testbed"``; ``quick`` finds
     ``experiments/quick.yaml``.
+    A shipped name is a file: ``kernel-src`` is ``testbed/kernel-src.yaml``, never the
+    directory of that name beside it (the kernel tree the testbed builds from).
     """
     path = Path(name)
-    if path.exists():
+    if path.is_file():
         return path
     base = experiments_dir() if kind == "experiment" else testbed_dir()
     for candidate in (base / name, base / f"{name}.yaml", base / path.name):
-        if candidate.exists():
+        if candidate.is_file():
             return candidate
     return path

@@ -123,12 +123,14 @@ def complete(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         if not isinstance(action, argparse._SubParsersAction):
             continue
         for name, sub in action.choices.items():
-            text = DESCRIPTIONS.get(name) or lines.get(name, "")
+            # The tables are keyed by top-level command: ``kernel build`` is not ``build``.
+            top = len(sub.prog.split()) == 2
+            text = (DESCRIPTIONS.get(name) if top else None) or lines.get(name, "")
             if sub.description is None and text:
                 sub.description = text[:1].upper() + text[1:] + ("" if text.endswith(".")
                                                                   else ".")
             if sub.epilog is None:
-                sub.epilog = EPILOGS.get(name, EXIT_STATUS)
+                sub.epilog = EPILOGS.get(name, EXIT_STATUS) if top else EXIT_STATUS
     return parser
 
 

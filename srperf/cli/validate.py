@@ -37,22 +37,33 @@ def cmd_validate(args: argparse.Namespace) -> int:
     status = EXIT_OK
     for name in args.files:
         try:
-            kind = validate_file(Path(name))
+            path = _config_path(name)
+            kind = validate_file(path)
             if kind == "suite":
-                checked = _validate_suite(Path(name), args.testbed)
+                checked = _validate_suite(path, args.testbed)
                 print(f"{name}: ok (nightly suite, {checked})")
             elif kind == "experiment":
-                exp = load_experiment(Path(name))
+                exp = load_experiment(path)
                 tb = resolve_testbed(args.testbed, exp)
                 preflight.check_run(exp, tb)
                 print(f"{name}: ok (experiment, checked against testbed {tb.source})")
             else:
-                preflight.check_testbed(load_testbed(Path(name)))
+                preflight.check_testbed(load_testbed(path))
                 print(f"{name}: ok (testbed)")
         except ConfigError as exc:
             print(f"srperf: config error: {exc}", file=sys.stderr)
             status = EXIT_CONFIG
     return status
+
+
+def _config_path(name: str) -> Path:
+    """A file as given, else a shipped experiment or testbed of that name (``quick``,
+    ``kernel-src``), as every other command takes them."""
+    for kind in ("experiment", "testbed"):
+        found = resources.find_config(name, kind)
+        if found.is_file():
+            return found
+    return Path(name)
 
 
 def _validate_suite(path: Path, testbed: str | None) -> str:

@@ -22,6 +22,27 @@ _PACKAGE = re.compile(r"^linux-image-[A-Za-z0-9.+~-]+\Z")
 _VERSION = re.compile(r"^[A-Za-z0-9.+~:-]+\Z")
 
 
+_WHOLE = ("memory_mb", "cpus", "host_cpu")
+"""Keys whose value is a whole number: ``1024.0`` is read as 1024, as everywhere else."""
+
+
+def _whole(file: str, key: str, value: Any) -> Any:
+    """``value`` as an int when it is a whole number (an int or a whole float); a boolean
+    (YAML's ``yes``, ``true``) is refused here, since Python counts it as an int."""
+    if isinstance(value, bool):
+        raise ConfigError(file, f"kernel.{key}", value, "a whole number, not a boolean")
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _host_cpus() -> set[int]:
+    """The CPUs this process may run on (what ``taskset -c`` can pin QEMU to)."""
+    import os
+
+    return set(os.sched_getaffinity(0))
+
+
 @dataclass(frozen=True)
 class KernelTarget:
     """A named kernel and the guest it boots in."""
@@ -73,7 +94,11 @@ class KernelTarget:
             if key not in known:
                 raise ConfigError(file, f"kernel.{key}", data[key],
                                   f"unknown key (known: {', '.join(sorted(known))})")
-        t = cls(**dict(data), source_file=str(Path(file).resolve()))
+        values = dict(data)
+        for key in _WHOLE:
+            if key in values:
+                values[key] = _whole(file, key, values[key])
+        t = cls(**values, source_file=str(Path(file).resolve()))
         if [t.package, t.image, t.build].count(None) != 2:
             raise ConfigError(file, "kernel", dict(data),
                               "name exactly one of package (a Debian kernel package), "
@@ -98,7 +123,11 @@ class KernelTarget:
             raise ConfigError(file, "kernel.memory_mb", t.memory_mb, "an integer, 128-65536")
         if not isinstance(t.cpus, int) or not 1 <= t.cpus <= 64:
             raise ConfigError(file, "kernel.cpus", t.cpus, "an integer, 1-64")
-        if not isinstance(t.boot_timeout_s, (int, float)) or not 5 <= t.boot_timeout_s <= 3600:
+        if t.host_cpu is not None and t.host_cpu not in _host_cpus():
+            raise ConfigError(file, "kernel.host_cpu", t.host_cpu,
+                              f"not a CPU of this host (it has {', '.join(map(str, sorted(_host_cpus())))})")
+        if isinstance(t.boot_timeout_s, bool) or not isinstance(t.boot_timeout_s, (int, float)) \
+                or not 5 <= t.boot_timeout_s <= 3600:
             raise ConfigError(file, "kernel.boot_timeout_s", t.boot_timeout_s,
                               "a number of seconds, 5-3600")
         if not str(t.cache_dir).startswith("/"):

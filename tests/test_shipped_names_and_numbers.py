@@ -70,3 +70,35 @@ def test_validate_refuses_a_host_cpu_beyond_the_host(tmp_path: Path,
     path.write_text(yaml.safe_dump(data))
     assert main(["validate", str(path)]) == 2
     assert "kernel.host_cpu = 4096" in capsys.readouterr().err
+
+
+def _experiment(tmp_path: Path, base: str, **blocks: object) -> Path:
+    data = yaml.safe_load((resources.experiments_dir() / f"{base}.yaml").read_text())
+    data.update(blocks)
+    path = tmp_path / f"{base}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.parametrize("fractions", [[0.5, 0.5], [0.5, 0.504], [0.1] * 21])
+def test_latency_loads_whose_labels_collide_are_refused(
+        fractions: list[float], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _experiment(tmp_path, "quick", latency={"enabled": True, "fractions": fractions})
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: latency.fractions = " in err and "internal error" not in err
+
+
+@pytest.mark.parametrize(("base", "argv", "says"), [
+    ("quick", ["--set", "search.algorithm=mrr"], "an mrr search finds none"),
+    ("quick", ["--testbed", "simulated"], "no latency stream"),
+    ("caching_proxy_goodput", [], "experiment finds none"),
+])
+def test_latency_where_it_cannot_be_measured_is_refused(
+        base: str, argv: list[str], says: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    path = _experiment(tmp_path, base, latency={"enabled": True})
+    assert main(["run", str(path), *argv, "--results", str(tmp_path / "res")]) == 2
+    err = capsys.readouterr().err
+    assert "latency.enabled = True" in err and says in err
+    assert not (tmp_path / "res").exists()  # refused before anything started

@@ -82,6 +82,13 @@ def experiment_from_mapping(data: dict[str, Any], file: str) -> Experiment:
         raise ConfigError(file, "traffic.flows.count", traffic.flows.count,
                           "many flows are not sent with the 'imix' packet size")
     kind = str(data.get("kind", "pdr"))
+    blocks = {}
+    for key, block in (("latency", LatencyConfig), ("profile", ProfileConfig)):
+        try:
+            blocks[key] = block.from_mapping(dict(data.get(key, {})))
+        except SettingError as exc:
+            raise ConfigError(file, f"{key}.{exc.key}".rstrip("."), exc.value,
+                              exc.reason) from None
     stateful = _stateful_blocks(file, data, kind)
     _check_pipes(file, forwarder, kind, behaviors, stateful.get("pipes", ()), options)
     return Experiment(
@@ -91,8 +98,7 @@ def experiment_from_mapping(data: dict[str, Any], file: str) -> Experiment:
         repetitions=int(data.get("repetitions", 1)), testbed=data.get("testbed"),
         verify=bool(data.get("verify", True)), options=options,
         conformance=str(data.get("conformance", "off")),
-        latency=LatencyConfig.from_mapping(dict(data.get("latency", {}))),
-        profile=ProfileConfig.from_mapping(dict(data.get("profile", {}))), source=file)
+        latency=blocks["latency"], profile=blocks["profile"], source=file)
 
 
 def _stateful_blocks(file: str, data: dict[str, Any], kind: str) -> dict[str, Any]:

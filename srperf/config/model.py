@@ -380,6 +380,24 @@ class SearchConfig(Settings):
                                         parse=parse_rate)
 
 
+MAX_LATENCY_FRACTIONS = 20
+"""Most latency loads per search: each is a trial of ``duration_s``."""
+
+
+def latency_fractions(values: Any) -> tuple[float, ...]:
+    """The latency loads as a tuple; two whose labels (``50%``: a whole percent, as the
+    results and the report name them) would be the same are refused."""
+    fractions = tuple(float(v) for v in values)
+    labels: dict[str, float] = {}
+    for f in fractions:
+        label = f"{f:.0%}"
+        if label in labels:
+            raise ValueError(f"{labels[label]:g} and {f:g} are both the {label} load "
+                             "(latency loads are named by whole percent of the PDR)")
+        labels[label] = f
+    return fractions
+
+
 @dataclass(frozen=True)
 class LatencyConfig(Settings):
     """Latency measured after each search, as CSIT does: a latency stream beside the
@@ -390,8 +408,9 @@ class LatencyConfig(Settings):
                             schema={"type": "boolean"})
     fractions: tuple[float, ...] = setting(
         (0.1, 0.5, 0.9), "loads of the latency trials, as fractions of the PDR found",
-        schema={"type": "array", "minItems": 1, "items": {
-            "type": "number", "exclusiveMinimum": 0, "maximum": 1}}, parse=tuple)
+        schema={"type": "array", "minItems": 1, "maxItems": MAX_LATENCY_FRACTIONS,
+                "items": {"type": "number", "exclusiveMinimum": 0, "maximum": 1}},
+        parse=latency_fractions)
     duration_s: float = setting(5.0, "duration of each latency trial", unit="s",
                                 schema=_DURATION)
     stream_pps: float = setting(1000.0, "rate of the latency stream, within the load",

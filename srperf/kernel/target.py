@@ -19,7 +19,9 @@ from srperf.errors import ConfigError
 ACCELERATORS = ("auto", "kvm", "tcg")
 DEFAULT_CACHE_DIR = "/var/cache/srperf/kernels"
 _PACKAGE = re.compile(r"^linux-image-[A-Za-z0-9.+~-]+\Z")
-_VERSION = re.compile(r"^[A-Za-z0-9.+~:-]+\Z")
+_VERSION = re.compile(r"^[0-9][A-Za-z0-9.+~:-]*\Z")
+"""A Debian version: it starts with a digit (an epoch or the upstream version), so it
+is never read as an option."""
 
 
 _WHOLE = ("memory_mb", "cpus", "host_cpu")

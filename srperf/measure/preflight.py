@@ -178,7 +178,27 @@ def check_run(exp: Experiment, tb: TestbedConfig) -> None:
 
     check_steering(exp, tb)
     check_search(exp, tb)
+    check_latency(exp, tb)
     check_frames(exp, tb)
+
+
+def check_latency(exp: Experiment, tb: TestbedConfig) -> None:
+    """Latency asked where it cannot be measured is refused before anything starts (it
+    was a run that ended "latency not measured" with exit 0): latency trials run at
+    fractions of a PDR, so a stateful experiment or an MRR search has none to run at,
+    and the simulated testbed's generator has no latency stream."""
+    if not exp.latency.enabled:
+        return
+    why = None
+    if exp.kind != "pdr":
+        why = f"latency is measured at fractions of a PDR; a {exp.kind} experiment finds none"
+    elif exp.search.algorithm == "mrr":
+        why = "latency is measured at fractions of a PDR; an mrr search finds none"
+    elif tb.kind == "simulated":
+        why = (f"the simulated testbed's generator has no latency stream "
+               f"(testbed {tb.source})")
+    if why is not None:
+        raise ConfigError(exp.source, "latency.enabled", True, why)
 
 
 def check_stateful(exp: Experiment, tb: TestbedConfig) -> None:

@@ -102,3 +102,17 @@ def test_latency_where_it_cannot_be_measured_is_refused(
     err = capsys.readouterr().err
     assert "latency.enabled = True" in err and says in err
     assert not (tmp_path / "res").exists()  # refused before anything started
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["ssh", "--kernel", "kernel-6.1", "--dry-run", "--check"], "--check = True"),
+    (["ssh", "--dry-run", "--check"], "--check = True"),
+    (["ssh", "--kernel", "kernel-6.1", "--role", "tester", "--dry-run"], "--role = 'tester'"),
+    (["cloudlab", "--kernel", "kernel-6.1"], "--kernel = 'kernel-6.1'"),
+    (["ssh", "-o", "profile.py", "--dry-run"], "-o = 'profile.py'"),
+])
+def test_provision_options_that_contradict_are_refused(
+        argv: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["provision", *argv]) == 2
+    captured = capsys.readouterr()
+    assert says in captured.err and captured.out == ""

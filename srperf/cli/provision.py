@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Sequence
 
 from srperf import resources
+from srperf.errors import ConfigError
 from srperf.provision.runner import StepReport
 from srperf.provision.steps import Outcome, Role, Step
 from srperf.util.wording import count
@@ -40,7 +41,25 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
                    "SUT's other steps)")
 
 
+def _check_options(args: argparse.Namespace) -> None:
+    """Options that contradict each other or the target, refused before anything is
+    read or touched (ConfigError: exit 2, naming the option)."""
+    where = "<command line>"
+    if args.dry_run and args.check:
+        raise ConfigError(where, "--check", True, "--dry-run prints the commands and runs "
+                          "none, --check reads the nodes back: give one of them")
+    if args.kernel is not None and args.target == "cloudlab":
+        raise ConfigError(where, "--kernel", args.kernel, "a kernel is installed on a "
+                          "testbed's SUT; TARGET 'cloudlab' writes a profile")
+    if args.kernel is not None and args.role and "sut" not in args.role:
+        raise ConfigError(where, "--role", ",".join(args.role), "--kernel installs on the "
+                          "SUT: add --role sut, or leave --role out")
+    if args.output is not None and args.target != "cloudlab":
+        raise ConfigError(where, "-o", args.output, "only with TARGET 'cloudlab'")
+
+
 def cmd_provision(args: argparse.Namespace) -> int:
+    _check_options(args)
     if args.target == "cloudlab":
         return _cloudlab(args.output)
     from srperf.testbeds import registry as testbeds

@@ -182,3 +182,15 @@ def test_update_environment(tmp_path: Path) -> None:
         run = store.begin_run("e", "t", "linux", {"kernel": "x"})
         store.update_environment(run, {"nodes": {"sut": {"kernel": "6.18"}}})
         assert frames.runs(store, [run]).loc[0, "env"] == {"nodes": {"sut": {"kernel": "6.18"}}}
+
+
+def test_a_run_is_found_by_any_unique_part_of_its_id(tmp_path: Path) -> None:
+    """Every id starts with its date; the hex suffix is what a user remembers."""
+    with ResultStore(tmp_path / "srperf.sqlite") as store:
+        first, second = _fill(store), _fill(store)
+        assert first != second
+        assert store.run_ids(first[-6:]) == [first]  # the hex suffix alone
+        assert store.run_ids(second[-6:-1]) == [second]  # any unique part
+        assert store.run_ids(first[:9]) == [first, second]  # the date: ambiguous
+        assert store.run_ids("zz") == []
+        assert store.run_ids(first) == [first]

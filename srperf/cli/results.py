@@ -37,7 +37,7 @@ def store_location(args: argparse.Namespace) -> str:
 
 def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     r = sub.add_parser("report", help="HTML report (+ Markdown summary) of one or more runs")
-    r.add_argument("runs", nargs="+", metavar="RUN", help="run id, unique prefix, or 'last'")
+    r.add_argument("runs", nargs="+", metavar="RUN", help="run id, unique part, or 'last'")
     r.add_argument("-o", "--output", help="HTML file (default: RESULTS/report-<run>.html)")
     r.add_argument("--markdown", help="also write the Markdown summary to this file")
     r.add_argument("--title", default="", help="report title (default: one made from "
@@ -47,9 +47,9 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
     c = sub.add_parser("compare", help="per behavior change with its 95 %% interval; "
                        "exit 1 on regression")
     c.add_argument("baseline", metavar="BASELINE",
-                   help="the reference run: id, unique prefix or 'last'")
+                   help="the reference run: id, unique part or 'last'")
     c.add_argument("current", metavar="CURRENT",
-                   help="the run judged against BASELINE: id, unique prefix or 'last'")
+                   help="the run judged against BASELINE: id, unique part or 'last'")
     c.add_argument("--threshold", type=float, default=None,
                    help="regression threshold in %% of the baseline mean (default 5)")
     c.add_argument("--method", choices=["welch", "bootstrap"], default="welch",
@@ -58,7 +58,7 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
     _store_args(c)
 
     e = sub.add_parser("export", help="export runs as csv, parquet or json")
-    e.add_argument("runs", nargs="+", metavar="RUN", help="run id, unique prefix, or 'last'")
+    e.add_argument("runs", nargs="+", metavar="RUN", help="run id, unique part, or 'last'")
     e.add_argument("--format", "-f", choices=["csv", "parquet", "json"], default="csv",
                    help="file format")
     e.add_argument("-o", "--output", help="directory (json: a .json file or a directory)")

@@ -40,7 +40,7 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
     r.add_argument("--repetitions", type=int, help="override the experiment's repetitions "
                    "(default: the experiment's)")
     r.add_argument("--resume", metavar="RUN_ID",
-                   help="continue this run (id, unique prefix or 'last') of --results: the "
+                   help="continue this run (id, unique part or 'last') of --results: the "
                         "testbed is checked (rebuilt if incomplete), the SUT cleaned, every "
                         "search that ended is kept and skipped, the one that was running is "
                         "redone; the experiment and its settings are the run's own")

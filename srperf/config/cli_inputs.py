@@ -1,7 +1,7 @@
 """Command-line values checked before anything is opened or started.
 
 - A run named on the command line (``--resume RUN_ID``, ``report RUN``...) is an id
-  as srperf makes them (``20261127-211433-0ffe88``), a unique prefix of one, or
+  as srperf makes them (``20261127-211433-0ffe88``), a unique part of one, or
   ``last``: an empty text would be the prefix of every run (``--resume ''`` resumed
   the store's only run) and a pattern (``*``, ``%``, ``?``) matches nothing
   srperf makes.
@@ -26,12 +26,13 @@ def check_run_spec(flag: str, spec: str) -> str:
         return spec
     if not isinstance(spec, str) or not spec.strip():
         raise ConfigError("<command line>", flag, spec,
-                          "empty: name a run id, a unique prefix of one, or 'last' "
+                          "empty: name a run id, a unique part of one (its hex suffix), "
+                          "or 'last' "
                           "(srperf runs lists them)")
     if not RUN_SPEC.match(spec):
         raise ConfigError("<command line>", flag, spec,
                           "not a run id: run ids are letters, digits and dashes "
-                          "(e.g. 20261127-211433-0ffe88); give one, a unique prefix, or "
+                          "(e.g. 20261127-211433-0ffe88); give one, a unique part of one, or "
                           "'last' (no patterns)")
     return spec
 

@@ -439,15 +439,20 @@ class ResultStore:
                                 .order_by(schema.runs.c.started.desc()).limit(1)).scalar()
 
     def run_ids(self, spec: str) -> list[str]:
-        """Run ids matching ``spec``: an id, a unique id prefix, or ``last``."""
+        """Run ids matching ``spec``: an id, ``last``, an id prefix, or else any part of
+        an id (every id starts with its date, so the part a user remembers is often the
+        hex suffix: ``ee6912``).  More than one id back means ``spec`` is ambiguous."""
         if spec == "last":
             last = self.last_run_id()
             return [last] if last else []
+        run_id = schema.runs.c.run_id
         with self.engine.connect() as conn:
-            ids = list(conn.execute(sa.select(schema.runs.c.run_id)
-                                    .where(schema.runs.c.run_id.startswith(spec,
-                                                                           autoescape=True))
-                                    .order_by(schema.runs.c.started)).scalars())
+            for match in (run_id.startswith, run_id.contains):
+                ids = list(conn.execute(sa.select(run_id)
+                                        .where(match(spec, autoescape=True))
+                                        .order_by(schema.runs.c.started)).scalars())
+                if ids:
+                    break
         return [spec] if spec in ids else ids
 
     def last_good_run(self, experiment: str, testbed: str, suite: str | None,

@@ -2,7 +2,7 @@
 
 Each case is an experiment file, a testbed file or a command line that is wrong
 in one way.  It goes through ``srperf validate`` and ``srperf run`` (in this
-process, through :func:`srperf.cli.main`); both must exit 2 with a message that
+process, through :func:`srperf.cli.entry.main`); both must exit 2 with a message that
 names the file (or option), the key and the value, print no traceback, start
 nothing (no namespace of this test's prefix, no results store) and leave nothing.
 The testbed's prefix is ``srphd``: were a case wrongly accepted, ``run`` would

@@ -27,7 +27,7 @@ from srperf.testbeds.virtual import VirtualTestbed
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
 PREFIX = "srpsig"
-CHILD = "import sys; from srperf.cli import main; sys.exit(main(sys.argv[1:]))"
+CHILD = "import sys; from srperf.cli.entry import main; sys.exit(main(sys.argv[1:]))"
 
 
 def _files(tmp_path: Path) -> tuple[Path, Path]:

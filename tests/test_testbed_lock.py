@@ -40,7 +40,7 @@ tb.claim("lock holder of a test", run_id="run-of-the-holder")
 print("ready", flush=True)
 time.sleep(600)
 """
-CHILD = "import sys; from srperf.cli import main; sys.exit(main(sys.argv[1:]))"
+CHILD = "import sys; from srperf.cli.entry import main; sys.exit(main(sys.argv[1:]))"
 
 
 def _lock_files() -> list[str]:

@@ -12,8 +12,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from srperf.behaviors.policies import b6_segs, encap_segs, insert_segs
-
 if TYPE_CHECKING:
     from srperf.behaviors.spec import Behavior
 
@@ -64,5 +62,4 @@ def all_behaviors() -> list[Behavior]:
     return list(_catalogue().values())
 
 
-__all__ = ["Behavior", "CheckResult", "Expectation", "KINDS", "get", "names", "all_behaviors",
-           "encap_segs", "insert_segs", "b6_segs"]
+__all__ = ["Behavior", "CheckResult", "Expectation", "KINDS", "get", "names", "all_behaviors"]

@@ -5,12 +5,12 @@ stateful blocks, each checked against the others.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Sequence, TypeVar
 
 from srperf.traffic.imix import IMIX_SIZE, parse_imix
 from srperf.config.model import (Experiment, LatencyConfig, ProfileConfig, SearchConfig,
                                  TrafficConfig)
-from srperf.config.settings import SettingError
+from srperf.config.settings import SettingError, Settings
 from srperf.config.schema import EXPERIMENT_SCHEMA
 from srperf.config.yamlfile import refuse_non_finite
 from srperf.errors import ConfigError
@@ -35,10 +35,7 @@ def experiment_from_mapping(data: dict[str, Any], file: str) -> Experiment:
     s.setdefault("initial_trial_duration_s",
                  min(SearchConfig.initial_trial_duration_s,
                      float(s.get("trial_duration_s", SearchConfig.trial_duration_s))))
-    try:
-        search = SearchConfig.from_mapping(s)
-    except SettingError as exc:
-        raise ConfigError(file, f"search.{exc.key}".rstrip("."), exc.value, exc.reason) from None
+    search = _block(file, "search", SearchConfig, s)
     if (search.min_rate.percent == search.max_rate.percent
             and search.min_rate.value >= search.max_rate.value):
         raise ConfigError(file, "search.min_rate", s.get("min_rate"),
@@ -73,22 +70,13 @@ def experiment_from_mapping(data: dict[str, Any], file: str) -> Experiment:
     elif "imix" in data:
         raise ConfigError(file, "imix", data["imix"],
                           "set, but packet_sizes has no 'imix' entry to use it")
-    try:
-        traffic = TrafficConfig.from_mapping(dict(data.get("traffic") or {}))
-    except SettingError as exc:
-        raise ConfigError(file, f"traffic.{exc.key}".rstrip("."), exc.value,
-                          exc.reason) from None
+    traffic = _block(file, "traffic", TrafficConfig, data.get("traffic"))
     if traffic.flows.count > 1 and IMIX_SIZE in sizes:
         raise ConfigError(file, "traffic.flows.count", traffic.flows.count,
                           "many flows are not sent with the 'imix' packet size")
     kind = str(data.get("kind", "pdr"))
-    blocks = {}
-    for key, block in (("latency", LatencyConfig), ("profile", ProfileConfig)):
-        try:
-            blocks[key] = block.from_mapping(dict(data.get(key, {})))
-        except SettingError as exc:
-            raise ConfigError(file, f"{key}.{exc.key}".rstrip("."), exc.value,
-                              exc.reason) from None
+    latency = _block(file, "latency", LatencyConfig, data.get("latency"))
+    profile = _block(file, "profile", ProfileConfig, data.get("profile"))
     stateful = _stateful_blocks(file, data, kind)
     _check_pipes(file, forwarder, kind, behaviors, stateful.get("pipes", ()), options)
     return Experiment(
@@ -98,7 +86,20 @@ def experiment_from_mapping(data: dict[str, Any], file: str) -> Experiment:
         repetitions=int(data.get("repetitions", 1)), testbed=data.get("testbed"),
         verify=bool(data.get("verify", True)), options=options,
         conformance=str(data.get("conformance", "off")),
-        latency=blocks["latency"], profile=blocks["profile"], source=file)
+        latency=latency, profile=profile, source=file)
+
+
+S = TypeVar("S", bound=Settings)
+
+
+def _block(file: str, key: str, cls: type[S], data: Any) -> S:
+    """The settings block ``key`` of experiment ``file`` (absent or empty: the defaults);
+    a value its parser refuses is a ConfigError naming ``key.setting``."""
+    try:
+        return cls.from_mapping(dict(data or {}))
+    except SettingError as exc:
+        raise ConfigError(file, f"{key}.{exc.key}".rstrip("."), exc.value,
+                          exc.reason) from None
 
 
 def _stateful_blocks(file: str, data: dict[str, Any], kind: str) -> dict[str, Any]:
@@ -112,11 +113,7 @@ def _stateful_blocks(file: str, data: dict[str, Any], kind: str) -> dict[str, An
             raise ConfigError(file, key, data[key],
                               f"a {key} block, but the experiment's kind is {kind!r} "
                               f"(set kind: {key} to use it)")
-        try:
-            out[key] = cls.from_mapping(dict(data.get(key) or {}))
-        except SettingError as exc:
-            raise ConfigError(file, f"{key}.{exc.key}".rstrip("."), exc.value,
-                              exc.reason) from None
+        out[key] = _block(file, key, cls, data.get(key))
     if "pipes" in data:
         from srperf.config.stateful import parse_pipes
 

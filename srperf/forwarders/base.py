@@ -61,7 +61,7 @@ class Forwarder:
     version_commands: ClassVar[Mapping[str, tuple[str, ...]]] = {}
     """Environment key -> command whose first output line is that tool's version."""
     drop_counters: ClassVar[Mapping[str, tuple[str, ...]]] = {}
-    """Conformance drop reason (srperf.behaviors.conformance.DROP_REASONS) -> the counters
+    """Conformance drop reason (srperf.behaviors.conformance.model.DROP_REASONS) -> the counters
     of :meth:`counters` of which one must count such a drop."""
     deviations: ClassVar[tuple[Deviation, ...]] = ()
     """Documented differences from the catalogue's expected frames (verification)."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 from srperf.errors import ConfigError
+from srperf.util.host import host_cpus
 
 ACCELERATORS = ("auto", "kvm", "tcg")
 DEFAULT_CACHE_DIR = "/var/cache/srperf/kernels"
@@ -36,13 +37,6 @@ def _whole(file: str, key: str, value: Any) -> Any:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value
-
-
-def _host_cpus() -> set[int]:
-    """The CPUs this process may run on (what ``taskset -c`` can pin QEMU to)."""
-    import os
-
-    return set(os.sched_getaffinity(0))
 
 
 @dataclass(frozen=True)
@@ -125,9 +119,10 @@ class KernelTarget:
             raise ConfigError(file, "kernel.memory_mb", t.memory_mb, "an integer, 128-65536")
         if not isinstance(t.cpus, int) or not 1 <= t.cpus <= 64:
             raise ConfigError(file, "kernel.cpus", t.cpus, "an integer, 1-64")
-        if t.host_cpu is not None and t.host_cpu not in _host_cpus():
-            raise ConfigError(file, "kernel.host_cpu", t.host_cpu,
-                              f"not a CPU of this host (it has {', '.join(map(str, sorted(_host_cpus())))})")
+        cpus = host_cpus()  # what ``taskset -c`` can pin QEMU to
+        if t.host_cpu is not None and t.host_cpu not in cpus:
+            raise ConfigError(file, "kernel.host_cpu", t.host_cpu, "not a CPU of this host "
+                              f"(it has {', '.join(map(str, sorted(cpus)))})")
         if isinstance(t.boot_timeout_s, bool) or not isinstance(t.boot_timeout_s, (int, float)) \
                 or not 5 <= t.boot_timeout_s <= 3600:
             raise ConfigError(file, "kernel.boot_timeout_s", t.boot_timeout_s,

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from srperf.config.model import Experiment, TestbedConfig
 from srperf.errors import ConfigError
+from srperf.util.host import host_cpus
 
 if TYPE_CHECKING:
     from srperf.behaviors.spec import Behavior
@@ -63,11 +64,6 @@ def check_testbed(tb: TestbedConfig) -> None:
                 check_host_known(tb.source, host.host, host.port, host.known_hosts,
                                  f"endpoints.{side}.transport.ssh")
     check_local(tb)
-
-
-def host_cpus() -> set[int]:
-    """The CPUs this process may run on (its affinity: a container's cpuset too)."""
-    return set(os.sched_getaffinity(0))
 
 
 def tester_is_local(tb: TestbedConfig) -> bool:

@@ -1,7 +1,7 @@
 """Build the eBPF dataplane (testbed/dataplanes/ebpf) with its Makefile.
 
 Objects go to ``<build dir>/ebpf`` (see :func:`srperf.build.build_dir`), on
-the controlling host; :meth:`srperf.forwarders.ebpf.EbpfForwarder.prepare`
+the controlling host; :meth:`srperf.forwarders.ebpf.forwarder.EbpfForwarder.prepare`
 pushes the ones a run needs to the SUT.  ``srperf build`` calls
 :func:`build_all`.
 """

@@ -194,6 +194,9 @@ def cmd_nightly(args: argparse.Namespace) -> int:
         if r.nothing_measured:
             print(f"srperf: nightly {r.name}: run {r.run_id}: {r.nothing_measured}",
                   file=sys.stderr)
+            from srperf.results.measured import what_to_try
+
+            print(f"srperf: to try: {what_to_try(r.nothing_measured)}", file=sys.stderr)
     if out.regression or out.errors:
         return EXIT_FAILED
     return EXIT_NOTHING_MEASURED if out.nothing_measured else EXIT_OK

@@ -165,7 +165,10 @@ def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = N
         print(f"NOTE: {orch.testbed.label_line('')}the SUT ran under software emulation: "
               "these figures rank behaviors, they are not the kernel's native cost.")
     if report.nothing_measured:
+        from srperf.results.measured import what_to_try
+
         print(f"srperf: run {report.run_id}: {report.nothing_measured}", file=sys.stderr)
+        print(f"srperf: to try: {what_to_try(report.nothing_measured)}", file=sys.stderr)
         return EXIT_NOTHING_MEASURED
     failed = [k for k, (st, _) in report.outcomes.items()
               if st in ("verify_failed", "error", "nonconformant")]

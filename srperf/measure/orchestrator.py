@@ -33,7 +33,7 @@ from srperf.errors import (CfgError, ConfigError, SearchAborted, SrperfError, St
                            UnsupportedBehavior, VerificationError)
 from srperf.measure.progress import ProgressEvents
 from srperf.results.store import ResultStore, TrialKey
-from srperf.results.measured import nothing_measured
+from srperf.results.measured import nothing_measured, what_to_try
 from srperf.results.names import goal_name, interval_text
 from srperf.results.summary import summarize
 from srperf.traffic.generators import MIX_DRIVERS
@@ -253,6 +253,11 @@ class Orchestrator:
         """Record how the run ended and write its summary; a store that cannot be
         written (disk full) is logged here, the run's own error goes on up."""
         try:
+            if report.status == "finished":   # 'srperf runs' shows why it has no figure
+                report.nothing_measured = nothing_measured(store, report.run_id)
+                if report.nothing_measured:
+                    reason = (f"{report.nothing_measured}; to try: "
+                              f"{what_to_try(report.nothing_measured)}")
             store.end_run(report.run_id, report.status, reason, signame)
         except StoreError as exc:   # the run's own error says so; 'srperf runs': dead
             log.info("run %s: its end (%s) not recorded: %s", report.run_id, report.status, exc)

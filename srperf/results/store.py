@@ -180,8 +180,9 @@ class ResultStore:
 
     def end_run(self, run_id: str, status: str, reason: str | None = None,
                 signal: str | None = None) -> None:
-        """End a run: ``finished``; ``interrupted`` by ``signal`` (its name); ``failed``
-        with ``reason``.  A run that did not finish always gets a reason."""
+        """End a run: ``finished`` (with a ``reason`` when it measured nothing);
+        ``interrupted`` by ``signal`` (its name); ``failed`` with ``reason``.  A run
+        that did not finish always gets a reason."""
         if status not in RUN_STATES or status == "running":
             raise ValueError(f"a run ends {RUN_STATES[1:]}, not {status!r}")
         if status == "interrupted" and not signal:
@@ -190,7 +191,7 @@ class ResultStore:
             reason = f"interrupted by {signal}" if signal else "failed (no reason given)"
         self._write(schema.runs.update().where(schema.runs.c.run_id == run_id).values(
             finished=_now(), status=status,
-            reason=redact(reason) if status != "finished" and reason else None,
+            reason=redact(reason) if reason and reason.strip() else None,
             signal=signal))
 
     def tag_run(self, run_id: str, purpose: str | None = None,

@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Callable, Sequence
 
+from srperf.results.names import goal_name
 from srperf.traffic.imix import size_label
 from srperf.util.wording import count
 
@@ -90,6 +91,10 @@ class ProgressState:
     lower_pps: float | None = None
     upper_pps: float | None = None
     bounds_seen: bool = False
+    seen: dict[float, tuple[float | None, float | None]] = field(default_factory=dict)
+    """Per goal (threshold %), from the trials so far: (highest rate that passed it,
+    lowest rate that failed it).  Two numbers, never an interval: with noisy trials
+    the first can be above the second."""
     run_start: float = field(default_factory=time.monotonic)
     search_start: float = field(default_factory=time.monotonic)
     last_done_at: float | None = None
@@ -104,14 +109,16 @@ class ProgressState:
             return
         if not usable or not self.thresholds_pct:
             return
-        # Bounds seen so far for the lowest threshold: highest passing rate below
-        # the lowest failing one (an indication; the search decides its own bounds).
+        # Per goal: the highest rate that passed it and the lowest that failed it (an
+        # indication; the search decides its own bounds).
         self.bounds_seen = True
-        if 100.0 * loss_ratio <= min(self.thresholds_pct):
-            if self.lower_pps is None or rate_pps > self.lower_pps:
-                self.lower_pps = rate_pps
-        elif self.upper_pps is None or rate_pps < self.upper_pps:
-            self.upper_pps = rate_pps
+        for t in self.thresholds_pct:
+            passed, failed = self.seen.get(t, (None, None))
+            if 100.0 * loss_ratio <= t:
+                passed = rate_pps if passed is None else max(passed, rate_pps)
+            else:
+                failed = rate_pps if failed is None else min(failed, rate_pps)
+            self.seen[t] = (passed, failed)
 
     def time_left_s(self, now: float | None = None) -> float | None:
         """Seconds left, from the mean duration of the searches done so far."""
@@ -159,15 +166,37 @@ def run_ended(st: ProgressState, status: str) -> str:
             f"{_duration(time.monotonic() - st.run_start)}")
 
 
+def describe_seen(st: ProgressState) -> str:
+    """The trials so far per goal: ``NDR: highest pass 511.7, lowest fail 501.5;
+    PDR@0.5%: highest pass 511.7, lowest fail - (kpps)``; a goal whose highest pass
+    is above its lowest fail says the trials disagree (noise), so that the two numbers
+    never read as an empty interval."""
+    parts = []
+    for t in st.thresholds_pct:
+        passed, failed = st.seen.get(t, (None, None))
+        text = (f"{goal_name(t)}: highest pass {_kpps(passed).replace('?', '-')}, "
+                f"lowest fail {_kpps(failed).replace('?', '-')}")
+        if passed is not None and failed is not None and passed > failed:
+            text += " (trials disagree: a pass above a fail)"
+        parts.append(text)
+    return "; ".join(parts) + " (kpps)"
+
+
+def describe_bounds(st: ProgressState) -> str:
+    """The search's own bounds ``[lo, hi] kpps``, else what the trials so far show per
+    goal (:func:`describe_seen`)."""
+    if st.bounds_seen:
+        return f"seen {describe_seen(st)}"
+    return f"bounds [{_kpps(st.lower_pps)}, {_kpps(st.upper_pps)}] kpps"
+
+
 def describe_state(st: ProgressState) -> str:
     """One line: search i/n, behavior, rep, trial count, rate, loss, bounds, time left."""
     where = f"search {_search_now(st)}"
     rate = "" if st.rate_pps is None else (
         f": trial {st.trials} at {_kpps(st.rate_pps)} kpps, loss "
         f"{100 * (st.loss_ratio or 0):.3f} %")
-    bounds = (f", bounds{' seen' if st.bounds_seen else ''} [{_kpps(st.lower_pps)}, "
-              f"{_kpps(st.upper_pps)}] kpps")
-    return f"{where}{rate}{bounds}, time left {_time_left(st)}"
+    return f"{where}{rate}, {describe_bounds(st)}, time left {_time_left(st)}"
 
 
 class _Base(ProgressEvents):
@@ -187,6 +216,7 @@ class _Base(ProgressEvents):
         st.thresholds_pct = tuple(thresholds_pct)
         st.trials, st.rate_pps, st.loss_ratio = 0, None, None
         st.lower_pps = st.upper_pps = None
+        st.bounds_seen, st.seen = False, {}
         st.search_start = time.monotonic()
 
     def trial_done(self, rate_pps: float, duration_s: float, loss_ratio: float,
@@ -260,8 +290,10 @@ class RichProgress(_Base):
         t.add_row("search", _search_now(st))
         t.add_row("rate", "-" if st.rate_pps is None else self.label(
                   f"{_kpps(st.rate_pps)} kpps, loss {100 * (st.loss_ratio or 0):.3f} %"))
-        t.add_row("bounds" + (" seen" if st.bounds_seen else ""),
-                  f"[{_kpps(st.lower_pps)}, {_kpps(st.upper_pps)}] kpps")
+        if st.bounds_seen:
+            t.add_row("seen", describe_seen(st))
+        else:
+            t.add_row("bounds", f"[{_kpps(st.lower_pps)}, {_kpps(st.upper_pps)}] kpps")
         t.add_row("trials", str(st.trials))
         t.add_row("time left", _time_left(st))
         bar = ProgressBar(total=max(st.total_searches, 1), completed=st.searches_done,

@@ -77,6 +77,21 @@ def test_a_new_search_forgets_what_the_last_one_saw() -> None:
     assert "highest pass -, lowest fail 300.0" in describe_state(view.state)
 
 
+def test_a_resumed_run_keeps_its_search_numbers_and_counts_the_kept_ones_done() -> None:
+    """Issue 49 item 3: the killed run printed ``search 2/7 h_encaps``, the resumed one
+    ``search 1/7 h_encaps``: the number is the search's place in the plan."""
+    out = io.StringIO()
+    view = make_progress(out)
+    view.run_started("r1", "quick", "virtual", "linux", total_searches=7)
+    view.searches_kept(1)
+    view.search_started("h_encaps", 64, 1, 2, thresholds_pct=(0.5,))
+    view.trial_done(400e3, 1.0, 0.0)
+    assert "search 2/7 h_encaps 64B rep 1" in out.getvalue()
+    st = ProgressState(total_searches=7, searches_kept=3, searches_done=2, run_start=0.0,
+                       last_done_at=20.0)
+    assert st.time_left_s(now=20.0) == pytest.approx(20.0)   # 2 left at 10 s each
+
+
 def test_time_left_by_hand() -> None:
     st = ProgressState(total_searches=10, searches_done=4, run_start=100.0,
                        last_done_at=180.0)

@@ -170,6 +170,8 @@ class Orchestrator:
         session.events = self.events
         self.events.run_started(run_id, self.exp.name, self.tb.name, self.exp.forwarder,
                                 self.planned)
+        if ended:
+            self.events.searches_kept(len(ended))
         reason: str | None = None
         signame: str | None = None
         adopt = False

@@ -51,6 +51,10 @@ class ProgressEvents:
                        search_seq: int, thresholds_pct: Sequence[float] = ()) -> None:
         """A search began; thresholds in % (0 = NDR)."""
 
+    def searches_kept(self, n: int) -> None:
+        """A resumed run keeps ``n`` searches that ended before it was stopped: they are
+        not run again, and count as done in the time left."""
+
     def trial_done(self, rate_pps: float, duration_s: float, loss_ratio: float,
                    lower_pps: float | None = None, upper_pps: float | None = None,
                    usable: bool = True) -> None:
@@ -81,6 +85,11 @@ class ProgressState:
     title: str = ""
     total_searches: int = 0
     searches_done: int = 0
+    searches_kept: int = 0
+    """Searches a resumed run kept from before (not run by this process)."""
+    search_seq: int = 0
+    """The current search's number in the run's plan (0: not known); a resumed run's
+    searches keep their numbers."""
     behavior: str = ""
     packet_size: int = 0
     repetition: int = 0
@@ -127,7 +136,7 @@ class ProgressState:
         now = time.monotonic() if now is None else now
         done_at = self.last_done_at if self.last_done_at is not None else now
         per = (done_at - self.run_start) / self.searches_done
-        left = max(self.total_searches - self.searches_done, 0)
+        left = max(self.total_searches - self.searches_kept - self.searches_done, 0)
         return max(per * left - (now - done_at if left else 0.0), 0.0)
 
 
@@ -151,7 +160,8 @@ def _search_now(st: ProgressState) -> str:
     """``1/7 ipv6 64B rep 1``, or, before the first search, how many are planned."""
     if not st.behavior:
         return f"none started yet ({count(st.total_searches, 'search')} planned)"
-    return (f"{min(st.searches_done + 1, max(st.total_searches, 1))}/{st.total_searches} "
+    number = st.search_seq or st.searches_kept + st.searches_done + 1
+    return (f"{min(number, max(st.total_searches, 1))}/{st.total_searches} "
             f"{st.behavior} {_size(st.packet_size)} rep {st.repetition}")
 
 
@@ -213,11 +223,15 @@ class _Base(ProgressEvents):
                        search_seq: int, thresholds_pct: Sequence[float] = ()) -> None:
         st = self.state
         st.behavior, st.packet_size, st.repetition = behavior, packet_size, repetition
+        st.search_seq = search_seq
         st.thresholds_pct = tuple(thresholds_pct)
         st.trials, st.rate_pps, st.loss_ratio = 0, None, None
         st.lower_pps = st.upper_pps = None
         st.bounds_seen, st.seen = False, {}
         st.search_start = time.monotonic()
+
+    def searches_kept(self, n: int) -> None:
+        self.state.searches_kept = n
 
     def trial_done(self, rate_pps: float, duration_s: float, loss_ratio: float,
                    lower_pps: float | None = None, upper_pps: float | None = None,

@@ -203,7 +203,7 @@ def _resume(args: argparse.Namespace) -> int:
     check_run_spec("--resume", args.resume)
     cli_runs.check_resume_args(args)
     with _open(args) as store:
-        (run_id,) = _resolve(store, [args.resume])
+        (run_id,) = _resolve(store, [args.resume], finished=False)
         row = store.run_row(run_id)
         where = store.where
     if row is None:

@@ -434,10 +434,13 @@ class ResultStore:
             rows = [dict(r._mapping) for r in conn.execute(query)]
         return mark_dead_runs(rows)
 
-    def last_run_id(self) -> str | None:
+    def last_run_id(self, status: str | None = None) -> str | None:
+        """The newest run's id (with ``status``: the newest run stored with it)."""
+        query = sa.select(schema.runs.c.run_id)
+        if status is not None:
+            query = query.where(schema.runs.c.status == status)
         with self.engine.connect() as conn:
-            return conn.execute(sa.select(schema.runs.c.run_id)
-                                .order_by(schema.runs.c.started.desc()).limit(1)).scalar()
+            return conn.execute(query.order_by(schema.runs.c.started.desc()).limit(1)).scalar()
 
     def run_ids(self, spec: str) -> list[str]:
         """Run ids matching ``spec``: an id, ``last``, an id prefix, or else any part of

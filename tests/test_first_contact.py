@@ -54,3 +54,57 @@ def test_report_last_warns_when_no_run_has_finished(
                  "--results", str(tmp_path / "r")]) == 0
     err = capsys.readouterr().err
     assert f"warning: no run has finished; 'last' takes {running}, which is running" in err
+
+
+# -- item 8: counters that add up in 'srperf runs' ---------------------------------------
+def test_a_stateful_run_counts_its_samples_and_a_conform_run_its_cases(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A goodput run showed ``SEARCHES 2/1  TRIALS 0`` (its calibration counted, one
+    'search' planned); a conform run ``0/?``."""
+    from srperf.cli.runs import format_runs
+    from srperf.config.loader import load_experiment
+    from srperf.measure.conform import CaseResult
+    from srperf.stateful.base import StatefulSample, Variant
+    from srperf.stateful.plan import planned_samples
+
+    exp = load_experiment(Path("experiments/caching_proxy_goodput.yaml"),
+                          ["behaviors=[end_cache]", "goodput.vnf_modes=[forward]",
+                           "goodput.chains=[1]", "goodput.segments=[2]",
+                           "goodput.repetitions=2"])
+    assert planned_samples(exp) == 2
+    (tmp_path / "r").mkdir()
+    with ResultStore(tmp_path / "r" / "srperf.sqlite") as store:
+        run = store.begin_run(exp.name, "virtual", "ebpf", {}, planned=planned_samples(exp))
+        ok = StatefulSample({"goodput_mbps": 900.0})
+        store.add_stateful_sample(run, "calibration", "ipv6", "linux",
+                                  Variant("1 streams", {"streams": 1}), 1, ok)
+        for rep in (1, 2):
+            store.add_stateful_sample(run, "goodput", "end_cache", "ebpf",
+                                      Variant("1 streams", {"streams": 1}), rep, ok)
+        store.end_run(run, "finished")
+        conf = store.begin_run("conform:linux_endpoints", "virtual", "linux", {},
+                               purpose="conform")
+        store.add_conformance(conf, "linux", [
+            CaseResult("end", f"case {i}", "sl", "forward", "pass", "", "RFC 8986")
+            for i in range(3)])
+        store.end_run(conf, "finished")
+        rows = {r["run_id"]: r for r in store.runs_rows()}
+    table = format_runs([rows[run], rows[conf]]).splitlines()
+    assert table[1].split()[4:6] == ["2/2", "samples"] and table[1].split()[6] == "-"
+    assert table[2].split()[4:6] == ["3", "cases"] and table[2].split()[6] == "-"
+
+
+def test_progress_counts_a_stateful_runs_samples() -> None:
+    import io
+
+    from srperf.measure.progress import make_progress
+
+    out = io.StringIO()
+    view = make_progress(out)
+    view.run_started("r1", "goodput", "virtual", "ebpf", 2, unit="sample")
+    view.search_done()
+    view.search_done()
+    view.run_done("finished")
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "run r1: 2 samples planned"
+    assert lines[-1].startswith("run r1 finished: 2 samples in ")

@@ -169,7 +169,7 @@ class Orchestrator:
                                          self.exp.traffic.flows.vary))
         session.events = self.events
         self.events.run_started(run_id, self.exp.name, self.tb.name, self.exp.forwarder,
-                                self.planned)
+                                self.planned, unit=self.unit)
         if ended:
             self.events.searches_kept(len(ended))
         reason: str | None = None
@@ -244,7 +244,7 @@ class Orchestrator:
         found = run_record.reclaim(store, run_id, self.plan())
         run_record.remove_tmpdir(self.results_dir / "runs" / run_id / "tmp")
         self.progress(f"resuming run {run_id} ({found.previous_status}): {len(found.ended)} "
-                      f"of {count(self.planned, 'search')} ended and "
+                      f"of {count(self.planned, self.unit)} ended and "
                       f"{plural('is', len(found.ended))} kept; "
                       f"{count(found.dropped_trials, 'trial')} of an unfinished "
                       f"search dropped")
@@ -278,8 +278,18 @@ class Orchestrator:
 
     @property
     def planned(self) -> int:
-        """Searches in the plan: packet sizes x repetitions x behaviors."""
+        """Searches in the plan: packet sizes x repetitions x behaviors; for a stateful
+        experiment, the samples it plans (:func:`srperf.stateful.plan.planned_samples`)."""
+        if self.exp.kind != "pdr":
+            from srperf.stateful.plan import planned_samples
+
+            return planned_samples(self.exp)
         return len(self.exp.packet_sizes) * self.exp.repetitions * len(self.behaviors)
+
+    @property
+    def unit(self) -> str:
+        """What :attr:`planned` counts: ``search``, or ``sample`` (a stateful run)."""
+        return "search" if self.exp.kind == "pdr" else "sample"
 
     def _conformance(self, session: MeasurementSession, store: ResultStore,
                      report: RunReport) -> None:
@@ -316,7 +326,7 @@ class Orchestrator:
             from srperf.stateful.plan import StatefulPlan
 
             report.stateful = StatefulPlan(self.exp, session, store, report.run_id,
-                                           self.progress).run()
+                                           self.progress, self.events.search_done).run()
             return
         ended = ended or {}
         seq = 0

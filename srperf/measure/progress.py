@@ -44,8 +44,10 @@ class ProgressEvents:
     the orchestrator sets it before each search."""
 
     def run_started(self, run_id: str, experiment: str, testbed: str, forwarder: str,
-                    total_searches: int) -> None:
-        """A run began; it plans ``total_searches`` searches (behaviors x sizes x reps)."""
+                    total_searches: int, unit: str = "search") -> None:
+        """A run began; it plans ``total_searches`` searches (behaviors x sizes x reps),
+        or, ``unit`` ``sample``, the samples of a stateful run (each counted done by
+        :meth:`search_done`)."""
 
     def search_started(self, behavior: str, packet_size: int, repetition: int,
                        search_seq: int, thresholds_pct: Sequence[float] = ()) -> None:
@@ -83,6 +85,8 @@ class ProgressState:
 
     run_id: str = ""
     title: str = ""
+    unit: str = "search"
+    """What the run counts: ``search`` or ``sample`` (a stateful run)."""
     total_searches: int = 0
     searches_done: int = 0
     searches_kept: int = 0
@@ -159,7 +163,7 @@ def _time_left(st: ProgressState) -> str:
 def _search_now(st: ProgressState) -> str:
     """``1/7 ipv6 64B rep 1``, or, before the first search, how many are planned."""
     if not st.behavior:
-        return f"none started yet ({count(st.total_searches, 'search')} planned)"
+        return f"none started yet ({count(st.total_searches, st.unit)} planned)"
     number = st.search_seq or st.searches_kept + st.searches_done + 1
     return (f"{min(number, max(st.total_searches, 1))}/{st.total_searches} "
             f"{st.behavior} {_size(st.packet_size)} rep {st.repetition}")
@@ -172,7 +176,7 @@ def _size(packet_size: int) -> str:
 
 def run_ended(st: ProgressState, status: str) -> str:
     """``run ID finished: 1 search in 0m02s``."""
-    return (f"run {st.run_id} {status}: {count(st.searches_done, 'search')} in "
+    return (f"run {st.run_id} {status}: {count(st.searches_done, st.unit)} in "
             f"{_duration(time.monotonic() - st.run_start)}")
 
 
@@ -215,8 +219,8 @@ class _Base(ProgressEvents):
         self._lock = threading.Lock()
 
     def run_started(self, run_id: str, experiment: str, testbed: str, forwarder: str,
-                    total_searches: int) -> None:
-        self.state = ProgressState(run_id=run_id, total_searches=total_searches,
+                    total_searches: int, unit: str = "search") -> None:
+        self.state = ProgressState(run_id=run_id, total_searches=total_searches, unit=unit,
                                    title=f"{experiment} on {testbed} ({forwarder})")
 
     def search_started(self, behavior: str, packet_size: int, repetition: int,
@@ -258,7 +262,7 @@ class PlainProgress(_Base):
     def run_started(self, *args: object, **kw: object) -> None:
         super().run_started(*args, **kw)  # type: ignore[arg-type]
         self._line(f"run {self.state.run_id}: "
-                   f"{count(self.state.total_searches, 'search')} planned")
+                   f"{count(self.state.total_searches, self.state.unit)} planned")
 
     def trial_done(self, rate_pps: float, duration_s: float, loss_ratio: float,
                    lower_pps: float | None = None, upper_pps: float | None = None,

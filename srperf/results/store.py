@@ -38,7 +38,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 RUNS_COLUMNS = ("run_id", "experiment", "testbed", "forwarder", "status", "signal", "reason",
-               "started", "finished", "searches", "planned", "trials", "pid", "host", "purpose")
+               "started", "finished", "searches", "planned", "trials", "samples", "cases", "pid",
+               "host", "purpose")
 """The columns of :meth:`ResultStore.runs_rows`, in order."""
 
 log = logging.getLogger(__name__)
@@ -411,22 +412,34 @@ class ResultStore:
         """One row per run, newest first: id, experiment, testbed, forwarder, status
         (``running`` shown as ``dead`` when its process is known to be gone), reason,
         started, finished, searches ended (for a stateful run: repetitions stored),
-        planned, trials, pid, host, purpose (absent values None)."""
+        planned, trials, samples (a stateful run's, calibration aside), conformance
+        cases, pid, host, purpose (absent values None)."""
         r, o, t = schema.runs, schema.outcomes, schema.trials
-        ss = schema.stateful_samples
-        # a stateful run's unit of work is a repetition: its samples count as searches
-        ended_rows = sa.union_all(sa.select(o.c.run_id), sa.select(ss.c.run_id)).subquery()
+        ss, cf = schema.stateful_samples, schema.conformance
+        # a stateful run's unit of work is a sample (its calibration's aside): its samples
+        # count as searches, and as samples, so that the table can name the unit
+        samples_rows = sa.select(ss.c.run_id).where(ss.c.kind != "calibration")
+        ended_rows = sa.union_all(sa.select(o.c.run_id), samples_rows).subquery()
         ended = (sa.select(ended_rows.c.run_id, sa.func.count().label("ended"))
                  .group_by(ended_rows.c.run_id).subquery())
         trials = (sa.select(t.c.run_id, sa.func.count().label("trials"))
                   .group_by(t.c.run_id).subquery())
+        sampled = samples_rows.subquery()
+        samples = (sa.select(sampled.c.run_id, sa.func.count().label("samples"))
+                   .group_by(sampled.c.run_id).subquery())
+        cases = (sa.select(cf.c.run_id, sa.func.count().label("cases"))
+                 .group_by(cf.c.run_id).subquery())
         query = (sa.select(r.c.run_id, r.c.experiment, r.c.testbed, r.c.forwarder,
                            r.c.status, r.c.signal, r.c.reason, r.c.started, r.c.finished,
                            sa.func.coalesce(ended.c.ended, 0).label("searches"),
                            r.c.planned, sa.func.coalesce(trials.c.trials, 0).label("trials"),
+                           sa.func.coalesce(samples.c.samples, 0).label("samples"),
+                           sa.func.coalesce(cases.c.cases, 0).label("cases"),
                            r.c.pid, r.c.host, r.c.pid_start, r.c.purpose)
                  .outerjoin(ended, ended.c.run_id == r.c.run_id)
                  .outerjoin(trials, trials.c.run_id == r.c.run_id)
+                 .outerjoin(samples, samples.c.run_id == r.c.run_id)
+                 .outerjoin(cases, cases.c.run_id == r.c.run_id)
                  .order_by(r.c.started.desc()))
         if limit:
             query = query.limit(limit)

@@ -28,6 +28,9 @@ def _rate(text: str) -> float | str:
 
 
 PDR_EXPERIMENT = "quick"
+PDR_DEFAULT_SEARCH_TIME = "2 min"
+"""What one search with the search's defaults (mlr) took per behavior here (issue 49:
+140 s and 122 trials for ipv6 on a busy host), said before such a search starts."""
 """The experiment whose behaviors ``srperf pdr`` measures when given no ``--behavior``."""
 
 
@@ -47,12 +50,16 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
 
     d = sub.add_parser("pdr", help="a PDR/NDR search per behavior: those given with "
                        f"--behavior, else those of experiment {PDR_EXPERIMENT}",
-                       description="One PDR/NDR search per behavior, one repetition, with "
-                       "the search settings below (not an experiment file's). Without "
-                       f"--behavior: every behavior of the default experiment "
+                       description="One PDR/NDR search per behavior, one repetition. "
+                       f"Without --behavior: every behavior of the default experiment "
                        f"({PDR_EXPERIMENT}, what 'make run' runs) that the forwarder offers, "
-                       "named before the first search. Prints each PDR interval and a "
-                       "summary table; every trial is stored in --results.")
+                       "named before the first search. Behaviors of "
+                       f"{PDR_EXPERIMENT} (with --behavior or without) are searched as "
+                       f"{PDR_EXPERIMENT} does (bisection, 1 s trials, accuracy 1%%, min "
+                       "rate 5%%: seconds per behavior); others with the defaults below "
+                       "(algorithm mlr: minutes per behavior, said before it starts); the "
+                       "flags override either. Prints each PDR interval and a summary table; "
+                       "every trial is stored in --results.")
     d.add_argument("--behavior", "-b", action="append",
                    help="behavior name (srperf behaviors; repeatable); default: every "
                         f"behavior of experiment {PDR_EXPERIMENT} the forwarder offers")
@@ -219,9 +226,10 @@ def cmd_pdr(args: argparse.Namespace) -> int:
     from srperf.config.loader import apply_overrides, experiment_from_mapping
 
     behaviors = args.behavior or _pdr_default_behaviors(args.forwarder)
-    # Measuring the default experiment's behaviors, measure them the way it does (its
-    # search: bisection, 1 s trials), so that the command as typed ends in minutes.
-    search: dict[str, object] = {} if args.behavior else _pdr_default_search(behaviors)
+    # Measuring the default experiment's behaviors (with --behavior or without), measure
+    # them the way it does (its search: bisection, 1 s trials), so that the command as
+    # typed ends in minutes; other behaviors get the search's defaults, their time said.
+    search: dict[str, object] = _pdr_default_search(behaviors, quiet=args.algorithm is not None)
     for key, value in (("thresholds_pct", args.threshold), ("algorithm", args.algorithm),
                        ("trial_duration_s", args.trial_duration), ("accuracy", args.accuracy),
                        ("min_rate", args.min_rate), ("max_rate", args.max_rate)):
@@ -238,14 +246,21 @@ def cmd_pdr(args: argparse.Namespace) -> int:
     return _run(exp, args)
 
 
-def _pdr_default_search(behaviors: list[str]) -> dict[str, object]:
+def _pdr_default_search(behaviors: list[str], quiet: bool = False) -> dict[str, object]:
     """The search block of :data:`PDR_EXPERIMENT` when ``behaviors`` are its own (the
-    forwarder offers them), else none (the search's defaults)."""
+    forwarder offers them), else none (the search's defaults, whose length is said
+    unless ``quiet``: --algorithm chose the search)."""
     from srperf.config.yamlfile import read_mapping
+    from srperf.search.registry import DEFAULT_ALGORITHM
 
     path = resources.find_config(PDR_EXPERIMENT, "experiment")
     data = read_mapping(path)
     if not set(behaviors) <= set(data.get("behaviors") or ()):
+        if not quiet:
+            print(f"pdr: {', '.join(behaviors)}: not all in experiment {PDR_EXPERIMENT}: "
+                  f"the search's defaults (algorithm {DEFAULT_ALGORITHM}, 1 s trials): "
+                  f"about {PDR_DEFAULT_SEARCH_TIME} per behavior here, over 100 "
+                  "trials on a busy host (--algorithm bisect: about 15 s)", flush=True)
         return {}
     search = dict(data.get("search") or {})
     print(f"pdr: searching as experiment {PDR_EXPERIMENT} does: "

@@ -108,3 +108,36 @@ def test_progress_counts_a_stateful_runs_samples() -> None:
     lines = out.getvalue().splitlines()
     assert lines[0] == "run r1: 2 samples planned"
     assert lines[-1].startswith("run r1 finished: 2 samples in ")
+
+
+# -- item 7: nightly without a baseline says why -----------------------------------------
+def test_nightly_without_a_baseline_says_only_nightly_runs_count_and_which_run_it_would_take(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The store held a finished quick run with figures; nightly said only 'no baseline
+    yet (first good run)'."""
+    import xml.etree.ElementTree as ET
+
+    exp = tmp_path / "one.yaml"
+    exp.write_text(yaml.safe_dump({
+        "name": "one", "forwarder": "linux", "behaviors": ["end"], "packet_sizes": [64],
+        "repetitions": 2, "search": {"algorithm": "bisect", "thresholds_pct": [0.5],
+                                     "trial_duration_s": 0.5, "accuracy": "1%",
+                                     "min_rate": "5%"}}))
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(yaml.safe_dump({
+        "name": "s49night", "testbed": str(_testbed(tmp_path)), "experiments": [str(exp)],
+        "results": str(tmp_path / "r"), "reports": str(tmp_path / "reports")}))
+    assert main(["nightly", str(suite)]) == 0      # an empty store: no other run either
+    first = capsys.readouterr().out
+    assert "only finished nightly runs of suite s49night" in first
+    assert "no other run of one on s49sim has a figure" in first
+    with ResultStore(tmp_path / "r" / "srperf.sqlite") as store:
+        with store.engine.begin() as conn:   # as if the first night were a plain run
+            conn.exec_driver_sql("UPDATE runs SET purpose = 'run', suite = NULL")
+        plain = store.last_run_id()
+    assert main(["nightly", str(suite)]) == 0
+    out = capsys.readouterr().out
+    assert "baseline none, no baseline" in out
+    assert f"run {plain} (srperf run) would have been taken" in out
+    junit = ET.parse(tmp_path / "reports" / "junit-s49night.xml").getroot()
+    assert "only finished nightly runs" in junit.find(".//system-out").text

@@ -474,12 +474,15 @@ class ResultStore:
 
     def last_good_run(self, experiment: str, testbed: str, suite: str | None,
                       exclude: str | None = None,
-                      accept: Callable[[str], bool] | None = None) -> str | None:
+                      accept: Callable[[str], bool] | None = None,
+                      nightly_only: bool = True) -> str | None:
         """The newest nightly run of this suite, experiment and testbed that finished,
         measured at least one figure (a search goal with a rate: a run whose every
         search ended generator-limited is never a baseline) and was not itself judged
         a regression (None when there is none); with ``accept``, the newest such run
-        it accepts (srperf.results.emulation: never an emulated run for a native one)."""
+        it accepts (srperf.results.emulation: never an emulated run for a native one).
+        Not ``nightly_only``: the run that would be taken were every run (any purpose,
+        any suite) a nightly one of this suite, for saying why there is no baseline."""
         r, c, s = schema.runs, schema.comparisons, schema.searches
         bad = sa.select(c.c.run_id).where(c.c.verdict == "regression")
         st = schema.stateful_samples
@@ -488,11 +491,13 @@ class ResultStore:
                                         s.c.lower_pps.is_not(None)),
             sa.select(st.c.run_id).where(st.c.status == "ok"))
         query = (sa.select(r.c.run_id)
-                 .where(r.c.purpose == "nightly", r.c.experiment == experiment,
+                 .where(r.c.experiment == experiment,
                         r.c.testbed == testbed, r.c.status == "finished",
                         r.c.run_id.not_in(bad), r.c.run_id.in_(measured))
                  .order_by(r.c.started.desc()))
-        query = query.where(r.c.suite.is_(None) if suite is None else r.c.suite == suite)
+        if nightly_only:
+            query = query.where(r.c.purpose == "nightly")
+            query = query.where(r.c.suite.is_(None) if suite is None else r.c.suite == suite)
         if exclude:
             query = query.where(r.c.run_id != exclude)
         with self.engine.connect() as conn:

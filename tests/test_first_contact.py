@@ -141,3 +141,36 @@ def test_nightly_without_a_baseline_says_only_nightly_runs_count_and_which_run_i
     assert f"run {plain} (srperf run) would have been taken" in out
     junit = ET.parse(tmp_path / "reports" / "junit-s49night.xml").getroot()
     assert "only finished nightly runs" in junit.find(".//system-out").text
+
+
+# -- item 10: trend ---------------------------------------------------------------------
+def test_trend_says_not_measured_keeps_its_columns_and_dates_a_single_run(
+        tmp_path: Path) -> None:
+    """Never-measured tests were listed ``normal`` with empty charts, rows ``<test> /
+    h_encaps`` broke the column layout, and a one-run chart had an axis of 0.6-1.4 days."""
+    from srperf.results.trend import (NOT_MEASURED, NORMAL, RunFilter, TrendSettings,
+                                      format_table, trends)
+    from srperf.results.trend_report import render
+    from srperf.results.trend_synth import night_date, write_run
+
+    with ResultStore(tmp_path / "srperf.sqlite") as store:
+        write_run(store, "s49tb", night_date("2026-03-01", 1),
+                  {("end", 64): [500.0, 505.0], ("h_encaps", 64): [400.0, 401.0],
+                   ("end_dt4", 64): "unsupported",
+                   ("end_x", 64): ["generator_limited"] * 2})
+        items = trends(store, RunFilter(testbed="s49tb"), TrendSettings(reference="h_encaps"))
+    by_test = {t.key.test: t for t in items}
+    assert by_test["end 64B PDR@0.5%"].cls == NORMAL
+    assert by_test["end_x 64B PDR@0.5%"].cls == NOT_MEASURED
+    lines = format_table(items).splitlines()
+    relative = [x for x in lines if " / h_encaps" in x]
+    assert relative, lines
+    # every row's numbers start where the header's 'n' column does
+    header = lines[0]
+    n_at = header.index(" n gaps") + 1
+    for line in lines[1:]:
+        assert line[n_at - 1] == " " and line[n_at].isdigit(), (header, line)
+    assert lines[-1].startswith(NOT_MEASURED) and "no figure in 1 run" in lines[-1]
+    html = render(items, "t")
+    assert f"{sum(t.cls == NOT_MEASURED for t in items)} not measured (no figure" in html
+    assert "one run, 2026-03-01 02:00" in html and "days since" not in html

@@ -29,8 +29,11 @@ def _rate(text: str) -> float | str:
 
 PDR_EXPERIMENT = "quick"
 PDR_DEFAULT_SEARCH_TIME = "2 min"
-"""What one search with the search's defaults (mlr) took per behavior here (issue 49:
-140 s and 122 trials for ipv6 on a busy host), said before such a search starts."""
+"""What one search with the search's defaults (mlr) took per behavior here, said before
+such a search starts: 107 s and 84 trials for end_t on the shared virtual testbed (issue
+49: 140 s and 122 trials for ipv6)."""
+PDR_BISECT_SEARCH_TIME = "20 s"
+"""The same with quick's bisection: 20 s (20 trials) for end_t, 21 s for ipv6."""
 """The experiment whose behaviors ``srperf pdr`` measures when given no ``--behavior``."""
 
 
@@ -259,8 +262,8 @@ def _pdr_default_search(behaviors: list[str], quiet: bool = False) -> dict[str, 
         if not quiet:
             print(f"pdr: {', '.join(behaviors)}: not all in experiment {PDR_EXPERIMENT}: "
                   f"the search's defaults (algorithm {DEFAULT_ALGORITHM}, 1 s trials): "
-                  f"about {PDR_DEFAULT_SEARCH_TIME} per behavior here, over 100 "
-                  "trials on a busy host (--algorithm bisect: about 15 s)", flush=True)
+                  f"about {PDR_DEFAULT_SEARCH_TIME} and 80-120 trials per behavior here "
+                  f"(--algorithm bisect: about {PDR_BISECT_SEARCH_TIME})", flush=True)
         return {}
     search = dict(data.get("search") or {})
     print(f"pdr: searching as experiment {PDR_EXPERIMENT} does: "

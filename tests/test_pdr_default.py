@@ -115,7 +115,7 @@ def test_as_typed_it_searches_as_quick_does_and_flags_override(
     assert rc == 0, out
     said = next(i for i, x in enumerate(out.splitlines())
                 if x.startswith("pdr: end_t: not all in experiment quick"))
-    assert "algorithm mlr" in out.splitlines()[said] and " min per behavior" in \
+    assert "algorithm mlr" in out.splitlines()[said] and " min and " in \
         out.splitlines()[said]
     assert said < next(i for i, x in enumerate(out.splitlines()) if "planned" in x)
     assert "algorithm mlr;" in out

@@ -174,3 +174,48 @@ def test_trend_says_not_measured_keeps_its_columns_and_dates_a_single_run(
     html = render(items, "t")
     assert f"{sum(t.cls == NOT_MEASURED for t in items)} not measured (no figure" in html
     assert "one run, 2026-03-01 02:00" in html and "days since" not in html
+
+
+# -- item 12: the small ones ---------------------------------------------------------------
+def test_run_help_lists_every_shipped_experiment(capsys: pytest.CaptureFixture[str]) -> None:
+    from srperf import resources
+
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    names = sorted(p.stem for p in resources.experiments_dir().glob("*.yaml"))
+    assert len(names) > 4
+    assert "shipped one (" + ", ".join(names) + ")" in text
+
+
+def test_compare_notes_are_short_in_the_table_and_whole_below_it() -> None:
+    from srperf.results.compare import NOTE_MAX, BehaviorChange, Comparison, format_markdown
+
+    long = ("baseline: generator_limited x3 (the generator could not offer 75000 pps: "
+            "offered 51234 pps in 1.0 s; " * 6).strip()
+    c = Comparison("a", "b", 5.0, "welch", changes=[
+        BehaviorChange("end", 64, 0.5, None, None, "generator_limited x3", "ok x3", None,
+                       "not_comparable", long),
+        BehaviorChange("end_x", 64, 0.5, None, None, "ok x3", "ok x3", None,
+                       "not_comparable", "short note")])
+    text = format_markdown(c)
+    rows = [x for x in text.splitlines() if x.startswith("| end")]
+    assert len(rows) == 2
+    note = rows[0].rsplit("|", 2)[1].strip()
+    assert len(note) <= NOTE_MAX + 8 and note.endswith("... [1]")
+    assert rows[1].endswith("| short note |")
+    assert "Notes in full:" in text and f"1. {' '.join(long.split())}" in text
+
+
+def test_a_behavior_unsupported_for_want_of_vrf_is_explained_once() -> None:
+    from srperf.cli.run import vrf_note
+
+    outcomes = {("end", 64): ("measured", ""),
+                ("end_dt4", 64): ("unsupported", "VRF device for table 100: Error: Unknown "
+                                                 "device type."),
+                ("end_dt4", 1500): ("unsupported", "VRF device for table 100: Error"),
+                ("end_dx2", 64): ("unsupported", "no L2 port")}
+    note = vrf_note(outcomes)
+    assert note.startswith("NOTE: end_dt4 needs a VRF device") and note.count("end_dt4") == 1
+    assert "end_dx2" not in note and "not a failure" in note
+    assert vrf_note({("end", 64): ("measured", "")}) == ""

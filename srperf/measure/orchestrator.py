@@ -325,8 +325,13 @@ class Orchestrator:
         if self.exp.kind != "pdr":
             from srperf.stateful.plan import StatefulPlan
 
+            def replan(planned: int) -> None:
+                store.set_planned(report.run_id, planned)
+                self.events.replanned(planned)
+
             report.stateful = StatefulPlan(self.exp, session, store, report.run_id,
-                                           self.progress, self.events.search_done).run()
+                                           self.progress, self.events.search_done,
+                                           replan).run()
             return
         ended = ended or {}
         seq = 0

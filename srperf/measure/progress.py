@@ -53,6 +53,9 @@ class ProgressEvents:
                        search_seq: int, thresholds_pct: Sequence[float] = ()) -> None:
         """A search began; thresholds in % (0 = NDR)."""
 
+    def replanned(self, total: int) -> None:
+        """The run now plans ``total`` (a stateful run's configuration left the rounds)."""
+
     def searches_kept(self, n: int) -> None:
         """A resumed run keeps ``n`` searches that ended before it was stopped: they are
         not run again, and count as done in the time left."""
@@ -236,6 +239,9 @@ class _Base(ProgressEvents):
 
     def searches_kept(self, n: int) -> None:
         self.state.searches_kept = n
+
+    def replanned(self, total: int) -> None:
+        self.state.total_searches = total
 
     def trial_done(self, rate_pps: float, duration_s: float, loss_ratio: float,
                    lower_pps: float | None = None, upper_pps: float | None = None,

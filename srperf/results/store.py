@@ -174,6 +174,11 @@ class ResultStore:
             status="running", finished=None, reason=None, signal=None,
             pid=me.pid, host=me.host, pid_start=me.start))
 
+    def set_planned(self, run_id: str, planned: int) -> None:
+        """Change what a run plans (a stateful run whose configuration left the rounds)."""
+        self._write(schema.runs.update().where(schema.runs.c.run_id == run_id).values(
+            planned=int(planned)))
+
     def update_environment(self, run_id: str, environment: dict[str, Any]) -> None:
         """Replace a run's environment (once the testbed's nodes could be read)."""
         self._write(schema.runs.update().where(schema.runs.c.run_id == run_id).values(

@@ -305,6 +305,7 @@ def format_table(items: list[TestTrend]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["CLASSES", "Change", "Group", "NORMAL", "NOT_MEASURED", "PROGRESSION", "REGRESSION", "RunFilter",
+__all__ = ["CLASSES", "Change", "Group", "NORMAL", "NOT_MEASURED", "PROGRESSION", "REGRESSION",
+           "RunFilter",
            "Sample", "TestKey", "TestTrend", "TrendSettings", "analyse", "format_table",
            "group", "load_samples", "new_regression", "sort_trends", "trends"]

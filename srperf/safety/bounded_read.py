@@ -77,9 +77,9 @@ def lines(path: str | Path, max_bytes: int, max_line: int = MAX_LINE) -> Iterato
                 return
 
 
-def read_text(path: str | Path, max_bytes: int) -> str:
-    """The whole text of a small file (its reader's bound ``max_bytes``: TooLarge
-    beyond), read without blocking."""
+def read_bytes(path: str | Path, max_bytes: int) -> bytes:
+    """The whole of a small regular file (its reader's bound ``max_bytes``: TooLarge
+    beyond, having read no more than that), read without blocking."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     with os.fdopen(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
@@ -87,7 +87,12 @@ def read_text(path: str | Path, max_bytes: int) -> str:
         raw = f.read(max_bytes + 1)
     if len(raw) > max_bytes:
         raise TooLarge(str(path), max_bytes)
-    return raw.decode("utf-8", "replace")
+    return raw
+
+
+def read_text(path: str | Path, max_bytes: int) -> str:
+    """:func:`read_bytes` decoded as UTF-8 (bad bytes replaced)."""
+    return read_bytes(path, max_bytes).decode("utf-8", "replace")
 
 
 def quote_line(text: str, limit: int = QUOTE_CHARS) -> str:
@@ -114,4 +119,4 @@ def may_quote(path: str | Path) -> bool:
 
 
 __all__ = ["BLOCK", "Line", "MAX_LINE", "QUOTE_CHARS", "TooLarge", "lines", "may_quote",
-           "quote_line", "read_text"]
+           "quote_line", "read_bytes", "read_text"]

@@ -405,3 +405,12 @@ def test_a_sparse_128_mib_fragment_is_quick_and_small(tmp_path: Path) -> None:
     assert code == 2 and err_chars < 1000, res.stdout
     assert peak_kib < 300 * 1024, f"peak {peak_kib} KiB"
     assert took < 30, took
+
+
+def test_a_kernel_build_target_dry_run_is_no_internal_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """provision --dry-run naming a kernel.build target looks the build up in the cache
+    (was: an AssertionError, exit 1)."""
+    code, out, err = _call(["provision", str(_ssh_tb(tmp_path, ROOT / "testbed" /
+                                                     "kernel-src.yaml")), "--dry-run"], capsys)
+    assert code == 0 and "kernel built from linux-source-6.1" in out, (out, err)

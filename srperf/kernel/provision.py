@@ -467,6 +467,14 @@ def cached(target: KernelTarget) -> KernelImage | None:
             return _built(target)
         except KernelFetchError:
             return None
+    if target.build is not None:   # srperf kernel build made it (or not yet: None)
+        from srperf.kernel.build import BuildRecipe, KernelBuildError, built_image
+
+        try:
+            return built_image(BuildRecipe.from_mapping(target.source_file, target.build,
+                                                        target.cache_dir))
+        except KernelBuildError:
+            return None
     assert target.package is not None
     from srperf.kernel import cache as kcache
 

@@ -26,7 +26,7 @@ import sqlalchemy as sa
 
 from srperf.drivers.base import TrialResult
 from srperf.errors import SrperfError, StoreError
-from srperf.safety.redact import redact
+from srperf.safety.redact import redact, redact_keys
 from srperf.results import schema
 from srperf.results.names import FIGURE_STATUSES
 from srperf.results.liveness import this_process
@@ -161,7 +161,8 @@ class ResultStore:
         self._insert(schema.runs, dict(
             run_id=run_id, started=_now(), finished=None, experiment=experiment,
             testbed=testbed, forwarder=forwarder, status="running",
-            environment=redact(json.dumps(environment, sort_keys=True, default=str)),
+            environment=redact(json.dumps(redact_keys(environment), sort_keys=True,
+                                          default=str)),
             purpose=purpose, suite=suite, planned=planned,
             pid=me.pid, host=me.host, pid_start=me.start))
         return run_id
@@ -182,7 +183,8 @@ class ResultStore:
     def update_environment(self, run_id: str, environment: dict[str, Any]) -> None:
         """Replace a run's environment (once the testbed's nodes could be read)."""
         self._write(schema.runs.update().where(schema.runs.c.run_id == run_id).values(
-            environment=redact(json.dumps(environment, sort_keys=True, default=str))))
+            environment=redact(json.dumps(redact_keys(environment), sort_keys=True,
+                                          default=str))))
 
     def end_run(self, run_id: str, status: str, reason: str | None = None,
                 signal: str | None = None) -> None:

@@ -30,7 +30,10 @@
 #   SRPERF_TUNSRC         enc: outer source address
 #   SRPERF_XDP_SIDS       enc: the SID table, first SID first, comma-separated (1..8)
 #   SRPERF_XDP_OBJ        path ON THE SUT of xdp_fp.o
-#   SRPERF_XDP_MODE       native | generic (XDP attach mode)
+#   SRPERF_XDP_MODE       native | generic | auto (XDP attach mode; auto: generic on a
+#                         veth in-port - a native redirect into a veth is dropped unless
+#                         the peer's side runs XDP or GRO, which the tester owns -,
+#                         native otherwise)
 #   SRPERF_XDP_CHAIN      the chain: prog:operand,... (ids of FP_PROGS in xdp_fp.h; at most
 #                         8 steps; enc 1..8 SIDs, fw 0 static / 1 fib / 2 kernel, mon 0|1)
 #   SRPERF_XDP_ROUTE      the destination prefix (addr/len) the chain is installed on
@@ -215,8 +218,8 @@ chain_checks() {
     check_sids
     check_flows
     case "$SRPERF_XDP_MODE" in
-        native | generic) ;;
-        *) invalid SRPERF_XDP_MODE "native or generic" ;;
+        native | generic | auto) ;;
+        *) invalid SRPERF_XDP_MODE "native, generic or auto" ;;
     esac
     case "$SRPERF_XDP_MARK" in
         0 | 1) ;;
@@ -301,7 +304,17 @@ $(ip6_bytes "${SRPERF_XDP_ROUTE%/*}") value hex $value"
     done
 }
 
-attach_mode() { [[ "$SRPERF_XDP_MODE" == native ]] && echo xdpdrv || echo xdpgeneric; }
+attach_mode() {
+    local mode=$SRPERF_XDP_MODE
+    if [[ "$mode" == auto ]]; then
+        if [[ "$(ip -d link show dev "$SRPERF_IN_IF")" == *" veth "* ]]; then
+            mode=generic
+        else
+            mode=native
+        fi
+    fi
+    if [[ "$mode" == native ]]; then echo xdpdrv; else echo xdpgeneric; fi
+}
 
 # The holder keeps this mount namespace (its bpffs, the pins) alive after the command.
 start_holder() {

@@ -54,9 +54,11 @@ class XdpOptions(Settings):
                       "redirect), fib (bpf_fib_lookup on the kernel's tables, redirect), "
                       "kernel (XDP_PASS: the kernel forwards)",
                       schema={"enum": sorted(FW_FLAVOURS)})
-    mode: str = setting("native", "XDP attach mode on the in-port: native (the driver's "
-                        "hook) or generic (after the skb is built)",
-                        schema={"enum": ["native", "generic"]})
+    mode: str = setting("auto", "XDP attach mode on the in-port: native (the driver's "
+                        "hook), generic (after the skb is built) or auto (generic on a veth "
+                        "in-port: a native redirect into a veth is dropped unless the "
+                        "tester's side of it runs XDP or GRO; native otherwise)",
+                        schema={"enum": ["auto", "native", "generic"]})
     flows: int = setting(1, "mon: flows in the per-flow table (the test traffic's SID "
                          "list and flows - 1 others)", unit="flows",
                          schema={"type": "integer", "minimum": 1, "maximum": MAX_FLOWS})

@@ -18,7 +18,8 @@
 #   flows       JSON dump of pm_counters, the mon step's per-flow counters (idem)
 #   prog_run    BPF_PROG_RUN of the attached dispatcher (the whole chain) over the frame
 #               SRPERF_XDP_FRAME, SRPERF_XDP_REPEAT times: prints bpftool's JSON
-#               (retval, duration in ns per run); nothing when none is attached
+#               (retval, duration in ns per run) plus data_out (the frame out, hex);
+#               nothing when none is attached
 #
 # Variables (no defaults):
 #   SRPERF_IN_IF, SRPERF_OUT_IF  SUT ports: the dispatcher on the in-port, fw/pass out of
@@ -51,7 +52,7 @@
 # keep a pin (the kernel empties a PROG_ARRAY when its last pin or file descriptor
 # goes), and under `ip netns exec` /sys - and the bpffs this script mounts on it - is
 # private to the command.  So xdp_chain leaves a holder process (`srperf-xdp-hold`,
-# a sleep) in the command's mount namespace, its PID in /run/srperf-xdp-<netns>.pid;
+# a shell loop) in the command's mount namespace, its PID in /run/srperf-xdp-<netns>.pid;
 # `clean` stops it (the namespace, its bpffs and the pins go with it).  `counters`,
 # `flows`, `prog_run` and `clean` find the programs through the attachment, never
 # through the pins.
@@ -316,10 +317,19 @@ attach_mode() {
     if [[ "$mode" == native ]]; then echo xdpdrv; else echo xdpgeneric; fi
 }
 
-# The holder keeps this mount namespace (its bpffs, the pins) alive after the command.
+# The holder keeps this mount namespace (its bpffs, the pins) alive after the command,
+# in a session of its own (clean ends it by its process group); in a named network
+# namespace it ends by itself once the namespace is deleted (a testbed taken down
+# without clean, e.g. after srperf was killed).
 start_holder() {
-    local pid
-    setsid bash -c "exec -a $HOLDER_NAME sleep infinity" </dev/null >/dev/null 2>&1 &
+    local pid ns loop
+    ns=$(ns_name)
+    if [[ "$ns" == default ]]; then
+        loop="exec sleep infinity"
+    else
+        loop="while [ -e /run/netns/$ns ]; do sleep 1; done"
+    fi
+    setsid bash -c "exec -a $HOLDER_NAME bash -c '$loop'" </dev/null >/dev/null 2>&1 &
     pid=$!
     echo "$pid" >"$(pid_file)"
 }
@@ -382,7 +392,7 @@ stop_holder() {
     pid=$(cat "$file")
     if [[ "$pid" =~ ^[0-9]+$ && -r "/proc/$pid/cmdline" ]] &&
         [[ "$(tr '\0' ' ' <"/proc/$pid/cmdline")" == "$HOLDER_NAME "* ]]; then
-        kill "$pid" 2>/dev/null || true
+        kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true
         for ((i = 0; i < 50; i++)); do
             [[ -e "/proc/$pid" ]] || break
             sleep 0.1
@@ -441,8 +451,13 @@ prog_run() {
     done
     data=$(mktemp)
     printf '%b' "$esc" >"$data"
-    out=$(bpftool -j prog run id "$prog" data_in "$data" repeat "$SRPERF_XDP_REPEAT" 2>&1) || rc=$?
-    rm -f "$data"
+    out=$(bpftool -j prog run id "$prog" data_in "$data" data_out "$data.out" \
+        repeat "$SRPERF_XDP_REPEAT" 2>&1) || rc=$?
+    if ((rc == 0)); then
+        # bpftool's JSON object, and the frame out as hex
+        out="${out%\}*}, \"data_out\": \"$(od -An -v -tx1 "$data.out" | tr -d ' \n')\"}"
+    fi
+    rm -f "$data" "$data.out"
     ((rc == 0)) || die "bpftool prog run id $prog failed: $out"
     echo "$out"
     : "$dev" "$mode"

@@ -1,0 +1,69 @@
+"""Per-packet cost of a fast-path chain without a traffic generator: ``BPF_PROG_RUN``.
+
+``xdp.sh prog_run`` runs the attached dispatcher (and so the whole chain, its tail
+calls included) over one prebuilt frame ``repeat`` times in the kernel and prints
+bpftool's JSON: the verdict of the last run, the mean nanoseconds per run and the
+frame out.  Chains can so be ranked on any host, also where the fast path outruns the
+generator (whose end-to-end figure is then generator-limited).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from srperf.errors import SrperfError
+
+VERDICTS = {0: "XDP_ABORTED", 1: "XDP_DROP", 2: "XDP_PASS", 3: "XDP_TX", 4: "XDP_REDIRECT"}
+
+
+class ProgRunError(SrperfError):
+    """BPF_PROG_RUN of the chain failed, or no fast path is attached."""
+
+
+@dataclass(frozen=True)
+class ProgRun:
+    """One BPF_PROG_RUN of the chain: verdict, mean ns per packet, frame out."""
+
+    retval: int
+    ns_per_packet: float
+    repeat: int
+    frame_out: bytes
+    tail_calls: int
+
+    @property
+    def verdict(self) -> str:
+        return VERDICTS.get(self.retval, f"verdict {self.retval}")
+
+    @property
+    def ns_per_tail_call(self) -> float | None:
+        return self.ns_per_packet / self.tail_calls if self.tail_calls else None
+
+
+def parse(text: str, repeat: int, tail_calls: int) -> ProgRun:
+    """What ``xdp.sh prog_run`` printed (ProgRunError when it printed nothing)."""
+    text = text.strip()
+    if not text:
+        raise ProgRunError("prog_run printed nothing: no fast path is attached")
+    data = json.loads(text)
+    return ProgRun(retval=int(data["retval"]), ns_per_packet=float(data["duration"]),
+                   repeat=repeat, frame_out=bytes.fromhex(data.get("data_out", "")),
+                   tail_calls=tail_calls)
+
+
+Runner = Callable[[list[str], Mapping[str, str]], str]
+"""Runs argv with extra environment on the SUT, returns stdout (raises on failure)."""
+
+
+def prog_run(runner: Runner, script: str, frame: bytes, repeat: int,
+             tail_calls: int) -> ProgRun:
+    """BPF_PROG_RUN of the attached chain over ``frame``, ``repeat`` times."""
+    if not 1 <= repeat <= 100_000_000:
+        raise ValueError(f"repeat {repeat}: 1 to 100000000")
+    out = runner(["bash", script, "prog_run"],
+                 {"SRPERF_XDP_FRAME": frame.hex(), "SRPERF_XDP_REPEAT": str(repeat)})
+    return parse(out, repeat, tail_calls)
+
+
+__all__ = ["ProgRun", "ProgRunError", "prog_run", "parse", "VERDICTS"]

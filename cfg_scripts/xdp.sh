@@ -421,11 +421,30 @@ clean() {
     fi
 }
 
+# step_of DISPATCHER_ID STEP: the id of step program STEP loaded with that dispatcher
+# (the one whose maps include the dispatcher's fp_ctx).
+step_of() {
+    local prog=$1 step=$2 ctx id
+    ctx=$(map_of "$prog" fp_ctx) || return 1
+    for id in $(bpftool prog show name "$step" 2>/dev/null | sed -n 's/^\([0-9]*\): .*/\1/p'); do
+        if [[ ",$(bpftool prog show id "$id" | sed -n 's/.*map_ids \([0-9,]*\).*/\1/p')," == *",$ctx,"* ]]; then
+            echo "$id"
+            return 0
+        fi
+    done
+    return 1
+}
+
+# dump_map NAME [STEP]: JSON dump of map NAME of the attached dispatcher (or of its
+# step program STEP).
 dump_map() {
-    local name=$1 dev prog mode id
+    local name=$1 step=${2:-} dev prog mode id
     need_tools bpftool
     read -r dev prog mode < <(attached) || true
     [[ -n "${prog:-}" ]] || return 0
+    if [[ -n "$step" ]]; then
+        prog=$(step_of "$prog" "$step") || die "no $step program with the dispatcher on $dev"
+    fi
     id=$(map_of "$prog" "$name") || die "no $name map on program $prog ($dev)"
     bpftool -j map dump id "$id"
     echo
@@ -434,7 +453,7 @@ dump_map() {
 
 counters() { dump_map fp_stats; }
 
-flows() { dump_map pm_counters; }
+flows() { dump_map pm_counters fp_mon; }
 
 prog_run() {
     need SRPERF_XDP_FRAME SRPERF_XDP_REPEAT

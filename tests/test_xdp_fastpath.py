@@ -149,9 +149,9 @@ def test_mon_marks_the_colour_when_asked(sut) -> None:
 
 def test_prog_run_gives_a_cost_per_packet(sut) -> None:
     X.load(TB, "xdp_nop7_fw")
-    run = X.prog_run(TB, frame_of("xdp_nop7_fw"), repeat=1000, tail_calls=8)
-    assert run.verdict == "XDP_REDIRECT" and run.ns_per_packet > 0
-    assert X.counters(TB)["rx"] == 1000
+    run = X.prog_run(TB, frame_of("xdp_nop7_fw"), repeat=200, tail_calls=8)
+    assert run.verdict == "XDP_REDIRECT" and run.ns_per_packet > 0 and run.repeat == 200
+    assert X.counters(TB)["rx"] == 200
 
 
 def test_a_failing_load_leaves_nothing(sut) -> None:
@@ -184,14 +184,16 @@ def _run_cli(tmp_path: Path, name: str, behaviors: str, duration: float = 0.5
 def test_a_short_run_measures_verified_chains_and_leaves_nothing(tmp_path: Path) -> None:
     _, results, argv = _run_cli(tmp_path, "x45r", "xdp_fw, xdp_end_fw, xdp_enc_mon_fw")
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=400)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # 3: nothing measured, when the generator was the limit of every search
+    assert proc.returncode in (0, 3), proc.stdout + proc.stderr
     db = sqlite3.connect(results / "srperf.sqlite")
     (status, forwarder), = db.execute("SELECT status, forwarder FROM runs").fetchall()
     assert (status, forwarder) == ("finished", "xdp")
     rows = db.execute("SELECT behavior, status, lower_pps FROM searches").fetchall()
-    assert sorted(r[0] for r in rows) == ["xdp_end_fw", "xdp_enc_mon_fw", "xdp_fw"]
+    assert sorted(r[0] for r in rows) == ["xdp_enc_mon_fw", "xdp_end_fw", "xdp_fw"]
     assert all(r[1] in ("ok", "generator_limited") for r in rows), rows
     assert all(r[2] and r[2] > 0 for r in rows if r[1] == "ok"), rows
+    assert (proc.returncode == 0) == any(r[1] == "ok" for r in rows), rows
     assert not X.wait_no_leftovers("x45r"), X.leftovers("x45r")
 
 

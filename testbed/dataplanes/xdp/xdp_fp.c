@@ -7,8 +7,10 @@
  *
  * Steps:
  *   nop   nothing (the chain-depth experiment)
- *   end   SRv6 End (RFC 8986 4.1): SL - 1, DA = Segment List[SL]; no SRH or SL = 0
- *         is dropped, as the kernel's End drops it (no upper-layer processing here)
+ *   end   SRv6 End (RFC 8986 4.1): SL - 1, DA = Segment List[SL]; no SRH right after
+ *         the IPv6 header, SL = 0 or SL > Last Entry + 1 is dropped, as the kernel's
+ *         End drops it (no upper-layer processing here; an extension header before
+ *         the SRH is not parsed: a documented deviation)
  *   enc   H.Encaps (RFC 8986 5.1): outer IPv6 (source fp_conf.enc_src, hop limit and
  *         traffic class/flow label as Linux: inner hop limit, 0, 0) + SRH holding the
  *         first <operand> SIDs of fp_sids (travel order); DA = the first
@@ -162,19 +164,21 @@ int fp_dispatch(struct xdp_md *xdp)
 		return XDP_PASS;
 	}
 	data_end = (void *)(long)xdp->data_end;
-	if (ip6->nexthdr == IPPROTO_SRH) {
-		srh = (void *)(ip6 + 1);
-		if ((void *)(srh + 1) > data_end || !srh_valid(srh)) {
-			count(FP_C_bad_srh);
-			return XDP_PASS;
-		}
-	}
 	__builtin_memcpy(&key.addr, &ip6->daddr, sizeof(key.addr));
 	chain = bpf_map_lookup_elem(&fp_routes, &key);
 	c = ctx_get();
 	if (!chain || !c || chain->len == 0) {
 		count(FP_C_miss);
 		return XDP_PASS;
+	}
+	/* An SRH whose Segment List does not fit its length (RFC 8754 4.3.1.1) or is
+	 * truncated: dropped, as the kernel's SRv6 drops it. */
+	if (ip6->nexthdr == IPPROTO_SRH) {
+		srh = (void *)(ip6 + 1);
+		if ((void *)(srh + 1) > data_end || !srh_valid(srh)) {
+			count(FP_C_bad_srh);
+			return XDP_DROP;
+		}
 	}
 	__builtin_memcpy(&c->chain, chain, sizeof(c->chain));
 	c->next = 0;
@@ -209,10 +213,14 @@ int fp_end(struct xdp_md *xdp)
 		return XDP_DROP;
 	}
 	sl = srh->segments_left;
-	/* SL = 0: the kernel's End drops it (no upper-layer processing); SL beyond
-	 * Last Entry + 1 is a malformed SRH (RFC 8754 4.3.1.1). */
-	if (sl == 0 || sl > (__u32)srh->first_segment + 1 || sl > 255) {
+	/* SL = 0: the kernel's End drops it (no upper-layer processing). */
+	if (sl == 0) {
 		count(FP_C_end_sl0);
+		return XDP_DROP;
+	}
+	/* SL beyond Last Entry + 1: a malformed SRH (RFC 8754 4.3.1.1). */
+	if (sl > (__u32)srh->first_segment + 1) {
+		count(FP_C_bad_srh);
 		return XDP_DROP;
 	}
 	sl -= 1;

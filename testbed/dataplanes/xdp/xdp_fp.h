@@ -36,7 +36,7 @@
 #define FP_COUNTERS(X)                                                                 \
 	X(rx) /* packets seen by the dispatcher */                                       \
 	X(miss) /* not IPv6, or no route: passed to the kernel */                        \
-	X(bad_srh) /* an SRH that does not fit its length: passed to the kernel */       \
+	X(bad_srh) /* an SRH that does not fit its length, SL > Last Entry + 1: dropped */\
 	X(chain_end) /* the chain ran out of steps: passed to the kernel */              \
 	X(tail_call_failed) /* an empty fp_progs slot: dropped */                        \
 	X(end_done) X(end_no_srh) X(end_sl0) /* end: done; dropped (no SRH, SL = 0) */   \

@@ -31,6 +31,8 @@ class ProgRun:
     repeat: int
     frame_out: bytes
     tail_calls: int
+    ns_min: float = 0.0
+    """The fastest run (the least disturbed by the rest of the host)."""
 
     @property
     def verdict(self) -> str:
@@ -53,8 +55,9 @@ def parse(text: str, repeat: int, tail_calls: int) -> ProgRun:
     retvals = {int(r["retval"]) for r in runs}
     if len(retvals) != 1:
         raise ProgRunError(f"the runs over one frame gave different verdicts: {sorted(retvals)}")
-    return ProgRun(retval=retvals.pop(),
-                   ns_per_packet=float(statistics.median(int(r["duration"]) for r in runs)),
+    durations = [int(r["duration"]) for r in runs]
+    return ProgRun(retval=retvals.pop(), ns_min=float(min(durations)),
+                   ns_per_packet=float(statistics.median(durations)),
                    repeat=len(runs), frame_out=bytes.fromhex(data.get("data_out", "")),
                    tail_calls=tail_calls)
 
@@ -73,4 +76,34 @@ def prog_run(runner: Runner, script: str, frame: bytes, repeat: int,
     return parse(out, repeat, tail_calls)
 
 
-__all__ = ["ProgRun", "ProgRunError", "prog_run", "parse", "VERDICTS"]
+
+
+
+def measure_chains(control: "object", behaviors: list[str], size: int = 64,
+                   repeat: int = 2000) -> dict[str, ProgRun]:
+    """Each chain of ``behaviors`` configured through ``control`` (a
+    :class:`srperf.testbeds.sut.SutControl` of the xdp forwarder) and run ``repeat``
+    times over its own 64-byte test frame; the SUT is cleaned afterwards."""
+    from srperf.behaviors import catalogue, fastpath
+    from srperf.testbeds.sut import SutControl
+
+    assert isinstance(control, SutControl)
+    out: dict[str, ProgRun] = {}
+
+    def runner(argv: list[str], extra: Mapping[str, str]) -> str:
+        res = control.transport.run(argv, env={**control.env, **extra}, timeout=300.0)
+        if not res.ok:
+            raise ProgRunError(f"{' '.join(argv)}: {(res.stderr or res.stdout).strip()}")
+        return res.stdout
+
+    try:
+        for name in behaviors:
+            behavior = catalogue.get(name)
+            control.apply(behavior.cfg_function, name)
+            frame = bytes(behavior.frame_builder(control.tb, size))
+            out[name] = prog_run(runner, control.script, frame, repeat,
+                                 len(fastpath.parse_chain(name)))
+    finally:
+        control.clean()
+    return out
+__all__ = ["ProgRun", "ProgRunError", "prog_run", "parse", "measure_chains", "VERDICTS"]

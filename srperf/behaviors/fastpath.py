@@ -207,7 +207,17 @@ def flow_sids(tb: TestbedConfig, steps: tuple[Step, ...], size: int = 64) -> lis
 
 
 def _describe(steps: tuple[Step, ...]) -> str:
-    words = [f"enc({s.sids} SIDs)" if s.program == "enc" else s.program for s in steps]
+    words: list[str] = []
+    nops = 0
+    for s in (*steps, None):
+        if s is not None and s.program == "nop":
+            nops += 1
+            continue
+        if nops:
+            words.append("nop" if nops == 1 else f"{nops} nop")
+            nops = 0
+        if s is not None:
+            words.append(f"enc({s.sids} SIDs)" if s.program == "enc" else s.program)
     tail = "" if steps[-1].program in ENDS_CHAIN else " -> kernel"
     return "XDP " + " -> ".join(words) + tail
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from srperf.behaviors import fastpath
 from srperf.behaviors.conformance import endpoint, headend, proxy
 from srperf.behaviors.conformance.build import CaseList
 from srperf.behaviors.conformance.model import (DROP_REASONS, Case, Drop, Forward,
@@ -41,8 +42,15 @@ MATRICES: dict[str, Callable[[TestbedConfig], CaseList]] = {
     **headend.MATRICES, **endpoint.MATRICES, **proxy.MATRICES, **FAST_PATH_TWINS}
 """Behavior name -> the function building its cases."""
 
+
+
+
 NO_MATRIX = {"end_baseline": "a measurement baseline (End run inside an SR-aware VNF), not "
-             "a behavior of a specification"}
+             "a behavior of a specification",
+             **{name: "a fast-path chain with no kernel twin (mon, nop, pass or an end in "
+                "the kernel): its frames are checked against the chain's model "
+                "(srperf.behaviors.fastpath) by srperf run and tests/test_xdp_fastpath.py"
+                for name in fastpath.SHIPPED if name not in FAST_PATH_TWINS}}
 """Catalogue entries without a matrix, and why."""
 
 

@@ -225,3 +225,26 @@ def test_a_killed_run_leaves_nothing_once_its_testbed_is_down(tmp_path: Path) ->
             except ProcessLookupError:
                 pass
     assert not X.wait_no_leftovers("x45k", timeout_s=15), X.leftovers("x45k")
+
+
+def test_conform_covers_the_fast_path(tmp_path: Path) -> None:
+    """The kernel's matrices for the chains that twin ipv6, End and H.Encaps: no failure;
+    the differences are the documented findings (enc keeps the inner hop limit, as
+    Linux; end does not parse extension headers before the SRH)."""
+    tb = tmp_path / "tb.yaml"
+    tb.write_text("name: x45f\nkind: virtual\nprefix: x45f\n")
+    results = tmp_path / "res"
+    proc = subprocess.run([sys.executable, "-c", "import sys; from srperf.cli.entry import "
+                           "main; sys.exit(main(sys.argv[1:]))", "conform", "-f", "xdp",
+                           "-b", "xdp_fw", "-b", "xdp_end_fw", "-b", "xdp_enc_fw",
+                           "--testbed", str(tb), "--results", str(results)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "xdp_fw on xdp: pass 9, fail 0, finding 0, n/a 0" in proc.stdout
+    assert "xdp_end_fw on xdp: pass 22, fail 0, finding 2, n/a 0" in proc.stdout
+    assert "xdp_enc_fw on xdp: pass 1, fail 0, finding 9, n/a 0" in proc.stdout
+    db = sqlite3.connect(results / "srperf.sqlite")
+    found = db.execute("SELECT case_name FROM conformance WHERE behavior = 'xdp_end_fw' AND "
+                       "status = 'finding' ORDER BY case_name").fetchall()
+    assert found == [("ext_dest_opts",), ("ext_hop_by_hop",)]
+    assert not X.wait_no_leftovers("x45f"), X.leftovers("x45f")

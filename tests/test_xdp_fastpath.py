@@ -165,8 +165,8 @@ def test_a_failing_load_leaves_nothing(sut) -> None:
     assert res.returncode == 2 and "SRPERF_XDP_CHAIN" in res.stderr
 
 
-def _run_cli(tmp_path: Path, name: str, behaviors: str, duration: float = 0.5
-             ) -> tuple[Path, Path, list[str]]:
+def _run_cli(tmp_path: Path, name: str, behaviors: str, duration: float = 0.5,
+             options: str = "{fw: fib}") -> tuple[Path, Path, list[str]]:
     tb = tmp_path / "tb.yaml"
     tb.write_text(f"name: {name}\nkind: virtual\nprefix: {name}\n")
     exp = tmp_path / "exp.yaml"
@@ -174,7 +174,7 @@ def _run_cli(tmp_path: Path, name: str, behaviors: str, duration: float = 0.5
                    "packet_sizes: [64]\nrepetitions: 1\n"
                    f"search: {{algorithm: bisect, thresholds_pct: [0.5], "
                    f"trial_duration_s: {duration}, accuracy: 10%, min_rate: 5%, "
-                   "max_rate: 100%}\noptions: {fw: fib}\n")
+                   f"max_rate: 100%}}\noptions: {options}\n")
     argv = [sys.executable, "-c", "import sys; from srperf.cli.entry import main; "
             "sys.exit(main(sys.argv[1:]))", "run", str(exp), "--testbed", str(tb),
             "--results", str(tmp_path / "res")]
@@ -195,6 +195,18 @@ def test_a_short_run_measures_verified_chains_and_leaves_nothing(tmp_path: Path)
     assert all(r[2] and r[2] > 0 for r in rows if r[1] == "ok"), rows
     assert (proc.returncode == 0) == any(r[1] == "ok" for r in rows), rows
     assert not X.wait_no_leftovers("x45r"), X.leftovers("x45r")
+
+
+def test_a_failed_run_leaves_nothing(tmp_path: Path) -> None:
+    """Native XDP on the veth in-port, whose redirects the tester's end drops (no XDP or
+    GRO there): the verification sees no frame, the behavior fails, the SUT is clean."""
+    _, results, argv = _run_cli(tmp_path, "x45n", "xdp_fw", options="{mode: native}")
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=400)
+    assert proc.returncode in (1, 3), proc.stdout + proc.stderr
+    db = sqlite3.connect(results / "srperf.sqlite")
+    statuses = [r[0] for r in db.execute("SELECT status FROM outcomes")]
+    assert statuses and all(s.startswith("verify_failed") for s in statuses), statuses
+    assert not X.wait_no_leftovers("x45n"), X.leftovers("x45n")
 
 
 def test_a_killed_run_leaves_nothing_once_its_testbed_is_down(tmp_path: Path) -> None:

@@ -322,16 +322,19 @@ attach_mode() {
 # namespace it ends by itself once the namespace is deleted (a testbed taken down
 # without clean, e.g. after srperf was killed).
 start_holder() {
-    local pid ns loop
+    local pid ns loop file
     ns=$(ns_name)
+    file=$(pid_file)
     if [[ "$ns" == default ]]; then
         loop="exec sleep infinity"
     else
-        loop="while [ -e /run/netns/$ns ]; do sleep 1; done"
+        # gone with its namespace: its PID file too, if still its own
+        loop="while [ -e /run/netns/$ns ]; do sleep 1; done; "
+        loop+="[ \"\$(cat $file 2>/dev/null)\" = \"\$\$\" ] && rm -f $file"
     fi
     setsid bash -c "exec -a $HOLDER_NAME bash -c '$loop'" </dev/null >/dev/null 2>&1 &
     pid=$!
-    echo "$pid" >"$(pid_file)"
+    echo "$pid" >"$file"
 }
 
 xdp_chain() {

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from pathlib import Path
 from typing import Mapping
 
 from srperf.config.model import TestbedConfig
@@ -95,6 +96,7 @@ def leftovers(prefix: str = "x45") -> list[str]:
     ps = subprocess.run(["pgrep", "-f", f"^srperf-xdp-hold .*/run/netns/{prefix}"],
                         capture_output=True, text=True)
     found += [f"holder {pid}" for pid in ps.stdout.split()]
+    found += [f"pid file {p}" for p in sorted(Path("/run").glob(f"srperf-xdp-{prefix}*.pid"))]
     return found
 
 

@@ -83,16 +83,27 @@ def flow_counts(tb: TestbedConfig) -> dict[int, int]:
     return out
 
 
-def leftovers(prefix: str = "x45") -> list[str]:
-    """The fast path's programs and maps still loaded anywhere on this host, and the
-    holders of namespaces ``prefix*``."""
-    found = []
+def _loaded() -> tuple[list[dict], list[dict]]:
     progs = json.loads(subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True,
                                       text=True, check=True).stdout or "[]")
-    found += [f"prog {p.get('name')}" for p in progs if p.get("name") in STEP_NAMES]
     maps = json.loads(subprocess.run(["bpftool", "-j", "map", "show"], capture_output=True,
                                      text=True, check=True).stdout or "[]")
-    found += [f"map {m.get('name')}" for m in maps if m.get("name") in MAP_NAMES]
+    return ([p for p in progs if p.get("name") in STEP_NAMES],
+            [m for m in maps if m.get("name") in MAP_NAMES])
+
+
+_BEFORE = {(kind, o["id"]) for kind, objs in zip(("prog", "map"), _loaded()) for o in objs}
+"""The fast path's objects already loaded when the tests started (not theirs to clean)."""
+
+
+def leftovers(prefix: str = "x45") -> list[str]:
+    """The fast path's programs and maps loaded on this host since the tests started,
+    and the holders and PID files of namespaces ``prefix*``."""
+    progs, maps = _loaded()
+    found = [f"prog {p.get('name')} id {p['id']}" for p in progs
+             if ("prog", p["id"]) not in _BEFORE]
+    found += [f"map {m.get('name')} id {m['id']}" for m in maps
+              if ("map", m["id"]) not in _BEFORE]
     ps = subprocess.run(["pgrep", "-f", f"^srperf-xdp-hold .*/run/netns/{prefix}"],
                         capture_output=True, text=True)
     found += [f"holder {pid}" for pid in ps.stdout.split()]

@@ -42,6 +42,11 @@ def ebpf_dir() -> Path:
     return testbed_dir() / "dataplanes" / "ebpf"
 
 
+def xdp_dir() -> Path:
+    """Directory of the XDP fast path's C sources (testbed/dataplanes/xdp)."""
+    return testbed_dir() / "dataplanes" / "xdp"
+
+
 def generator_dir() -> Path:
     """Directory of the local traffic generator's C sources."""
     return _dir("srperf.drivers") / "linux_gen"

@@ -142,8 +142,13 @@ def full_env() -> dict[str, str]:
                            dst_prefix=TB.addressing.dst_prefix6, function="relay")
     pipes_env = pipes.node_env(node, pipes.PipesOptions(), str(pipes.build_relay()),
                                f"/tmp/{TB.prefix}-pipes-run")
+    from xdp_helpers import env as xdp_env
+    from srperf.forwarders.xdp.forwarder import XdpOptions
+
+    xdp = {**xdp_env(TB, XdpOptions(), "xdp_enc_mon_fw"),
+           "SRPERF_XDP_FRAME": "00" * 60, "SRPERF_XDP_REPEAT": "2"}
     return {**pipes_env, **srnk_env(TB, SrnkOptions()), **vpp_env(TB, VppOptions()),
-            **local_env(TB)}
+            **xdp, **local_env(TB)}
 
 
 def script(name: str, *args: str, env: dict[str, str] | None = None,

@@ -1,5 +1,8 @@
 """The catalogue of SRv6 behaviors srperf can benchmark (forwarder-independent specs).
 
+Fast-path chains (:mod:`srperf.behaviors.fastpath`) are named by their steps: a few
+are listed, any valid ``xdp_...`` name is an entry (:func:`get`).
+
 Each :class:`Behavior` knows the frame the tester sends for it, the CFG
 function that configures it and how to check what the SUT forwarded.  The
 entries come from :mod:`srperf.behaviors.srv6` (RFC 8986 behaviors and plain
@@ -23,10 +26,11 @@ only reads names and files (``srperf --help``, ``validate``) should not import."
 
 def _catalogue() -> dict[str, Behavior]:
     if not _CATALOGUE:
-        from srperf.behaviors import proxies, srv6
+        from srperf.behaviors import fastpath, proxies, srv6
 
-        entries = {b.name: b for b in (*srv6.BEHAVIORS, *proxies.BEHAVIORS)}
-        if len(entries) != len(srv6.BEHAVIORS) + len(proxies.BEHAVIORS):
+        every = (*srv6.BEHAVIORS, *proxies.BEHAVIORS, *fastpath.BEHAVIORS)
+        entries = {b.name: b for b in every}
+        if len(entries) != len(every):
             raise ImportError("two behaviors of the catalogue share a name")
         _CATALOGUE.update(entries)
     return _CATALOGUE
@@ -38,16 +42,25 @@ def __getattr__(name: str) -> Any:
         from srperf.behaviors import spec
 
         return getattr(spec, name)
-    if name in ("proxies", "srv6", "spec"):
+    if name in ("proxies", "srv6", "spec", "fastpath"):
         return importlib.import_module(f"srperf.behaviors.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def get(name: str) -> Behavior:
-    """The behavior called ``name``; KeyError lists the known names."""
+    """The behavior called ``name`` (also any fast-path chain ``xdp_...``,
+    :mod:`srperf.behaviors.fastpath`); KeyError lists the known names, or says why a
+    chain name is no chain."""
     try:
         return _catalogue()[name]
     except KeyError:
+        from srperf.behaviors import fastpath
+
+        if fastpath.is_chain_name(name):
+            try:
+                return fastpath.behavior(name)
+            except fastpath.ChainError as exc:
+                raise KeyError(f"behavior {name!r}: {exc}") from None
         raise KeyError(f"unknown behavior {name!r}; known behaviors: "
                        f"{', '.join(sorted(_catalogue()))}") from None
 

@@ -109,11 +109,39 @@ LENGTHS: dict[str, Lengths] = {
 """Per behavior name: the lengths its builder and its expectation give."""
 
 
+def fast_path_lengths(name: str) -> Lengths | None:
+    """The lengths of fast-path chain ``name`` (:mod:`srperf.behaviors.fastpath`): its
+    input frame (the End frame, a transit frame or plain IPv6), grown by each enc."""
+    from srperf.behaviors import fastpath
+
+    try:
+        steps = fastpath.parse_chain(name)
+    except fastpath.ChainError:
+        return None
+    srv6_in = fastpath.input_kind(steps) in ("endpoint", "transit")
+    pushed = sum(IPV6_HDR + srh_len(s.sids) for s in steps if s.program == "enc")
+
+    def lengths(tb: TestbedConfig, size: int) -> tuple[int, int]:
+        sent = _endpoint(size) if srv6_in else size
+        return sent, sent + pushed
+    return lengths
+
+
+def _shipped_chains() -> dict[str, Lengths]:
+    from srperf.behaviors import fastpath
+
+    return {name: lengths for name in fastpath.SHIPPED
+            if (lengths := fast_path_lengths(name)) is not None}
+
+
+LENGTHS.update(_shipped_chains())
+
+
 def ip_lengths(beh: Behavior, tb: TestbedConfig, size: int) -> tuple[int, int] | None:
     """(IP bytes of the frame the tester sends, largest IP bytes on either link) for
     ``beh`` at ``size``; None when only building the frame can tell (a behavior not
     listed, or a size below the behavior's smallest, which the builder refuses)."""
-    lengths = LENGTHS.get(beh.name)
+    lengths = LENGTHS.get(beh.name) or fast_path_lengths(beh.name)
     if lengths is None or size < beh.min_packet_size:
         return None
     sent, emitted = lengths(tb, size)

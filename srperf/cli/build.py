@@ -1,4 +1,5 @@
-"""``srperf build``: compile the traffic generator, the sink, the eBPF dataplane, the relay
+"""``srperf build``: compile the traffic generator, the sink, the eBPF dataplane, the XDP fast
+path, the relay
 and the delay line into the build directory.
 
 Registered by :mod:`srperf.cli`; like it, this module prints.
@@ -23,6 +24,9 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     built = [str(build_srgen()), str(sink_object())]
     built += [str(p) for p in build_all()]
+    from srperf.forwarders.xdp.build import build_xdp
+
+    built.append(str(build_xdp()))
     from srperf.forwarders.pipes import build_relay
 
     built.append(str(build_relay()))

@@ -146,9 +146,17 @@ def _check_behaviors(file: str, forwarder: str, behaviors: tuple[str, ...]) -> N
 
     if forwarder == pipes.FORWARDER.name:   # its behaviors are its functions: _check_pipes
         return
+    from srperf.behaviors import fastpath
+
     known = set(catalogue.names())
     for i, name in enumerate(behaviors):
-        if name not in known:
+        if name not in known and fastpath.is_chain_name(name):
+            try:
+                fastpath.parse_chain(name)
+            except fastpath.ChainError as exc:
+                raise ConfigError(file, f"behaviors[{i}]", name,
+                                  f"not a fast-path chain: {exc}") from None
+        elif name not in known:
             raise ConfigError(file, f"behaviors[{i}]", name,
                               f"unknown behavior{suggest(name, known)} "
                               f"(known: {', '.join(sorted(known))})")

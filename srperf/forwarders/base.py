@@ -9,6 +9,7 @@ class says everything else srperf must know about it:
 * ``behaviors``: the catalogue entries (:mod:`srperf.behaviors`) it offers;
 * :meth:`env`: the ``SRPERF_*`` variables its script reads, from the testbed
   description, the experiment's ``options`` and what :meth:`prepare` installed;
+  :meth:`behavior_env` adds those of one behavior;
 * ``options``: the dataclass of its experiment ``options`` (schema derived);
 * :meth:`prepare`: its build step on the SUT (objects pushed or built there);
 * :meth:`counters`: its own packet counters, read on the SUT (or None);
@@ -97,6 +98,12 @@ class Forwarder:
     def env(self, tb: TestbedConfig, options: Settings, prepared: Prepared) -> dict[str, str]:
         """Every ``SRPERF_*`` variable the script reads (see cfg_scripts/README.md)."""
         return {**addressing_env(tb), **prepared.env}
+
+    def behavior_env(self, tb: TestbedConfig, options: Settings,
+                     behavior: str) -> dict[str, str]:
+        """``SRPERF_*`` variables of one behavior, added to :meth:`env` when its CFG
+        function runs (a fast-path chain's programs; nothing here)."""
+        return {}
 
     def vnfs(self, options: Settings) -> tuple[int, str]:
         """(count, mode) of the legacy VNFs a proxy behavior gets (see VnfSet)."""

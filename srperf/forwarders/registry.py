@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from srperf.forwarders.ebpf import forwarder as ebpf
 from srperf.forwarders import linux, pipes, srnk, vpp
+from srperf.forwarders.xdp import forwarder as xdp
 from srperf.forwarders.base import Forwarder, Prepared
 
 REGISTRY: dict[str, Forwarder] = {f.name: f for f in (linux.FORWARDER, ebpf.FORWARDER,
                                                     vpp.FORWARDER, srnk.FORWARDER,
-                                                    pipes.FORWARDER)}
+                                                    pipes.FORWARDER, xdp.FORWARDER)}
 
 
 def names() -> list[str]:

@@ -101,9 +101,12 @@ class SutControl:
         """Run one function of the script; raise on failure."""
         if not self.env:
             self.install()
+        env = self.env
+        if behavior is not None:
+            env = {**env, **self.forwarder.behavior_env(self.tb, self.options, behavior)}
         result = self._reconnecting(
             f"running {self.forwarder.script} {function}",
-            lambda: self.transport.run(["bash", self.script, function], env=self.env,
+            lambda: self.transport.run(["bash", self.script, function], env=env,
                                        timeout=self.timeout_s))
         if result.ok:
             return
@@ -209,8 +212,9 @@ class SutControl:
 
 
 def configure(tb: TestbedConfig, forwarder: str, function: str,
-              options: Settings | None = None) -> None:
-    """Run one function of ``forwarder``'s script in the SUT namespace of a virtual ``tb``.
+              options: Settings | None = None, behavior: str | None = None) -> None:
+    """Run one function of ``forwarder``'s script in the SUT namespace of a virtual ``tb``
+    (for ``behavior``: with its :meth:`Forwarder.behavior_env`).
 
     For tests and benchmarks on this host; raises like :meth:`SutControl.call`.
     """
@@ -220,7 +224,7 @@ def configure(tb: TestbedConfig, forwarder: str, function: str,
     with NetnsTransport(tb.sut_ns) as transport:
         control = SutControl(forwarders.get(forwarder), transport, tb, options)
         control.install()
-        control.call(function)
+        control.call(function, behavior)
 
 
 __all__ = ["SutControl", "configure", "EXIT_UNSUPPORTED"]

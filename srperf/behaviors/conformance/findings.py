@@ -100,6 +100,19 @@ FINDINGS: tuple[Finding, ...] = (
             f"{_LINUX} leaves the hop limit of the packet it encapsulates as received",
             map_frames(inner_hop_limit_kept)),
 )
+
+_XDP = "srperf's fast path (xdp)"
+FINDINGS += (
+    Finding("xdp", ("xdp_enc_fw",), None, "RFC 8986 5.1 S05 (decrement the inner hop limit "
+            "or TTL)", f"{_XDP}: enc, like Linux's seg6 encap, leaves the inner hop limit as "
+            "received (the outer hop limit is the inner's, then fw decrements it)",
+            _encap_inner_kept("ipv6", False)),
+    Finding("xdp", ("xdp_end_fw",), ("ext_hop_by_hop", "ext_dest_opts"),
+            "RFC 8200 4.1 / RFC 8986 4.1 (an extension header before the SRH)",
+            f"{_XDP}: end parses only an SRH right after the IPv6 header; a packet with a "
+            "hop-by-hop or destination options header before it is dropped (end_no_srh)",
+            _dropped("no_srh")),
+)
 """Every documented finding."""
 
 

@@ -15,18 +15,42 @@ from __future__ import annotations
 
 from typing import Callable
 
+from srperf.behaviors import fastpath
 from srperf.behaviors.conformance import endpoint, headend, proxy
 from srperf.behaviors.conformance.build import CaseList
 from srperf.behaviors.conformance.model import (DROP_REASONS, Case, Drop, Forward,
                                                 NotApplicable, Outcome)
 from srperf.config.model import TestbedConfig
 
+def _xdp_fw(tb: TestbedConfig) -> CaseList:
+    cl = CaseList(tb, "xdp_fw")
+    headend._plain_cases(tb, cl, "ipv6", headend._routed(tb), "RFC 8200 3 (forwarding)", 0)
+    return cl
+
+
+FAST_PATH_TWINS: dict[str, Callable[[TestbedConfig], CaseList]] = {
+    "xdp_fw": _xdp_fw,
+    "xdp_end_fw": lambda tb: endpoint.end(tb, "xdp_end_fw"),
+    "xdp_enc_fw": lambda tb: headend._encaps(tb, "xdp_enc_fw", "ipv6", False,
+                                             "RFC 8986 5.1 S01-S06"),
+}
+"""The fast path's chains that twin a kernel behavior (plain forwarding, End, H.Encaps):
+the kernel behavior's cases, so ``srperf conform --forwarder xdp`` checks the chain
+against what the specification (and the kernel) makes."""
+
 MATRICES: dict[str, Callable[[TestbedConfig], CaseList]] = {
-    **headend.MATRICES, **endpoint.MATRICES, **proxy.MATRICES}
+    **headend.MATRICES, **endpoint.MATRICES, **proxy.MATRICES, **FAST_PATH_TWINS}
 """Behavior name -> the function building its cases."""
 
+
+
+
 NO_MATRIX = {"end_baseline": "a measurement baseline (End run inside an SR-aware VNF), not "
-             "a behavior of a specification"}
+             "a behavior of a specification",
+             **{name: "a fast-path chain with no kernel twin (mon, nop, pass or an end in "
+                "the kernel): its frames are checked against the chain's model "
+                "(srperf.behaviors.fastpath) by srperf run and tests/test_xdp_fastpath.py"
+                for name in fastpath.SHIPPED if name not in FAST_PATH_TWINS}}
 """Catalogue entries without a matrix, and why."""
 
 

@@ -1,0 +1,192 @@
+"""srperf's SRv6 fast path: chains of XDP programs (HIKe-v0 class, thesis chapter 6).
+
+Sources: ``testbed/dataplanes/xdp`` (one object built with clang,
+:mod:`srperf.forwarders.xdp.build`); script: ``cfg_scripts/xdp.sh``; counters:
+:mod:`srperf.forwarders.xdp.counters`.  A behavior is a chain named by its steps
+(:mod:`srperf.behaviors.fastpath`: ``xdp_fw``, ``xdp_end_fw``, ``xdp_enc_mon_fw``,
+``xdp_nop4_fw`` ...); its programs, operands, route and monitored flows reach the
+script as ``SRPERF_XDP_*`` variables (:meth:`XdpForwarder.behavior_env`).
+"""
+
+from __future__ import annotations
+
+import functools
+import posixpath
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from srperf.behaviors import fastpath
+from srperf.config.model import TestbedConfig
+from srperf.config.settings import Settings, setting
+from srperf.forwarders.base import Forwarder, Prepared
+from srperf.forwarders.common_env import addressing_env
+from srperf.resources import xdp_dir
+from srperf.transports.base import Transport
+
+HEADER = "xdp_fp.h"
+SOURCES = ("xdp_fp.c", "xdp_fp.h", "Makefile")
+FW_FLAVOURS = {"static": 0, "fib": 1, "kernel": 2}
+"""fw operands (FP_FW_* in xdp_fp.h)."""
+MAX_FLOWS = 1024
+"""PM_MAX_FLOWS of testbed/dataplanes/pm/pm_common.h."""
+
+
+@functools.lru_cache(maxsize=1)
+def program_ids() -> dict[str, int]:
+    """Step program -> its fp_progs slot, read from FP_PROGS in xdp_fp.h."""
+    text = (xdp_dir() / HEADER).read_text()
+    match = re.search(r"#define\s+FP_PROGS\(X\)(.*)", text)
+    if match is None:
+        raise ValueError(f"no FP_PROGS macro in {xdp_dir() / HEADER}")
+    ids = {name: int(num) for name, num in re.findall(r"X\((\w+),\s*(\d+)\)", match.group(1))}
+    if set(ids) != set(fastpath.PROGRAMS):
+        raise ValueError(f"FP_PROGS in {HEADER} lists {sorted(ids)}, the catalogue "
+                         f"{sorted(fastpath.PROGRAMS)}")
+    return ids
+
+
+@dataclass(frozen=True)
+class XdpOptions(Settings):
+    """Experiment ``options`` of the fast path."""
+
+    fw: str = setting("fib", "how every fw step forwards: static (next hop MAC, DEVMAP "
+                      "redirect), fib (bpf_fib_lookup on the kernel's tables, redirect), "
+                      "kernel (XDP_PASS: the kernel forwards)",
+                      schema={"enum": sorted(FW_FLAVOURS)})
+    mode: str = setting("auto", "XDP attach mode on the in-port: native (the driver's "
+                        "hook), generic (after the skb is built) or auto (generic on a veth "
+                        "in-port: a native redirect into a veth is dropped unless the "
+                        "tester's side of it runs XDP or GRO; native otherwise)",
+                        schema={"enum": ["auto", "native", "generic"]})
+    flows: int = setting(1, "mon: flows in the per-flow table (the test traffic's SID "
+                         "list and flows - 1 others)", unit="flows",
+                         schema={"type": "integer", "minimum": 1, "maximum": MAX_FLOWS})
+    mark: bool = setting(False, "mon: colour the packets (alternate marking, colour 0) "
+                         "before counting them", schema={"type": "boolean"})
+
+    def __post_init__(self) -> None:
+        if self.fw not in FW_FLAVOURS:
+            raise ValueError(f"fw {self.fw!r}: must be one of {', '.join(FW_FLAVOURS)}")
+        if not 1 <= self.flows <= MAX_FLOWS:
+            raise ValueError(f"flows {self.flows}: operand out of range, 1 to {MAX_FLOWS}")
+
+
+def _other_flow(tb: TestbedConfig, i: int) -> list[str]:
+    """The SID list (SRH order) of monitored flow ``i`` >= 1 that no test packet has."""
+    import ipaddress
+
+    first = ipaddress.IPv6Address(int(ipaddress.IPv6Address(tb.addressing.sid_next)) + (i << 32))
+    return [str(first), tb.addressing.sid_next]
+
+
+def chain_env(tb: TestbedConfig, options: XdpOptions, behavior: str) -> dict[str, str]:
+    """The SRPERF_XDP_* variables of chain ``behavior`` (ChainError if it is none)."""
+    steps = fastpath.parse_chain(behavior)
+    ids = program_ids()
+    operands = []
+    for step in steps:
+        if step.program == "enc":
+            operand = step.sids
+        elif step.program == "fw":
+            operand = FW_FLAVOURS[options.fw]
+        elif step.program == "mon":
+            operand = 1 if options.mark else 0
+        else:
+            operand = 0
+        operands.append(f"{ids[step.program]}:{operand}")
+    flows: list[list[str]] = []
+    own = fastpath.flow_sids(tb, steps)
+    if own is not None:
+        flows = [own] + [_other_flow(tb, i) for i in range(1, options.flows)]
+    return {
+        "SRPERF_XDP_CHAIN": ",".join(operands),
+        "SRPERF_XDP_ROUTE": fastpath.route_prefix(tb, steps),
+        "SRPERF_XDP_FLOWS": ";".join(",".join(f) for f in flows) or "none",
+        "SRPERF_XDP_MARK": "1" if options.mark else "0",
+    }
+
+
+class XdpForwarder(Forwarder):
+    """srperf's SRv6 fast path: an XDP dispatcher tail-calling chains of programs."""
+
+    name = "xdp"
+    script = "xdp.sh"
+    description = ("srperf's SRv6 fast path: XDP program chains (HIKe-v0 class: nop, end, "
+                   "enc, mon, fw, pass), the kernel as the slow path")
+    behaviors = fastpath.SHIPPED
+    options = XdpOptions
+    runs_in_netns = True
+    version_commands = {"iproute2": ("ip", "-V"), "bpftool": ("bpftool", "version"),
+                        "clang": ("clang", "--version")}
+    drop_counters = {
+        "hop_limit": ("fw_hop_limit",),
+        "segments_left": ("end_sl0",),
+        "bad_srh": ("bad_srh", "end_no_srh"),
+        "no_srh": ("end_no_srh",),
+    }
+
+    def offers(self, behavior: str) -> bool:
+        """Every valid chain name, listed or not."""
+        if not fastpath.is_chain_name(behavior):
+            return False
+        try:
+            fastpath.parse_chain(behavior)
+        except fastpath.ChainError:
+            return False
+        return True
+
+    def why_not(self, behavior: str) -> str:
+        if self.offers(behavior):
+            return ""
+        if fastpath.is_chain_name(behavior):
+            try:
+                fastpath.parse_chain(behavior)
+            except fastpath.ChainError as exc:
+                return str(exc)
+        return ("the fast path runs chains of XDP programs named xdp_<step>_..., e.g. "
+                "xdp_end_fw (the kernel's own behaviors: forwarder linux)")
+
+    def env(self, tb: TestbedConfig, options: Settings, prepared: Prepared) -> dict[str, str]:
+        assert isinstance(options, XdpOptions)
+        return {**addressing_env(tb), "SRPERF_XDP_MODE": options.mode,
+                "SRPERF_XDP_SIDS": ",".join(fastpath.fast_path_sids(tb)), **prepared.env}
+
+    def behavior_env(self, tb: TestbedConfig, options: Settings,
+                     behavior: str) -> dict[str, str]:
+        assert isinstance(options, XdpOptions)
+        if not fastpath.is_chain_name(behavior):
+            return {}
+        return chain_env(tb, options, behavior)
+
+    def prepare(self, sut: Transport, options: Settings) -> Prepared:
+        """Build the object here, push it and the sources to the SUT."""
+        from srperf.forwarders.xdp.build import build_xdp
+
+        obj = sut.push(build_xdp())
+        for name in SOURCES:
+            sut.push(xdp_dir() / name)
+        return Prepared(env={"SRPERF_XDP_OBJ": obj,
+                             "SRPERF_XDP_DIR": posixpath.dirname(obj)})
+
+    def counters(self, sut: Transport, script: str,
+                 env: Mapping[str, str]) -> dict[str, int] | None:
+        from srperf.forwarders.xdp.counters import CountersError, parse_dump
+
+        res = sut.run(["bash", script, "counters"], env=env, timeout=30.0)
+        if not res.ok:
+            raise CountersError(f"xdp.sh counters on {sut.where} failed: "
+                                f"{(res.stderr or res.stdout).strip()}")
+        return parse_dump(res.stdout)
+
+    def profile_sources(self, sut: Transport, env: Mapping[str, str]) -> list[Any]:
+        """Each attached program's run time (the kernel's BPF statistics)."""
+        from srperf.profile.bpf import BpfPrograms
+
+        return [BpfPrograms(sut)]
+
+
+FORWARDER = XdpForwarder()
+
+__all__ = ["XdpForwarder", "XdpOptions", "FORWARDER", "chain_env", "program_ids",
+           "FW_FLAVOURS"]

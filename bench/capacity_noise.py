@@ -189,6 +189,9 @@ def main() -> int:
     ap.add_argument("--summary-from", metavar="FILE",
                     help="print the summary of samples saved with --samples-json, run nothing")
     args = ap.parse_args()
+    from srperf.measure.bench_times import announce
+
+    announce(__file__, lambda line: print(line, flush=True))
     names = args.behaviors.split(",")
     if args.summary_from:
         samples = [Sample(**s) for s in json.loads(Path(args.summary_from).read_text())]

@@ -92,6 +92,9 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=4.0, help="iperf3 duration (s)")
     ap.add_argument("--streams", type=int, default=4, help="parallel TCP streams")
     args = ap.parse_args()
+    from srperf.measure.bench_times import announce
+
+    announce(__file__, lambda line: print(line, flush=True))
     logging.basicConfig(level=logging.WARNING)
     machine = NetnsTransport(None)
     lines: list[DelayLine] = []

@@ -118,6 +118,9 @@ def main() -> int:
     parser.add_argument("--rates", default="", help="pps of the fixed-rate trials (part 3)")
     add_search_args(parser)
     args = parser.parse_args()
+    from srperf.measure.bench_times import announce
+
+    announce(__file__, lambda line: print(line, flush=True))
     sizes = [int(s) for s in args.sizes.split(",") if s]
     inflight = [int(k) for k in args.inflight.split(",") if k]
     pdr_sizes = [int(s) for s in args.pdr_sizes.split(",") if s]

@@ -54,6 +54,9 @@ def main() -> int:
     parser.add_argument("--no-pdr", action="store_true", help="no PDR search")
     add_search_args(parser)
     args = parser.parse_args()
+    from srperf.measure.bench_times import announce
+
+    announce(__file__, lambda line: print(line, flush=True))
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     settings = search_settings(args)
     values: dict[str, list[float | None]] = {v: [] for v in variants}

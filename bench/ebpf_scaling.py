@@ -35,6 +35,9 @@ def main() -> int:
     parser.add_argument("--behavior", default="end_ad")
     add_search_args(parser)
     args = parser.parse_args()
+    from srperf.measure.bench_times import announce
+
+    announce(__file__, lambda line: print(line, flush=True))
     counts = [int(c) for c in args.counts.split(",")]
     settings = search_settings(args)
     values: dict[int, list[float | None]] = {n: [] for n in counts}

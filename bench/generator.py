@@ -215,6 +215,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ns-prefix", default="tgenb", help="prefix of the two namespaces")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args(argv)
+    from srperf.measure.bench_times import announce
+
+    announce(__file__, lambda line: print(line, flush=True))
     logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR,
                         format="%(levelname)s %(name)s: %(message)s")
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]

@@ -165,6 +165,9 @@ def main() -> int:
     d.add_argument("--behavior", default="ipv6")
     d.add_argument("--reps", type=int, default=3)
     args = parser.parse_args()
+    from srperf.measure.bench_times import announce
+
+    announce(__file__, lambda line: print(line, flush=True))
     logging.basicConfig(level=logging.WARNING)
     return cost(args) if args.cmd == "cost" else delay(args)
 

@@ -203,6 +203,9 @@ def main() -> int:
                    "even at 75 kpps (bench/generator.py --gen-fifo 0 vs 1) and every search "
                    "ends generator_limited")
     args = p.parse_args()
+    from srperf.measure.bench_times import announce
+
+    announce(__file__, lambda line: print(line, flush=True))
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     bad = [m for m in modes if m not in MODES]
     if bad or not modes:

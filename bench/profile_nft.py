@@ -50,6 +50,9 @@ def main() -> int:
     ap.add_argument("--max-rate", default="30%",
                     help="highest rate tried (%% of the 1.5 Mpps nominal line rate)")
     args = ap.parse_args()
+    from srperf.measure.bench_times import announce
+
+    announce(__file__, lambda line: print(line, flush=True))
     # The testbed as `srperf run` makes it.  On a loaded VM the searches may end
     # generator_limited (no rate to compare); compare then judges the forwarding's time
     # per packet from the profile trials.

@@ -100,6 +100,9 @@ def main() -> int:
     ap.add_argument("--mrr-pkts", type=int, default=1_500_000,
                     help="frames per unpaced run")
     args = ap.parse_args()
+    from srperf.measure.bench_times import announce
+
+    announce(__file__, lambda line: print(line, flush=True))
     fractions = [float(x) for x in args.rates.split(",") if x]
 
     tb = TestbedConfig(name="qm", prefix="srpqm")

@@ -88,6 +88,9 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=3, help="times the report is built")
     p.add_argument("--keep", help="copy the last HTML report here")
     args = p.parse_args()
+    from srperf.measure.bench_times import announce
+
+    announce(__file__, lambda line: print(line, flush=True))
     work = Path(tempfile.mkdtemp(prefix="srperf-bench-report-"))
     try:
         with ResultStore(work / "srperf.sqlite") as store:

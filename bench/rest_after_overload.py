@@ -62,6 +62,9 @@ def main() -> int:
                    help="each rest also after an overload trial stopped early")
     p.add_argument("--prefix", default="srprest")
     args = p.parse_args()
+    from srperf.measure.bench_times import announce
+
+    announce(__file__, lambda line: print(line, flush=True))
     rests: list[float | None] = [float(r) for r in args.rests.split(",")]
     cases: list[tuple[float | None, bool, float]] = [(r, False, 0.0) for r in rests]
     if args.stopped:

@@ -173,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="override a SearchSettings field for mlr/mlrsearch/multi (repeatable)")
     args = ap.parse_args(argv)
+    from srperf.measure.bench_times import announce
+
+    announce(__file__, lambda line: print(line, flush=True))
     overrides: dict[str, object] = {}
     for item in args.set:
         key, _, value = item.partition("=")

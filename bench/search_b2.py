@@ -250,6 +250,9 @@ def main() -> int:
     ap.add_argument("--summary-from", metavar="FILE", nargs="+",
                     help="print the summary of runs saved with --trials-json, run nothing")
     args = ap.parse_args()
+    from srperf.measure.bench_times import announce
+
+    announce(__file__, lambda line: print(line, flush=True))
     names = args.behaviors.split(",")
     if args.summary_from:
         saved = [rec for f in args.summary_from for rec in json.loads(Path(f).read_text())]

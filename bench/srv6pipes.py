@@ -106,6 +106,9 @@ def main() -> int:
     ap.add_argument("--pinned", metavar="NODE,ENDPOINT",
                     help="run only with the middle nodes and the endpoints on these CPUs")
     args = ap.parse_args()
+    from srperf.measure.bench_times import announce
+
+    announce(__file__, lambda line: print(line, flush=True))
     logging.basicConfig(level=logging.WARNING)
 
     cases = plan(args)

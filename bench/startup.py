@@ -67,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--before", type=Path,
                     help="another checkout with its own .venv (make install) to compare with")
     args = ap.parse_args(argv)
+    from srperf.measure.bench_times import announce
+
+    announce(__file__, lambda line: print(line, flush=True))
     sides = [("this", ROOT)] + ([("before", args.before.resolve())] if args.before else [])
     for name, checkout in sides:
         if not (checkout / ".venv" / "bin" / "srperf").exists():

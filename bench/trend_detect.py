@@ -113,6 +113,9 @@ def main() -> int:
     ap.add_argument("--within", type=int, default=10,
                     help="a detection counts up to this many nights after the change")
     args = ap.parse_args()
+    from srperf.measure.bench_times import announce
+
+    announce(__file__, lambda line: print(line, flush=True))
     methods: dict[str, Method] = {
         "trend": trend_method(TrendSettings(min_change_pct=args.min_change,
                                             confirm=args.confirm), args.window),

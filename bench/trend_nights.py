@@ -265,6 +265,9 @@ def main() -> int:
                     help="--calibrate: the folder under RESULTS (its store and "
                          "calibration.json)")
     args = ap.parse_args()
+    from srperf.measure.bench_times import announce
+
+    announce(__file__, lambda line: print(line, flush=True))
     results = Path(args.results).resolve()
     if args.calibrate:
         results = results / args.calibration_name

@@ -31,6 +31,9 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--output", help="keep the page here (default: a temporary directory)")
     args = ap.parse_args()
+    from srperf.measure.bench_times import announce
+
+    announce(__file__, lambda line: print(line, flush=True))
     tests = [(f"beh{b}", int(s)) for b in range(args.behaviors) for s in args.sizes.split(",")]
     shapes = {t: Shape("step", -10.0, args.nights * 2 // 3) for t in tests[::5]}
     with tempfile.TemporaryDirectory() as tmp:

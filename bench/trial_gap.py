@@ -153,6 +153,9 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=1, help="runs of each mode, interleaved")
     p.add_argument("--keep", help="keep the results directories here")
     args = p.parse_args()
+    from srperf.measure.bench_times import announce
+
+    announce(__file__, lambda line: print(line, flush=True))
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     driver = driver_of(Path(args.testbed))
     if driver not in MODES_BY_DRIVER:

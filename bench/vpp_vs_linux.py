@@ -66,6 +66,9 @@ def main() -> int:
     # the kernel forwarded more than the common 900 kpps ceiling here (up to ~1.5 Mpps)
     parser.set_defaults(max_rate=1_500_000.0)
     args = parser.parse_args()
+    from srperf.measure.bench_times import announce
+
+    announce(__file__, lambda line: print(line, flush=True))
     fwds = tuple(f.strip() for f in args.forwarders.split(",") if f.strip())
     if not fwds or not set(fwds) <= set(FORWARDERS):
         parser.error(f"--forwarders: from {', '.join(FORWARDERS)}")

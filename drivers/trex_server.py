@@ -138,6 +138,12 @@ def port_clashes(testbed: str, scope: str, ports: Mapping[str, int],
     return clashes
 
 
+DPDK_RUNTIME = "/var/run/dpdk"
+"""Where DPDK keeps a process's runtime directory (``<prefix>``: config, fbarray files,
+mp_socket; about 3 MB), left behind when the server ends."""
+TREX_BIRD_DIR = "/tmp/trex-bird"
+"""The directory TRex makes for its BIRD routing daemon at start and leaves (empty)."""
+
 _START = ('cd "$1" || exit 1; setsid nohup ./t-rex-64 -i --cfg "$2" --no-scapy-server $4 '
           '> "$3" 2>&1 < /dev/null & echo $! > "$5"')
 
@@ -148,7 +154,8 @@ class TrexServer:
     def __init__(self, node: Transport, options: TrexOptions, testbed: str,
                  ready_s: float = 60.0, ports: tuple[str, ...] = (),
                  kernel_ports: bool = False, cpu: int | None = None,
-                 source: str = "") -> None:
+                 source: str = "", runtime_dir: str = DPDK_RUNTIME,
+                 bird_dir: str = TREX_BIRD_DIR) -> None:
         if options.release is None:
             raise GeneratorError("no tester.options.release: srperf does not manage "
                                  "this TRex server")
@@ -171,6 +178,11 @@ class TrexServer:
         """The testbed file (for messages and the config's header)."""
         self.scope = listen_scope(node)
         """Where the server listens (:func:`listen_scope`)."""
+        self.runtime_path = posixpath.join(runtime_dir, self.prefix)
+        """This server's DPDK runtime directory (removed once it has stopped)."""
+        self.bird_dir = bird_dir
+        """TRex's BIRD directory (removed when empty and no other server of this release
+        runs)."""
 
     def config_text(self) -> str:
         interfaces = self.opt.interfaces or (
@@ -231,10 +243,12 @@ class TrexServer:
                              f"{self._log_tail()}")
 
     def stop(self) -> bool:
-        """End the server's process group; True when one was running."""
+        """End the server's process group and remove what it leaves on the tester host
+        (:meth:`remove_leftovers`); True when one was running."""
         pid = self.pid()
         if pid is None:
             self.node.run(["rm", "-f", self.pid_path], timeout=15.0)
+            self.remove_leftovers()
             return False
         self.node.run(["kill", "-TERM", "--", f"-{pid}"], timeout=15.0)
         for _ in range(40):
@@ -243,8 +257,36 @@ class TrexServer:
             time.sleep(0.25)
         else:
             self.node.run(["kill", "-KILL", "--", f"-{pid}"], timeout=15.0)
+            time.sleep(0.25)
         self.node.run(["rm", "-f", self.pid_path], timeout=15.0)
+        self.remove_leftovers()
         return True
+
+    def remove_leftovers(self) -> None:
+        """Remove what a stopped server of this testbed leaves: its DPDK runtime
+        directory (``/var/run/dpdk/srperf-<testbed>``: its own by the file prefix) and,
+        when no other srperf server of this release still runs, TRex's BIRD directory
+        if it is empty.  Never while this testbed's server runs."""
+        if self.pid() is not None:
+            return
+        if posixpath.basename(self.runtime_path) == self.prefix:   # never a parent
+            r = self.node.run(["rm", "-rf", "--one-file-system", "--", self.runtime_path],
+                              timeout=15.0)
+            if not r.ok:
+                log.warning("TRex of testbed %s: could not remove %s on %s: %s",
+                            self.testbed, self.runtime_path, self.node.where,
+                            r.stderr.strip())
+        if not self._others_running():
+            self.node.run(["rmdir", "--", self.bird_dir], timeout=15.0)   # only if empty
+
+    def _others_running(self) -> list[str]:
+        """The other testbeds whose srperf-managed server runs from this release."""
+        r = self.node.run(["bash", "-c", 'for f in "$1"/srperf_trex.*.pid; do '
+                           '[ -e "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && '
+                           'echo "${f##*/}"; done; true', "holders",
+                           self.opt.release or ""], timeout=15.0)
+        return [name[len("srperf_trex."):-len(".pid")] for name in r.stdout.split()
+                if name != posixpath.basename(self.pid_path)]
 
     def check_ports(self) -> None:
         """Refuse (ConfigError naming this testbed's key and port) a port that the config
@@ -273,12 +315,7 @@ class TrexServer:
     def _holders(self) -> str:
         """Who holds the RPC port: the other testbeds whose srperf-managed server runs
         from this release (their PID files), else 'not a server srperf started here'."""
-        r = self.node.run(["bash", "-c", 'for f in "$1"/srperf_trex.*.pid; do '
-                           '[ -e "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && '
-                           'echo "${f##*/}"; done; true', "holders",
-                           self.opt.release or ""], timeout=15.0)
-        others = [name[len("srperf_trex."):-len(".pid")] for name in r.stdout.split()
-                  if name != posixpath.basename(self.pid_path)]
+        others = self._others_running()
         if others:
             return "by the TRex server of testbed " + ", ".join(others)
         return "not by a TRex server srperf started from this release"
@@ -300,5 +337,6 @@ def managed_server(tb: TestbedConfig, tester: Transport, *, kernel_ports: bool =
                       kernel_ports=kernel_ports, cpu=cpu, source=tb.source)
 
 
-__all__ = ["CONFIG_GLOB", "PORT_KEYS", "PortClash", "TrexServer", "config_header",
+__all__ = ["CONFIG_GLOB", "DPDK_RUNTIME", "PORT_KEYS", "PortClash", "TREX_BIRD_DIR",
+           "TrexServer", "config_header",
            "dpdk_prefix", "file_key", "listen_scope", "managed_server", "port_clashes"]

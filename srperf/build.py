@@ -24,9 +24,15 @@ class BuildError(SrperfError):
 
 
 def build_dir() -> Path:
-    """Directory that holds built binaries and objects (created if missing)."""
-    path = Path(os.environ.get("SRPERF_BUILD_DIR", Path.home() / ".cache" / "srperf" / "build"))
-    return safe_paths.make_dirs(path)
+    """Directory that holds built binaries and objects, private to srperf's user (made
+    0700 if missing; another owner or a mode that lets others write it is refused,
+    exit 2: root runs what it holds).  Root's default is root's own ``~/.cache``, even
+    under ``sudo`` with the user's ``HOME`` kept (:mod:`srperf.safety.private_dirs`)."""
+    from srperf.safety import private_dirs
+
+    named = os.environ.get("SRPERF_BUILD_DIR")
+    path = Path(named) if named else private_dirs.cache_home() / "srperf" / "build"
+    return private_dirs.ensure_private_dir(path, "SRPERF_BUILD_DIR", "<environment>")
 
 
 def ensure_built(output_name: str, sources: Sequence[Path], command: Sequence[str]) -> Path:

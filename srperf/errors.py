@@ -29,9 +29,11 @@ class ConfigError(SrperfError):
             where = f"{file}: {key}" if key else file
             super().__init__(f"{where}: {reason}")
             return
-        from srperf.safety.redact import redact
+        from srperf.safety.redact import redact, redact_for_key
 
-        text = redact(repr(value))   # a secret is hidden whole, before the value is cut
+        # a secret is hidden whole, before the value is cut: by its key's name (a value
+        # under a password-, token-, secret-like key) and by every registered secret
+        text = redact(repr(redact_for_key(key, value)))
         if len(text) > self.VALUE_CHARS:
             text = text[:self.VALUE_CHARS - 3] + "..."
         super().__init__(f"{file}: {key or '<top level>'} = {text}: {reason}")

@@ -181,6 +181,24 @@ class NightlyResult:
         return any(r.nothing_measured for r in self.results)
 
 
+def no_baseline_note(store: ResultStore, experiment: str, testbed: str, suite: str,
+                     run_id: str, accept: Callable[[str], bool]) -> str:
+    """Why a nightly run has no baseline: only this suite's finished nightly runs with a
+    figure count, and which run would have been taken were others counted."""
+    rule = (f"no baseline yet: only finished nightly runs of suite {suite} ({experiment} "
+            f"on {testbed}, with a figure, not a regression) are baselines")
+    other = store.last_good_run(experiment, testbed, suite, exclude=run_id, accept=accept,
+                                nightly_only=False)
+    if other is None:
+        return rule + f"; no other run of {experiment} on {testbed} has a figure"
+    row = store.run_row(other) or {}
+    purpose = row.get("purpose") or "run"
+    where = (f"{purpose} of suite {row['suite']}" if row.get("suite")
+             else "srperf run" if purpose == "run" else purpose)
+    return rule + (f"; run {other} ({where}) would have been taken; this run is the "
+                   "baseline of the next night")
+
+
 Runner = Callable[[Any, Any, Path], Any]
 """(experiment, testbed, results_dir) -> an object with ``run_id`` (the orchestrator)."""
 
@@ -246,6 +264,10 @@ def run_nightly(suite: Suite, progress: Callable[[str], None] | None = None,
                                             accept=emulation.accept_baseline(
                                                 shared, emulation.run_mode(local, run_id)))
             result.baseline_run_id = baseline
+            if baseline is None:
+                result.baseline_note = no_baseline_note(
+                    shared, exp.name, tb.name, suite.name, run_id,
+                    emulation.accept_baseline(shared, emulation.run_mode(local, run_id)))
             comparison: Comparison | None = None
             if not measured.run_has_figure(local, run_id):
                 result.nothing_measured = measured.nothing_measured(local, run_id) or ""
@@ -282,7 +304,7 @@ def run_nightly(suite: Suite, progress: Callable[[str], None] | None = None,
             md_parts.append(
                 f"{exp.name}: run {run_id}: **{result.nothing_measured}** (not a baseline)"
                 if result.nothing_measured else format_markdown(comparison) if comparison
-                else f"{exp.name}: run {run_id}, no baseline yet (first good run)")
+                else f"{exp.name}: run {run_id}, {result.baseline_note}")
             if result.trend is not None:
                 verdict += "; trend red" if result.trend.red else "; trend green"
                 md_parts += [f"- **{a.test}**: {a.describe()}" for a in result.trend.alerts]

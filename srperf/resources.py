@@ -47,6 +47,13 @@ def generator_dir() -> Path:
     return _dir("srperf.drivers") / "linux_gen"
 
 
+def shipped_names(kind: str) -> list[str]:
+    """The names of the shipped ``kind`` files (``experiment`` or ``testbed``), sorted:
+    what ``srperf run NAME`` / ``--testbed NAME`` take besides a path."""
+    base = experiments_dir() if kind == "experiment" else testbed_dir()
+    return sorted(p.stem for p in base.glob("*.yaml") if p.is_file())
+
+
 def find_config(name: str, kind: str) -> Path:
     """Resolve a config name: a path as given, else a shipped file by name.
 

@@ -161,3 +161,36 @@ def test_srperf_run_writes_to_a_real_postgresql(
         assert not (tmp_path / "l" / "srperf.sqlite").exists()
     finally:
         server.stop()
+
+
+def test_a_run_that_measured_nothing_keeps_why_in_runs_and_says_what_to_try(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 49 item 1: ``srperf runs`` showed such a run ``finished`` with an empty
+    reason; now the reason is stored, and the run (and the table) say what to try."""
+    results = str(tmp_path / "r")
+    assert main(["pdr", "-b", "end", "-t", str(_testbed(tmp_path, True)),
+                 "--results", results]) == 3
+    err = capsys.readouterr().err
+    assert "srperf: to try: the generator could not offer the rates tried" in err
+    assert "fifo_priority" in err
+    with ResultStore(tmp_path / "r" / "srperf.sqlite") as store:
+        (row,) = store.runs_rows()
+    assert row["status"] == "finished"
+    assert row["reason"].startswith("nothing measured: end 64B PDR@0.5%: generator_limited")
+    assert "to try: " in row["reason"] and "fifo_priority" in row["reason"]
+    assert main(["runs", "--results", results]) == 0
+    line = capsys.readouterr().out.splitlines()[1]
+    assert " finished " in line and "nothing measured: end 64B" in line
+    # a run that measured keeps no reason
+    assert main(["pdr", "-b", "end", "-t", str(_testbed(tmp_path, False)),
+                 "--results", results]) == 0
+    with ResultStore(tmp_path / "r" / "srperf.sqlite") as store:
+        assert store.runs_rows()[0]["reason"] is None
+
+
+def test_what_to_try_follows_the_first_cause_named() -> None:
+    from srperf.results.measured import TRY_OTHER, TRY_UNDECIDED, what_to_try
+
+    assert "fifo_priority" in what_to_try("nothing measured: end 64B NDR: generator_limited")
+    assert what_to_try("nothing measured: a: undecided; b: generator_limited") == TRY_UNDECIDED
+    assert what_to_try("nothing measured: end_dt4 64B: unsupported (no VRF)") == TRY_OTHER

@@ -102,6 +102,20 @@ def test_as_typed_it_searches_as_quick_does_and_flags_override(
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "algorithm mlr;" in out
+    # issue 49 item 5: one default for both forms: a behavior of quick named with
+    # --behavior is searched as quick does (it ran mlr: 140 s, 122 trials, no word)
     rc = main(["pdr", "-b", "end", "--testbed", "simulated", "--results", str(tmp_path / "c")])
     out = capsys.readouterr().out
-    assert rc == 0 and "searching as experiment quick does" not in out, out
+    assert rc == 0 and "searching as experiment quick does: algorithm bisect" in out, out
+    assert "algorithm bisect;" in out
+    # a behavior quick does not list gets the search's defaults, their time said first
+    rc = main(["pdr", "-b", "end_t", "--testbed", "simulated", "--results",
+               str(tmp_path / "d")])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    said = next(i for i, x in enumerate(out.splitlines())
+                if x.startswith("pdr: end_t: not all in experiment quick"))
+    assert "algorithm mlr" in out.splitlines()[said] and " min and " in \
+        out.splitlines()[said]
+    assert said < next(i for i, x in enumerate(out.splitlines()) if "planned" in x)
+    assert "algorithm mlr;" in out

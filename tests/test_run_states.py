@@ -278,6 +278,10 @@ def test_kill_9_then_resume_keeps_every_ended_search(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=120, env=_env(tmp_path))
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"{len(ended_seqs)} of {len(BEHAVIORS) * REPETITIONS} searches ended" in done.stdout
+    # as 'srperf runs' showed it, and the searches keep their numbers (issue 49, item 3)
+    assert f"resuming run {run_id} (dead)" in done.stdout
+    first = next(line for line in done.stdout.splitlines() if "  search " in line)
+    assert f"search {len(ended_seqs) + 1}/{len(BEHAVIORS) * REPETITIONS} " in first, first
     assert f"{count(partial, 'trial')} of an unfinished search dropped" in done.stdout
     rid, status, sig, reason, *_ = _run_row(db)
     assert (rid, status, sig, reason) == (run_id, "finished", None, None)

@@ -162,3 +162,53 @@ def test_http_summary_shows_what_wrk_measured():
     assert " 924.0 " in line and " 3.00 " in line and " 9.00 " in line
     assert line.split()[-1] == "3"             # socket errors summed over 3 repetitions
     assert "wrk completed no request" in text
+
+
+def test_a_configuration_that_leaves_the_rounds_leaves_the_plan(monkeypatch) -> None:
+    """Issue 49 item 8: a goodput run planned every configuration's repetitions, but a
+    refused configuration stores one row: 'srperf runs' then read 80/108 samples at the
+    end of a run that ran everything it could.  The plan now shrinks by what it drops."""
+    import srperf.stateful.plan as plan_mod
+    from srperf.forwarders import registry as forwarders
+    from srperf.stateful.base import StatefulSample, Variant
+
+    exp = load_experiment(ROOT / "experiments" / "caching_proxy_goodput.yaml", [
+        "behaviors=[end_ad, end_cache]", "goodput.chains=[1, 2]", "goodput.segments=[2]",
+        "goodput.vnf_modes=[forward]", "goodput.repetitions=3", "goodput.streams=1"])
+    tb = load_testbed(ROOT / "testbed" / "virtual.yaml")
+    assert plan_mod.planned_samples(exp) == 4 * 3
+    handle = SimpleNamespace(up=lambda: SimpleNamespace(), down=lambda: None)
+    monkeypatch.setattr(plan_mod, "make_endpoints", lambda testbed: handle)
+
+    class _Steering:
+        def __init__(self, *a: Any) -> None:
+            self.addresses: dict = {}
+
+        def __enter__(self) -> "_Steering":
+            return self
+
+        def __exit__(self, *a: Any) -> None:
+            return None
+
+        def describe(self) -> str:
+            return "steered"
+
+    runner = SimpleNamespace(start=lambda e, c: None, stop=lambda e: None,
+                             primary_metric="goodput_mbps")
+    monkeypatch.setattr(plan_mod, "Steering", _Steering)
+    monkeypatch.setattr(plan_mod, "make_runner", lambda kind: runner)
+    session = _Session(tb, forwarders.get("ebpf").parse_options({}))
+    store, done, replanned = _Store(), [], []
+    plan = StatefulPlan(exp, session, store, "run", lambda _msg: None,
+                        lambda: done.append(1), replanned.append)
+
+    def one(endpoints, conf, runner_, steering, rep):   # every repetition measured
+        plan._store("goodput", conf, Variant("1 streams", {"streams": 1}), rep,
+                    StatefulSample({"goodput_mbps": 1.0}), {}, "goodput_mbps")
+        return True
+
+    monkeypatch.setattr(plan, "_repetition", one)
+    plan.run()
+    # end_ad with 2 chains through one VNF is refused (one row); the others 3 each
+    assert len(store.rows) == len(done) == 3 * 3 + 1
+    assert replanned == [len(done)]

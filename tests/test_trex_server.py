@@ -281,3 +281,45 @@ def test_a_port_of_another_testbeds_server_is_refused_before_start(
         preflight.check_local(tb_b)
     Path(a.cfg_path).unlink()   # testbed a is gone
     preflight.check_local(tb_b)
+
+
+def _fake_runtime(root: Path, prefix: str) -> Path:
+    """What a TRex 3.08 server leaves in /var/run/dpdk/<prefix> (issue 49, item 13)."""
+    d = root / prefix
+    d.mkdir(parents=True)
+    for name in ("config", "fbarray_memseg-2048k-0-0", "fbarray_memzone", "mp_socket"):
+        (d / name).write_bytes(b"\0" * 64)
+    return d
+
+
+def test_stop_removes_the_servers_dpdk_runtime_dir_and_the_empty_bird_dir(
+        tmp_path: Path) -> None:
+    """The cleanup given a fake runtime dir and BIRD dir (a test double of /var/run/dpdk
+    and /tmp/trex-bird: no TRex here): this testbed's runtime directory goes, another
+    testbed's stays; the empty BIRD directory goes, a non-empty one stays."""
+    release = tmp_path / "v3.08"
+    release.mkdir()
+    shutil.copy(DOUBLE, release / "t-rex-64")
+    runtime, bird = tmp_path / "fake-var-run-dpdk", tmp_path / "fake-tmp-trex-bird"
+    mine = _fake_runtime(runtime, "srperf-s49tb")
+    other = _fake_runtime(runtime, "srperf-s49other")
+    bird.mkdir()
+    opts = TrexOptions(release=str(release), interfaces=["03:00.0", "03:00.1"],
+                       sync_port=_free_port(), async_port=_free_port())
+    server = TrexServer(NetnsTransport(None), opts, "s49tb", ready_s=20,
+                        runtime_dir=str(runtime), bird_dir=str(bird))
+    try:
+        assert server.start() is True
+        server.remove_leftovers()           # never while it runs
+        assert mine.is_dir() and bird.is_dir()
+    finally:
+        assert server.stop() is True
+    assert not mine.exists() and not bird.exists()
+    assert other.is_dir() and len(list(other.iterdir())) == 4
+    # a BIRD directory that holds something is not removed; nor is anything else
+    bird.mkdir()
+    (bird / "bird.conf").write_text("x")
+    _fake_runtime(runtime, "srperf-s49tb")
+    assert server.stop() is False           # not running: leftovers of a dead server go
+    assert not mine.exists() and (bird / "bird.conf").exists()
+    assert sorted(p.name for p in runtime.iterdir()) == ["srperf-s49other"]

@@ -92,15 +92,16 @@ def subparsers(parser: argparse.ArgumentParser) -> list[tuple[str, argparse.Argu
 
 def log_dir() -> Path:
     """Where internal errors are logged (made private on first use)."""
-    base = os.environ.get("SRPERF_LOG_DIR")
-    path = Path(base) if base else Path("~/.cache/srperf/errors").expanduser()
-    from srperf.safety import safe_paths
+    from srperf.safety import private_dirs
 
-    return safe_paths.make_dirs(path, 0o700)
+    base = os.environ.get("SRPERF_LOG_DIR")
+    path = Path(base) if base else private_dirs.cache_home() / "srperf" / "errors"
+    return private_dirs.ensure_private_dir(path, "SRPERF_LOG_DIR", "<environment>")
 
 
 def write_error_log(exc: BaseException, argv: list[str]) -> Path | None:
     """The traceback of ``exc`` in a new private file; None when no file can be made."""
+    from srperf.errors import ConfigError
     from srperf.safety import safe_paths
     from srperf.safety.redact import redact, scan_invocation
 
@@ -110,7 +111,7 @@ def write_error_log(exc: BaseException, argv: list[str]) -> Path | None:
             log_dir(), time.strftime("srperf-%Y%m%dT%H%M%S-"), ".log",
             redact(f"srperf {' '.join(argv)}\n\n")
             + redact("".join(traceback.format_exception(exc))))
-    except (OSError, safe_paths.UnsafePath):
+    except (OSError, safe_paths.UnsafePath, ConfigError):
         return None
 
 

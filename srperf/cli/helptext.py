@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from srperf.cli.guard import RUN_EPILOG, HelpFormatter, subparsers
+from srperf.resources import shipped_names
 
 EXIT_STATUS = """exit status:
   0    success
@@ -28,8 +29,8 @@ DESCRIPTIONS: dict[str, str] = {
     "run": "Run an experiment: for each packet size, repetition and behavior (interleaved), "
            "configure the SUT, verify the behavior on a few real packets, search its "
            "PDR/NDR and store every trial as it ends; print a summary table at the end. "
-           "EXPERIMENT is a file or the name of a shipped one (quick, linux_endpoints, "
-           "linux_headend, end_ad).",
+           "EXPERIMENT is a file or the name of a shipped one ("
+           + ", ".join(shipped_names("experiment")) + ").",
     "testbed": "Bring a testbed up, take it down, show its state, or trust its SSH "
                "nodes' host keys. A virtual testbed is two network namespaces on this host "
                "joined by veth pairs (needs root); an ssh testbed is checked: the SUT "
@@ -55,8 +56,9 @@ DESCRIPTIONS: dict[str, str] = {
     "export": "Export runs (runs, searches, trials, outcomes and summary) as CSV files, "
               "Parquet files or one JSON file.",
     "nightly": "Run every experiment of a nightly suite file, compare each with the last "
-               "good run of the same experiment and testbed, and write HTML/Markdown "
-               "reports and a JUnit XML file.",
+               "good run of the same experiment and testbed (only the suite's own nightly "
+               "runs count: a plain 'srperf run' is never a baseline), and write "
+               "HTML/Markdown reports and a JUnit XML file.",
     "provision": "Write the CloudLab profile (TARGET 'cloudlab'), or install and tune a "
                  "testbed's nodes over SSH (TARGET a testbed file or name): the forwarder's "
                  "tools, offloads, RX queues, IRQ affinity and CPU governor on the SUT, the "

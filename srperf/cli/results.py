@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from srperf.errors import ConfigError
 from srperf.safety.safe_paths import check_outputs, safe_component
@@ -37,7 +38,8 @@ def store_location(args: argparse.Namespace) -> str:
 
 def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     r = sub.add_parser("report", help="HTML report (+ Markdown summary) of one or more runs")
-    r.add_argument("runs", nargs="+", metavar="RUN", help="run id, unique part, or 'last'")
+    r.add_argument("runs", nargs="+", metavar="RUN",
+                   help="run id, unique part, or 'last' (the newest finished run)")
     r.add_argument("-o", "--output", help="HTML file (default: RESULTS/report-<run>.html)")
     r.add_argument("--markdown", help="also write the Markdown summary to this file")
     r.add_argument("--title", default="", help="report title (default: one made from "
@@ -47,9 +49,11 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
     c = sub.add_parser("compare", help="per behavior change with its 95 %% interval; "
                        "exit 1 on regression")
     c.add_argument("baseline", metavar="BASELINE",
-                   help="the reference run: id, unique part or 'last'")
+                   help="the reference run: id, unique part or 'last' (the newest "
+                   "finished run)")
     c.add_argument("current", metavar="CURRENT",
-                   help="the run judged against BASELINE: id, unique part or 'last'")
+                   help="the run judged against BASELINE: id, unique part or 'last' (the newest "
+                   "finished run)")
     c.add_argument("--threshold", type=float, default=None,
                    help="regression threshold in %% of the baseline mean (default 5)")
     c.add_argument("--method", choices=["welch", "bootstrap"], default="welch",
@@ -58,7 +62,8 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
     _store_args(c)
 
     e = sub.add_parser("export", help="export runs as csv, parquet or json")
-    e.add_argument("runs", nargs="+", metavar="RUN", help="run id, unique part, or 'last'")
+    e.add_argument("runs", nargs="+", metavar="RUN",
+                   help="run id, unique part, or 'last' (the newest finished run)")
     e.add_argument("--format", "-f", choices=["csv", "parquet", "json"], default="csv",
                    help="file format")
     e.add_argument("-o", "--output", help="directory (json: a .json file or a directory)")
@@ -95,13 +100,36 @@ def _place(args: argparse.Namespace) -> tuple[str, str]:
     return location, "--db" if args.db else "--results"
 
 
-def _resolve(store: object, specs: list[str]) -> list[str]:
+def _last_finished(store: Any) -> list[str]:
+    """``last`` for report, compare and export: the newest finished run.  When a newer
+    run has not finished (running, dead, interrupted, failed) it is named on stderr; with
+    no finished run at all, the newest is taken with a warning (its report may be empty)."""
+    rows = store.runs_rows(1)   # the newest, a running run whose process is gone: dead
+    if not rows:
+        return []
+    newest, status = str(rows[0]["run_id"]), str(rows[0]["status"])
+    finished = store.last_run_id("finished")
+    if finished == newest:
+        return [newest]
+    if finished is not None:
+        print(f"srperf: 'last' is the newest finished run, {finished}; the newest run, "
+              f"{newest}, is {status} (name it to take it)", file=sys.stderr)
+        return [finished]
+    print(f"srperf: warning: no run has finished; 'last' takes {newest}, which is "
+          f"{status}: its report may be empty or partial", file=sys.stderr)
+    return [newest]
+
+
+def _resolve(store: object, specs: list[str], finished: bool = True) -> list[str]:
+    """The run ids ``specs`` name (ConfigError naming the one that names none or
+    several); ``last`` is the newest finished run unless not ``finished`` (resume)."""
     ids: list[str] = []
     from srperf.config.cli_inputs import check_run_spec
 
     for spec in specs:
         check_run_spec("run", spec)
-        found = store.run_ids(spec)  # type: ignore[attr-defined]
+        found = _last_finished(store) if spec == "last" and finished \
+            else store.run_ids(spec)  # type: ignore[attr-defined]
         if len(found) != 1:
             why = "no such run" if not found else f"ambiguous: {', '.join(found[:5])}"
             raise ConfigError(str(store.url), "run", spec, why)  # type: ignore[attr-defined]
@@ -194,6 +222,9 @@ def cmd_nightly(args: argparse.Namespace) -> int:
         if r.nothing_measured:
             print(f"srperf: nightly {r.name}: run {r.run_id}: {r.nothing_measured}",
                   file=sys.stderr)
+            from srperf.results.measured import what_to_try
+
+            print(f"srperf: to try: {what_to_try(r.nothing_measured)}", file=sys.stderr)
     if out.regression or out.errors:
         return EXIT_FAILED
     return EXIT_NOTHING_MEASURED if out.nothing_measured else EXIT_OK

@@ -117,7 +117,11 @@ def _print_turns(exp: Experiment, orchs: list[Any], turns: list[Any],
                                          for st, _ in rep.outcomes.values()):
             code = EXIT_FAILED
         if rep.nothing_measured:
+            from srperf.results.measured import what_to_try
+
             print(f"srperf: run {rep.run_id}: {rep.nothing_measured}", file=sys.stderr)
+            print(f"srperf: to try: {what_to_try(rep.nothing_measured)}",
+                  file=sys.stderr)
         else:
             measured.append(rep.run_id)
     if any(o.testbed.label_line("") for o in orchs):

@@ -109,6 +109,20 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def done_cell(r: dict[str, Any]) -> tuple[str, str]:
+    """The SEARCHES and TRIALS cells of a run: ``3/7`` searches ended of those planned
+    and its trials; a stateful run ``2/2 samples`` (its calibration aside) and ``-``
+    without trials; a conformance run ``52 cases`` and ``-`` (it plans no search)."""
+    planned = "?" if r["planned"] is None or r["planned"] != r["planned"] \
+        else str(int(r["planned"]))
+    trials = int(r["trials"])
+    if int(r.get("cases") or 0) or r.get("purpose") == "conform":
+        return f"{int(r.get('cases') or 0)} cases", str(trials) if trials else "-"
+    if int(r.get("samples") or 0):
+        return f"{int(r['searches'])}/{planned} samples", str(trials) if trials else "-"
+    return f"{int(r['searches'])}/{planned}", str(trials)
+
+
 def format_runs(runs: list[dict[str, Any]]) -> str:
     """The runs table (:meth:`ResultStore.runs_rows`): id, experiment, testbed, status,
     searches, trials, started, reason."""
@@ -118,12 +132,10 @@ def format_runs(runs: list[dict[str, Any]]) -> str:
         status = str(r["status"])
         if status == "interrupted" and isinstance(r["signal"], str):
             status += f" ({r['signal']})"
-        planned = "?" if r["planned"] is None or r["planned"] != r["planned"] \
-            else str(int(r["planned"]))
         reason = r["reason"] if isinstance(r["reason"], str) else ""
+        done, trials = done_cell(r)
         rows.append((str(r["run_id"]), str(r["experiment"]), str(r["testbed"]), status,
-                     f"{int(r['searches'])}/{planned}", str(int(r["trials"])),
-                     str(r["started"])[:19].replace("T", " "), reason))
+                     done, trials, str(r["started"])[:19].replace("T", " "), reason))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[-1]
                      for row in rows).rstrip()
@@ -131,5 +143,5 @@ def format_runs(runs: list[dict[str, Any]]) -> str:
 
 COMMANDS = {"runs": cmd_runs}
 
-__all__ = ["COMMANDS", "add_parsers", "check_resume_args", "format_runs", "from_recipe",
-           "recipe"]
+__all__ = ["COMMANDS", "add_parsers", "check_resume_args", "done_cell", "format_runs",
+           "from_recipe", "recipe"]

@@ -106,8 +106,13 @@ def _check_known_hosts(file: str, key: str, value: str, path: Path) -> None:
     import paramiko
     from paramiko.hostkeys import HostKeyEntry
 
-    try:
-        text = path.read_bytes()[: 16 * 1024 * 1024].decode("utf-8")
+    from srperf.safety import bounded_read
+
+    try:   # read up to a bound: no memory in proportion to the file
+        text = bounded_read.read_bytes(path, 16 << 20).decode("utf-8")
+    except bounded_read.TooLarge:
+        raise ConfigError(file, key, value, f"{path}: larger than 16 MiB: not a known_hosts "
+                          "file") from None
     except UnicodeDecodeError:
         raise ConfigError(file, key, value, f"{path}: not a known_hosts file (not text)") \
             from None

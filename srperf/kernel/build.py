@@ -43,8 +43,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from srperf.safety import read_gate, safe_paths
+from srperf.safety import bounded_read, read_gate, safe_paths
 from srperf.errors import ConfigError, SrperfError
+from srperf.kernel import cache as kcache
 from srperf.kernel.image import KernelImage, sha256_file
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,8 @@ _LOCALVERSION = re.compile(r"^-[A-Za-z0-9._+]{0,40}\Z")
 _FRAGMENT_LINE = re.compile(
     r'^(?:(CONFIG_[A-Za-z0-9_]+)=(y|m|n|"[^"]*"|-?[0-9]+|0x[0-9a-fA-F]+)'
     r'|# (CONFIG_[A-Za-z0-9_]+) is not set|#.*|)\s*\Z')
+FRAGMENT_BYTES = 16 << 20
+"""A config fragment larger than this is refused (a whole .config is ~200 KB)."""
 KEYS = ("source", "version", "base_config", "fragment", "patches", "localversion", "jobs")
 
 
@@ -175,15 +178,25 @@ def check_fragment(file: str, key: str, path: str) -> dict[str, str]:
     """The options a fragment sets (``CONFIG_X`` -> value, ``n`` for "is not set");
     ConfigError names the fragment's line that is no Kconfig line."""
     options: dict[str, str] = {}
-    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
-        m = _FRAGMENT_LINE.match(line)
-        if m is None:
-            raise ConfigError(file, key, f"{path}:{number}", f"not a Kconfig line: {line!r} "
-                              "(CONFIG_X=y|m|n|\"text\"|number, or '# CONFIG_X is not set')")
-        if m.group(1):
-            options[m.group(1)] = m.group(2)
-        elif m.group(3):
-            options[m.group(3)] = "n"
+    try:
+        for line in bounded_read.lines(path, FRAGMENT_BYTES):
+            m = None if line.cut else _FRAGMENT_LINE.match(line.text)
+            if m is None:
+                shown = bounded_read.quote_line(line.text) if bounded_read.may_quote(path) \
+                    else "(not quoted: other users may not read the file)"
+                raise ConfigError(file, key, f"{path}:{line.number}", "not a Kconfig line"
+                                  f"{' (longer than 4096 characters)' if line.cut else ''}: "
+                                  f"{shown} (CONFIG_X=y|m|n|\"text\"|number, or "
+                                  "'# CONFIG_X is not set')")
+            if m.group(1):
+                options[m.group(1)] = m.group(2)
+            elif m.group(3):
+                options[m.group(3)] = "n"
+    except bounded_read.TooLarge:
+        raise ConfigError(file, key, path, f"larger than {FRAGMENT_BYTES >> 20} MiB: not a "
+                          "config fragment") from None
+    except OSError as exc:
+        raise ConfigError(file, key, path, f"cannot be read: {exc.strerror or exc}") from None
     return options
 
 
@@ -245,16 +258,31 @@ def source_dir(recipe: BuildRecipe) -> Path:
 
 
 def cached_source(recipe: BuildRecipe) -> tuple[Path, str] | None:
-    """The cached source ``.deb`` and its recorded SHA-256 (None: not fetched yet)."""
+    """The cached source ``.deb`` and its recorded SHA-256 (None: not fetched yet); a
+    manifest or ``.deb`` srperf did not make is refused (:mod:`srperf.kernel.cache`)."""
+    cache = kcache.root(recipe.cache_dir, recipe.file, create=False)
+    sources = cache and kcache.subdir(cache, "sources", recipe.file, create=False)
+    if sources is None:
+        return None
     version = (recipe.version or "*").replace(":", "%3a")
-    for manifest in sorted(source_dir(recipe).glob(f"{recipe.source}_{version}.json")):
-        # never blocks (a FIFO planted as the manifest is refused), bounded
-        data = json.loads(read_gate.read_trusted_file(manifest, recipe.file,
-                                                      "kernel.cache_dir", 1 << 20))
-        deb = Path(data["deb"])
-        if deb.is_file() and sha256_file(deb) == data["sha256"]:
-            return deb, data["sha256"]
+    for manifest in sorted(sources.glob(f"{recipe.source}_{version}.json")):
+        found = _source_entry(recipe, manifest)
+        if found is not None:
+            return found
     return None
+
+
+def _source_entry(recipe: BuildRecipe, manifest: Path) -> tuple[Path, str] | None:
+    """The ``.deb`` the trusted ``manifest`` names (in ``CACHE/sources``), when it is
+    srperf's and its SHA-256 the recorded one; None: not there or not matching."""
+    data = kcache.read_manifest(manifest, recipe.file, ("deb", "sha256"))
+    deb = kcache.inside(data["deb"], manifest.parent, "deb", manifest)
+    if deb.parent != manifest.parent or not os.path.lexists(deb):
+        return None
+    if kcache.sha256_trusted(deb, recipe.file) != data["sha256"]:
+        log.warning("%s: its SHA-256 is not the recorded one: fetched again", deb)
+        return None
+    return deb, data["sha256"]
 
 
 def fetch_source(recipe: BuildRecipe) -> tuple[Path, str]:
@@ -265,21 +293,22 @@ def fetch_source(recipe: BuildRecipe) -> tuple[Path, str]:
     if found is not None and recipe.version is not None:
         return found
     version = recipe.version or _candidate(recipe.source)
-    manifest = source_dir(recipe) / f"{recipe.source}_{version.replace(':', '%3a')}.json"
-    if manifest.is_file():
-        data = json.loads(read_gate.read_trusted_file(manifest, recipe.file,
-                                                      "kernel.cache_dir", 1 << 20))
-        if Path(data["deb"]).is_file() and sha256_file(data["deb"]) == data["sha256"]:
-            return Path(data["deb"]), data["sha256"]
-    safe_paths.make_dirs(source_dir(recipe))
-    work = safe_paths.make_temp_dir(".fetch-", source_dir(recipe))
+    cache = kcache.root(recipe.cache_dir, recipe.file, create=True)
+    sources = kcache.subdir(cache, "sources", recipe.file, create=True)
+    assert sources is not None
+    manifest = sources / f"{recipe.source}_{version.replace(':', '%3a')}.json"
+    if os.path.lexists(manifest):
+        found = _source_entry(recipe, manifest)
+        if found is not None:
+            return found
+    work = safe_paths.make_temp_dir(".fetch-", sources)
     try:
         _run(["apt-get", "download", f"{recipe.source}={version}"], cwd=work, timeout=3600)
         debs = list(work.glob("*.deb"))
         if len(debs) != 1:
             raise KernelBuildError(f"apt-get download {recipe.source}={version} left "
                                    f"{len(debs)} .deb files")
-        deb = source_dir(recipe) / debs[0].name
+        deb = sources / debs[0].name
         safe_paths.replace(debs[0], deb)
     finally:
         safe_paths.remove_tree(work)
@@ -313,13 +342,17 @@ def built_dir(recipe: BuildRecipe, build_id: str) -> Path:
 
 
 def make_plan(recipe: BuildRecipe, source_sha256: str | None, jobs: int | None = None,
-              deb: str = "<the fetched .deb>") -> BuildPlan:
-    """The build's commands (``source_sha256`` None: not fetched yet, no BUILD_ID)."""
+              deb: str = "<the fetched .deb>", work: str | None = None) -> BuildPlan:
+    """The build's commands (``source_sha256`` None: not fetched yet, no BUILD_ID).
+    ``work``: the build's new private directory (made by :func:`build` with an
+    unpredictable name); the kernel is installed into ``WORK/out``, which is renamed to
+    ``CACHE/built/BUILD_ID`` once complete (so no one can make that name first)."""
     hashes = recipe_hashes(recipe, source_sha256) if source_sha256 else None
     bid = hashes.build_id if hashes else "BUILD_ID"
     out = str(built_dir(recipe, bid))
-    work = str(Path(recipe.cache_dir) / "build-work" / bid)
+    work = work or str(Path(recipe.cache_dir) / "build-work" / f"{bid}-XXXXXXXX")
     src = f"{work}/src"
+    stage = f"{work}/out"
     q = shlex.quote
     j = jobs or recipe.jobs or os.cpu_count() or 1
     make = f"make ARCH=x86_64 KBUILD_BUILD_USER=srperf KBUILD_BUILD_HOST=srperf -j{j}"
@@ -350,13 +383,14 @@ def make_plan(recipe: BuildRecipe, source_sha256: str | None, jobs: int | None =
         f"{make} olddefconfig"]))
     plan.steps.append(("build (nice -n 19)", [f"nice -n 19 {make} bzImage modules"]))
     plan.steps.append(("install into the cache", [
-        f"mkdir -p {q(out)}/root/boot",
-        f"{make} modules_install INSTALL_MOD_PATH={q(out)}/root INSTALL_MOD_STRIP=1",
+        f"mkdir -p {q(stage)}/root/boot",
+        f"{make} modules_install INSTALL_MOD_PATH={q(stage)}/root INSTALL_MOD_STRIP=1",
         f"rel=$({make} -s kernelrelease) && "
-        f"cp arch/x86/boot/bzImage {q(out)}/root/boot/vmlinuz-$rel && "
-        f"cp .config {q(out)}/root/boot/config-$rel && "
-        f"cp System.map {q(out)}/root/boot/System.map-$rel && "
-        f"depmod -b {q(out)}/root $rel && echo \"$rel\" > {q(out)}/release"]))
+        f"cp arch/x86/boot/bzImage {q(stage)}/root/boot/vmlinuz-$rel && "
+        f"cp .config {q(stage)}/root/boot/config-$rel && "
+        f"cp System.map {q(stage)}/root/boot/System.map-$rel && "
+        f"depmod -b {q(stage)}/root $rel && echo \"$rel\" > {q(stage)}/release",
+        f"(then {stage} is renamed to {out})"]))
     return plan
 
 
@@ -405,21 +439,46 @@ def built_image(recipe: BuildRecipe) -> KernelImage:
                                f"{recipe.source} is not even fetched): run `srperf kernel "
                                f"build {recipe.file}`")
     bid = recipe_hashes(recipe, source_sha).build_id
-    record = built_dir(recipe, bid) / "build.json"
-    if not record.is_file():
+    rec = _built_record(recipe, bid)
+    if rec is None:
         raise KernelBuildError(f"{recipe.file}: kernel.build: build {bid} of this recipe is "
                                f"not in {built_dir(recipe, bid).parent}: run `srperf kernel "
                                f"build {recipe.file}`")
-    rec = BuildRecord(**json.loads(record.read_text()))
     root = built_dir(recipe, bid) / "root"
     image = root / "boot" / f"vmlinuz-{rec.release}"
-    if sha256_file(image) != rec.image_sha256:
+    if not os.path.lexists(image) or kcache.sha256_trusted(image, recipe.file) \
+            != rec.image_sha256:
         raise KernelBuildError(f"{image}: its SHA-256 is not the {rec.image_sha256} recorded "
                                "when it was built (remove the build and build again)")
     return KernelImage(name=f"built {bid} ({recipe.source}, {len(recipe.patches)} patches)",
                        release=rec.release, image=str(image),
                        modules_dir=str(root / "lib" / "modules" / rec.release),
                        sha256=rec.image_sha256)
+
+
+_RELEASE = re.compile(r"^[0-9][A-Za-z0-9._+~-]{0,80}\Z")
+
+
+def _built_record(recipe: BuildRecipe, bid: str) -> BuildRecord | None:
+    """``built/BID/build.json`` when the cache has it (None: not built), trusted only
+    when srperf made it (:mod:`srperf.kernel.cache`; ConfigError otherwise)."""
+    cache = kcache.root(recipe.cache_dir, recipe.file, create=False)
+    built = cache and kcache.subdir(cache, "built", recipe.file, create=False)
+    entry = built and kcache.subdir(built, bid, recipe.file, create=False)
+    if entry is None or not os.path.lexists(entry / "build.json"):
+        return None
+    data = kcache.read_manifest(entry / "build.json", recipe.file,
+                                ("build_id", "release", "image_sha256", "config_sha256"))
+    try:
+        rec = BuildRecord(**data)
+    except TypeError as exc:
+        raise ConfigError(str(entry / "build.json"), "", ConfigError.SKIP, "damaged kernel "
+                          f"cache manifest ({exc}); remove the build") from None
+    if rec.build_id != bid or not _RELEASE.match(rec.release):
+        raise ConfigError(str(entry / "build.json"), "", ConfigError.SKIP, "damaged kernel "
+                          "cache manifest (another build id, or a release that is no "
+                          "release); remove the build")
+    return rec
 
 
 def missing_tools() -> list[str]:
@@ -435,28 +494,37 @@ def build(recipe: BuildRecipe, say: Callable[[str], None], jobs: int | None = No
                                "(apt-get install build-essential bc bison flex libelf-dev "
                                "libssl-dev xz-utils patch)")
     check_inputs(recipe)   # again at use: the tree or a patch may have changed since
+    plan_deb = "<the fetched .deb>"
     if recipe.is_package:
         deb, source_sha = fetch_source(recipe)
         say(f"source {deb.name}, sha256 {source_sha}")
-        plan = make_plan(recipe, source_sha, jobs, deb=str(deb))
+        plan_deb = str(deb)
+        plan = make_plan(recipe, source_sha, jobs, deb=plan_deb)
     else:
         source_sha = tree_hash(Path(recipe.source))
         plan = make_plan(recipe, source_sha, jobs)
-    assert plan.hashes is not None
+    assert plan.hashes is not None and plan.build_id is not None
     out = Path(plan.out)
-    if (out / "build.json").is_file():
+    done = _built_record(recipe, plan.build_id)
+    if done is not None:
         say(f"build {plan.build_id} is in the cache already ({out})")
-        return BuildRecord(**json.loads((out / "build.json").read_text()))
-    work = Path(plan.work)
-    for stale in (work, out):
-        safe_paths.remove_tree(stale)
-    safe_paths.make_dirs(work.parent)
-    safe_paths.make_dirs(work, 0o700)
+        return done
+    cache = kcache.root(recipe.cache_dir, recipe.file, create=True)
+    assert cache is not None
+    built = kcache.subdir(cache, "built", recipe.file, create=True)
+    works = kcache.subdir(cache, "build-work", recipe.file, create=True)
+    assert built is not None and works is not None
+    # a new private directory no one can name first (the build id is public)
+    work = safe_paths.make_temp_dir(f"{plan.build_id}-", works)
+    plan = make_plan(recipe, plan.hashes.source, jobs, deb=plan_deb, work=str(work))
+    stage = work / "out"
     started = time.monotonic()
     try:
         for what, commands in plan.steps:
             step_started = time.monotonic()
             for command in commands:
+                if command.startswith("(then "):
+                    continue   # the rename below
                 cwd = work / "src" if (work / "src").is_dir() else work
                 res = subprocess.run(["bash", "-c", f"set -o pipefail; {command}"], cwd=cwd,
                                      capture_output=True, text=True, check=False)
@@ -467,19 +535,22 @@ def build(recipe: BuildRecipe, say: Callable[[str], None], jobs: int | None = No
             if what == "configure":
                 _check_config(recipe, work / "src" / ".config")
             say(f"{what}: done ({time.monotonic() - step_started:.0f} s)")
-        release = (out / "release").read_text().strip()
-        image = out / "root" / "boot" / f"vmlinuz-{release}"
+        release = bounded_read.read_text(stage / "release", 256).strip()
+        if not _RELEASE.match(release):
+            raise KernelBuildError(f"{recipe.file}: kernel.build: the build's release "
+                                   f"{bounded_read.quote_line(release)} is no release")
+        image = stage / "root" / "boot" / f"vmlinuz-{release}"
         record = BuildRecord(
             build_id=plan.build_id or "", release=release,
             recipe={k: v for k, v in asdict(recipe).items() if k != "cache_dir"},
             hashes=asdict(plan.hashes),
-            config_sha256=sha256_file(out / "root" / "boot" / f"config-{release}"),
+            config_sha256=sha256_file(stage / "root" / "boot" / f"config-{release}"),
             image_sha256=sha256_file(image), build_s=round(time.monotonic() - started, 1))
-        safe_paths.write_file(out / "build.json", json.dumps(asdict(record), indent=1,
-                                                             sort_keys=True))
-    except BaseException:
-        safe_paths.remove_tree(out)
-        raise
+        safe_paths.write_file(stage / "build.json", json.dumps(asdict(record), indent=1,
+                                                               sort_keys=True),
+                              make_parent=False)
+        safe_paths.remove_tree(out)   # an incomplete earlier build (no build.json)
+        safe_paths.rename_dir(stage, out)
     finally:
         if not keep_tree:
             safe_paths.remove_tree(work)
@@ -487,7 +558,7 @@ def build(recipe: BuildRecipe, say: Callable[[str], None], jobs: int | None = No
 
 
 def _check_config(recipe: BuildRecipe, config: Path) -> None:
-    text = config.read_text()
+    text = bounded_read.read_text(config, FRAGMENT_BYTES)
     for i, frag in enumerate(recipe.fragment):
         unmet = unmet_options(check_fragment(recipe.file, f"kernel.build.fragment[{i}]", frag),
                               text)

@@ -14,11 +14,13 @@ from __future__ import annotations
 import fcntl
 import json
 import logging
+import os
 from pathlib import Path
 from typing import IO
 
 from srperf.errors import ConfigError
 
+from srperf.kernel import cache as kcache
 from srperf.safety import safe_paths
 from srperf.kernel.image import (MANIFEST, KernelFetchError, KernelImage, _candidate, _run,
                                  sha256_file)
@@ -36,8 +38,8 @@ def fetch(target: KernelTarget) -> KernelImage:
         return built_image(BuildRecipe.from_mapping(target.source_file, target.build,
                                                     target.cache_dir))
     assert target.package is not None
-    cache = Path(target.cache_dir)
-    safe_paths.make_dirs(cache)
+    cache = kcache.root(target.cache_dir, target.source_file, create=True)
+    assert cache is not None
     with _lock_file(cache, target) as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # two runs fetching the same kernel wait
         return _package(target, cache)
@@ -60,14 +62,13 @@ def _package(target: KernelTarget, cache: Path) -> KernelImage:
     version = target.version or _candidate(target.package)
     entry = cache / f"{target.package}_{version}".replace(":", "%3a")
     manifest = entry / MANIFEST
-    if manifest.is_file():
-        image = KernelImage(**json.loads(manifest.read_text()))
-        debs = list(entry.glob("*.deb"))
-        if len(debs) == 1 and sha256_file(debs[0]) == image.sha256 and Path(image.image).is_file():
+    if os.path.lexists(manifest):   # trusted only if srperf made it (kernel.cache)
+        cached = kcache.kernel_entry(entry, target.source_file)
+        if cached is not None:
             log.info("kernel %s: cached in %s", spec, entry)
-            return image
+            return cached
         log.warning("kernel %s: the cache in %s is damaged; fetching again", spec, entry)
-    if entry.exists():
+    if os.path.lexists(entry):
         safe_paths.remove_tree(entry)
     work = safe_paths.make_temp_dir(".fetch-", cache)
     try:

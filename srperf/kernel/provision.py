@@ -131,7 +131,9 @@ def deb_of(image: KernelImage) -> Path | None:
     if len(debs) != 1:
         raise KernelInstallError(f"{entry}: expected the kernel's one .deb, found "
                                  f"{[d.name for d in debs]}")
-    got = sha256_of(debs[0])
+    from srperf.kernel import cache as kcache
+
+    got = kcache.sha256_trusted(debs[0], str(entry))
     if got != image.sha256:
         raise KernelInstallError(f"{debs[0]}: SHA-256 {got} is not the {image.sha256} "
                                  "recorded when it was fetched (the cache is damaged: "
@@ -463,8 +465,6 @@ __all__ = ["KernelInstallError", "KernelRequest", "Look", "Outcome", "Plan", "ch
 def cached(target: KernelTarget) -> KernelImage | None:
     """The kernel ``target`` names as the cache has it, fetching nothing (None: not
     fetched yet).  For a dry run."""
-    import json
-
     from srperf.kernel.package import MANIFEST, KernelFetchError, _built
 
     if target.image is not None:
@@ -472,14 +472,24 @@ def cached(target: KernelTarget) -> KernelImage | None:
             return _built(target)
         except KernelFetchError:
             return None
+    if target.build is not None:   # srperf kernel build made it (or not yet: None)
+        from srperf.kernel.build import BuildRecipe, KernelBuildError, built_image
+
+        try:
+            return built_image(BuildRecipe.from_mapping(target.source_file, target.build,
+                                                        target.cache_dir))
+        except KernelBuildError:
+            return None
     assert target.package is not None
+    from srperf.kernel import cache as kcache
+
+    cache = kcache.root(target.cache_dir, target.source_file, create=False)
+    if cache is None:
+        return None
     version = (target.version or "*").replace(":", "%3a")
-    found = sorted(Path(target.cache_dir).glob(f"{target.package}_{version}/{MANIFEST}"),
-                   key=lambda p: p.stat().st_mtime)
+    found = sorted(cache.glob(f"{target.package}_{version}/{MANIFEST}"),
+                   key=lambda p: p.lstat().st_mtime)
     if not found:
         return None
-    from srperf.safety import read_gate
-
-    # never blocks (a FIFO planted as the manifest is refused), bounded
-    return KernelImage(**json.loads(read_gate.read_trusted_file(
-        found[-1], target.source_file, "kernel.cache_dir", 1 << 20)))
+    # trusted only if srperf made it: manifest, .deb (its SHA-256) and image root's
+    return kcache.kernel_entry(found[-1].parent, target.source_file)

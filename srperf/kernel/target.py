@@ -131,6 +131,9 @@ class KernelTarget:
                               "a number of seconds, 5-3600")
         if not str(t.cache_dir).startswith("/"):
             raise ConfigError(file, "kernel.cache_dir", t.cache_dir, "an absolute path")
+        from srperf.safety.private_dirs import check_private_dir
+
+        check_private_dir(str(t.cache_dir), "kernel.cache_dir", file)   # root's only, or refused
         return t
 
 

@@ -33,7 +33,7 @@ from srperf.errors import (CfgError, ConfigError, SearchAborted, SrperfError, St
                            UnsupportedBehavior, VerificationError)
 from srperf.measure.progress import ProgressEvents
 from srperf.results.store import ResultStore, TrialKey
-from srperf.results.measured import nothing_measured
+from srperf.results.measured import nothing_measured, what_to_try
 from srperf.results.names import goal_name, interval_text
 from srperf.results.summary import summarize
 from srperf.traffic.generators import MIX_DRIVERS
@@ -169,7 +169,9 @@ class Orchestrator:
                                          self.exp.traffic.flows.vary))
         session.events = self.events
         self.events.run_started(run_id, self.exp.name, self.tb.name, self.exp.forwarder,
-                                self.planned)
+                                self.planned, unit=self.unit)
+        if ended:
+            self.events.searches_kept(len(ended))
         reason: str | None = None
         signame: str | None = None
         adopt = False
@@ -242,7 +244,7 @@ class Orchestrator:
         found = run_record.reclaim(store, run_id, self.plan())
         run_record.remove_tmpdir(self.results_dir / "runs" / run_id / "tmp")
         self.progress(f"resuming run {run_id} ({found.previous_status}): {len(found.ended)} "
-                      f"of {count(self.planned, 'search')} ended and "
+                      f"of {count(self.planned, self.unit)} ended and "
                       f"{plural('is', len(found.ended))} kept; "
                       f"{count(found.dropped_trials, 'trial')} of an unfinished "
                       f"search dropped")
@@ -253,6 +255,11 @@ class Orchestrator:
         """Record how the run ended and write its summary; a store that cannot be
         written (disk full) is logged here, the run's own error goes on up."""
         try:
+            if report.status == "finished":   # 'srperf runs' shows why it has no figure
+                report.nothing_measured = nothing_measured(store, report.run_id)
+                if report.nothing_measured:
+                    reason = (f"{report.nothing_measured}; to try: "
+                              f"{what_to_try(report.nothing_measured)}")
             store.end_run(report.run_id, report.status, reason, signame)
         except StoreError as exc:   # the run's own error says so; 'srperf runs': dead
             log.info("run %s: its end (%s) not recorded: %s", report.run_id, report.status, exc)
@@ -271,8 +278,18 @@ class Orchestrator:
 
     @property
     def planned(self) -> int:
-        """Searches in the plan: packet sizes x repetitions x behaviors."""
+        """Searches in the plan: packet sizes x repetitions x behaviors; for a stateful
+        experiment, the samples it plans (:func:`srperf.stateful.plan.planned_samples`)."""
+        if self.exp.kind != "pdr":
+            from srperf.stateful.plan import planned_samples
+
+            return planned_samples(self.exp)
         return len(self.exp.packet_sizes) * self.exp.repetitions * len(self.behaviors)
+
+    @property
+    def unit(self) -> str:
+        """What :attr:`planned` counts: ``search``, or ``sample`` (a stateful run)."""
+        return "search" if self.exp.kind == "pdr" else "sample"
 
     def _conformance(self, session: MeasurementSession, store: ResultStore,
                      report: RunReport) -> None:
@@ -308,8 +325,13 @@ class Orchestrator:
         if self.exp.kind != "pdr":
             from srperf.stateful.plan import StatefulPlan
 
+            def replan(planned: int) -> None:
+                store.set_planned(report.run_id, planned)
+                self.events.replanned(planned)
+
             report.stateful = StatefulPlan(self.exp, session, store, report.run_id,
-                                           self.progress).run()
+                                           self.progress, self.events.search_done,
+                                           replan).run()
             return
         ended = ended or {}
         seq = 0

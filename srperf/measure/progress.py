@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Callable, Sequence
 
+from srperf.results.names import goal_name
 from srperf.traffic.imix import size_label
 from srperf.util.wording import count
 
@@ -43,12 +44,21 @@ class ProgressEvents:
     the orchestrator sets it before each search."""
 
     def run_started(self, run_id: str, experiment: str, testbed: str, forwarder: str,
-                    total_searches: int) -> None:
-        """A run began; it plans ``total_searches`` searches (behaviors x sizes x reps)."""
+                    total_searches: int, unit: str = "search") -> None:
+        """A run began; it plans ``total_searches`` searches (behaviors x sizes x reps),
+        or, ``unit`` ``sample``, the samples of a stateful run (each counted done by
+        :meth:`search_done`)."""
 
     def search_started(self, behavior: str, packet_size: int, repetition: int,
                        search_seq: int, thresholds_pct: Sequence[float] = ()) -> None:
         """A search began; thresholds in % (0 = NDR)."""
+
+    def replanned(self, total: int) -> None:
+        """The run now plans ``total`` (a stateful run's configuration left the rounds)."""
+
+    def searches_kept(self, n: int) -> None:
+        """A resumed run keeps ``n`` searches that ended before it was stopped: they are
+        not run again, and count as done in the time left."""
 
     def trial_done(self, rate_pps: float, duration_s: float, loss_ratio: float,
                    lower_pps: float | None = None, upper_pps: float | None = None,
@@ -78,8 +88,15 @@ class ProgressState:
 
     run_id: str = ""
     title: str = ""
+    unit: str = "search"
+    """What the run counts: ``search`` or ``sample`` (a stateful run)."""
     total_searches: int = 0
     searches_done: int = 0
+    searches_kept: int = 0
+    """Searches a resumed run kept from before (not run by this process)."""
+    search_seq: int = 0
+    """The current search's number in the run's plan (0: not known); a resumed run's
+    searches keep their numbers."""
     behavior: str = ""
     packet_size: int = 0
     repetition: int = 0
@@ -90,6 +107,10 @@ class ProgressState:
     lower_pps: float | None = None
     upper_pps: float | None = None
     bounds_seen: bool = False
+    seen: dict[float, tuple[float | None, float | None]] = field(default_factory=dict)
+    """Per goal (threshold %), from the trials so far: (highest rate that passed it,
+    lowest rate that failed it).  Two numbers, never an interval: with noisy trials
+    the first can be above the second."""
     run_start: float = field(default_factory=time.monotonic)
     search_start: float = field(default_factory=time.monotonic)
     last_done_at: float | None = None
@@ -104,14 +125,16 @@ class ProgressState:
             return
         if not usable or not self.thresholds_pct:
             return
-        # Bounds seen so far for the lowest threshold: highest passing rate below
-        # the lowest failing one (an indication; the search decides its own bounds).
+        # Per goal: the highest rate that passed it and the lowest that failed it (an
+        # indication; the search decides its own bounds).
         self.bounds_seen = True
-        if 100.0 * loss_ratio <= min(self.thresholds_pct):
-            if self.lower_pps is None or rate_pps > self.lower_pps:
-                self.lower_pps = rate_pps
-        elif self.upper_pps is None or rate_pps < self.upper_pps:
-            self.upper_pps = rate_pps
+        for t in self.thresholds_pct:
+            passed, failed = self.seen.get(t, (None, None))
+            if 100.0 * loss_ratio <= t:
+                passed = rate_pps if passed is None else max(passed, rate_pps)
+            else:
+                failed = rate_pps if failed is None else min(failed, rate_pps)
+            self.seen[t] = (passed, failed)
 
     def time_left_s(self, now: float | None = None) -> float | None:
         """Seconds left, from the mean duration of the searches done so far."""
@@ -120,7 +143,7 @@ class ProgressState:
         now = time.monotonic() if now is None else now
         done_at = self.last_done_at if self.last_done_at is not None else now
         per = (done_at - self.run_start) / self.searches_done
-        left = max(self.total_searches - self.searches_done, 0)
+        left = max(self.total_searches - self.searches_kept - self.searches_done, 0)
         return max(per * left - (now - done_at if left else 0.0), 0.0)
 
 
@@ -143,8 +166,9 @@ def _time_left(st: ProgressState) -> str:
 def _search_now(st: ProgressState) -> str:
     """``1/7 ipv6 64B rep 1``, or, before the first search, how many are planned."""
     if not st.behavior:
-        return f"none started yet ({count(st.total_searches, 'search')} planned)"
-    return (f"{min(st.searches_done + 1, max(st.total_searches, 1))}/{st.total_searches} "
+        return f"none started yet ({count(st.total_searches, st.unit)} planned)"
+    number = st.search_seq or st.searches_kept + st.searches_done + 1
+    return (f"{min(number, max(st.total_searches, 1))}/{st.total_searches} "
             f"{st.behavior} {_size(st.packet_size)} rep {st.repetition}")
 
 
@@ -155,8 +179,32 @@ def _size(packet_size: int) -> str:
 
 def run_ended(st: ProgressState, status: str) -> str:
     """``run ID finished: 1 search in 0m02s``."""
-    return (f"run {st.run_id} {status}: {count(st.searches_done, 'search')} in "
+    return (f"run {st.run_id} {status}: {count(st.searches_done, st.unit)} in "
             f"{_duration(time.monotonic() - st.run_start)}")
+
+
+def describe_seen(st: ProgressState) -> str:
+    """The trials so far per goal: ``NDR: highest pass 511.7, lowest fail 501.5;
+    PDR@0.5%: highest pass 511.7, lowest fail - (kpps)``; a goal whose highest pass
+    is above its lowest fail says the trials disagree (noise), so that the two numbers
+    never read as an empty interval."""
+    parts = []
+    for t in st.thresholds_pct:
+        passed, failed = st.seen.get(t, (None, None))
+        text = (f"{goal_name(t)}: highest pass {_kpps(passed).replace('?', '-')}, "
+                f"lowest fail {_kpps(failed).replace('?', '-')}")
+        if passed is not None and failed is not None and passed > failed:
+            text += " (trials disagree: a pass above a fail)"
+        parts.append(text)
+    return "; ".join(parts) + " (kpps)"
+
+
+def describe_bounds(st: ProgressState) -> str:
+    """The search's own bounds ``[lo, hi] kpps``, else what the trials so far show per
+    goal (:func:`describe_seen`)."""
+    if st.bounds_seen:
+        return f"seen {describe_seen(st)}"
+    return f"bounds [{_kpps(st.lower_pps)}, {_kpps(st.upper_pps)}] kpps"
 
 
 def describe_state(st: ProgressState) -> str:
@@ -165,9 +213,7 @@ def describe_state(st: ProgressState) -> str:
     rate = "" if st.rate_pps is None else (
         f": trial {st.trials} at {_kpps(st.rate_pps)} kpps, loss "
         f"{100 * (st.loss_ratio or 0):.3f} %")
-    bounds = (f", bounds{' seen' if st.bounds_seen else ''} [{_kpps(st.lower_pps)}, "
-              f"{_kpps(st.upper_pps)}] kpps")
-    return f"{where}{rate}{bounds}, time left {_time_left(st)}"
+    return f"{where}{rate}, {describe_bounds(st)}, time left {_time_left(st)}"
 
 
 class _Base(ProgressEvents):
@@ -176,18 +222,26 @@ class _Base(ProgressEvents):
         self._lock = threading.Lock()
 
     def run_started(self, run_id: str, experiment: str, testbed: str, forwarder: str,
-                    total_searches: int) -> None:
-        self.state = ProgressState(run_id=run_id, total_searches=total_searches,
+                    total_searches: int, unit: str = "search") -> None:
+        self.state = ProgressState(run_id=run_id, total_searches=total_searches, unit=unit,
                                    title=f"{experiment} on {testbed} ({forwarder})")
 
     def search_started(self, behavior: str, packet_size: int, repetition: int,
                        search_seq: int, thresholds_pct: Sequence[float] = ()) -> None:
         st = self.state
         st.behavior, st.packet_size, st.repetition = behavior, packet_size, repetition
+        st.search_seq = search_seq
         st.thresholds_pct = tuple(thresholds_pct)
         st.trials, st.rate_pps, st.loss_ratio = 0, None, None
         st.lower_pps = st.upper_pps = None
+        st.bounds_seen, st.seen = False, {}
         st.search_start = time.monotonic()
+
+    def searches_kept(self, n: int) -> None:
+        self.state.searches_kept = n
+
+    def replanned(self, total: int) -> None:
+        self.state.total_searches = total
 
     def trial_done(self, rate_pps: float, duration_s: float, loss_ratio: float,
                    lower_pps: float | None = None, upper_pps: float | None = None,
@@ -214,7 +268,7 @@ class PlainProgress(_Base):
     def run_started(self, *args: object, **kw: object) -> None:
         super().run_started(*args, **kw)  # type: ignore[arg-type]
         self._line(f"run {self.state.run_id}: "
-                   f"{count(self.state.total_searches, 'search')} planned")
+                   f"{count(self.state.total_searches, self.state.unit)} planned")
 
     def trial_done(self, rate_pps: float, duration_s: float, loss_ratio: float,
                    lower_pps: float | None = None, upper_pps: float | None = None,
@@ -260,8 +314,10 @@ class RichProgress(_Base):
         t.add_row("search", _search_now(st))
         t.add_row("rate", "-" if st.rate_pps is None else self.label(
                   f"{_kpps(st.rate_pps)} kpps, loss {100 * (st.loss_ratio or 0):.3f} %"))
-        t.add_row("bounds" + (" seen" if st.bounds_seen else ""),
-                  f"[{_kpps(st.lower_pps)}, {_kpps(st.upper_pps)}] kpps")
+        if st.bounds_seen:
+            t.add_row("seen", describe_seen(st))
+        else:
+            t.add_row("bounds", f"[{_kpps(st.lower_pps)}, {_kpps(st.upper_pps)}] kpps")
         t.add_row("trials", str(st.trials))
         t.add_row("time left", _time_left(st))
         bar = ProgressBar(total=max(st.total_searches, 1), completed=st.searches_done,

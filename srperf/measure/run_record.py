@@ -75,17 +75,19 @@ def reclaim(store: ResultStore, run_id: str, plan: dict[str, Any]) -> Reclaimed:
         raise ConfigError(where, "plan", {k: stored.get(k) for k in diff},
                           f"the files now give {({k: plan.get(k) for k in diff})}: "
                           "the experiment or testbed changed since the run started")
+    # 'srperf runs' shows a running run whose process is gone as dead: say it alike
+    previous = "dead" if row["status"] == "running" and alive is False else str(row["status"])
     store.claim_run(run_id)
     dropped = store.drop_unended(run_id)
     ended = store.ended_searches(run_id)
     env.setdefault("resumes", []).append(
         {"time": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-         "previous_status": row["status"], "searches_kept": len(ended),
+         "previous_status": previous, "searches_kept": len(ended),
          "dropped_trials": dropped.get("trials", 0),
          "dropped_search_goals": dropped.get("searches", 0)})
     store.update_environment(run_id, env)
     log.info("run %s reclaimed: %d searches kept, %s dropped", run_id, len(ended), dropped)
-    return Reclaimed(env, ended, str(row["status"]), dropped.get("trials", 0))
+    return Reclaimed(env, ended, previous, dropped.get("trials", 0))
 
 
 def describe_error(exc: BaseException) -> str:

@@ -399,6 +399,28 @@ def _num(x: float, fmt: str = "{:.1f}") -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else fmt.format(x)
 
 
+NOTE_MAX = 90
+"""Characters of a note in a comparison table's row; a longer one is cut there and given
+in full below the table (a row's note ran to hundreds of characters)."""
+
+
+def short_note(text: str, notes: list[str], limit: int = NOTE_MAX) -> str:
+    """``text`` for a table cell: itself when short, else its first ``limit`` characters
+    (at a word) and a reference ``[n]`` to its full text, appended to ``notes``."""
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    if text not in notes:
+        notes.append(text)
+    cut = text[:limit].rsplit(" ", 1)[0].rstrip(" ;,:(")
+    return f"{cut} ... [{notes.index(text) + 1}]"
+
+
+def _full_notes(notes: list[str]) -> list[str]:
+    return ["", "Notes in full:", *(f"{i}. {n}" for i, n in enumerate(notes, 1))] if notes \
+        else []
+
+
 def format_markdown(c: Comparison) -> str:
     """The comparison as a Markdown table (rates kpps, change % of the baseline mean)."""
     lines = [f"Comparison {c.current_run} against baseline {c.baseline_run} "
@@ -410,6 +432,7 @@ def format_markdown(c: Comparison) -> str:
     if c.model:
         lines.insert(1, "\n**MODEL: a run compared here comes from the simulated SUT; "
                         "its figures are not measurements.**")
+    notes: list[str] = []
     for x in c.changes:
         base = f"{_num(x.baseline.mean)} ({x.baseline.n})" if x.baseline else x.baseline_status
         cur = f"{_num(x.current.mean)} ({x.current.n})" if x.current else x.current_status
@@ -418,7 +441,8 @@ def format_markdown(c: Comparison) -> str:
               if x.diff else "-")
         thr = "" if math.isnan(x.threshold_pct) else f"{x.threshold_pct:g}"
         lines.append(f"| {x.behavior} | {x.packet_size} | {thr} | {base} | {cur} | {change} "
-                     f"| {ci} | {x.verdict} | {x.reason} |")
+                     f"| {ci} | {x.verdict} | {short_note(x.reason, notes)} |")
+    lines += _full_notes(notes)
     named = [x for x in c.changes if x.suspects]
     if named:
         lines += ["", "First suspects (sampled functions whose cost per packet grew, "
@@ -438,6 +462,7 @@ def format_stateful_markdown(changes: list[StatefulChange]) -> list[str]:
     lines = ["| kind | behavior | variant | metric | baseline (n) | current (n) | change % "
              "| 95 % CI % | verdict | note |",
              "|---|---|---|---|---:|---:|---:|---|---|---|"]
+    notes: list[str] = []
     for x in changes:
         base = f"{_num(x.baseline.mean, '{:.4g}')} ({x.baseline.n})" if x.baseline \
             else x.baseline_status
@@ -449,5 +474,5 @@ def format_stateful_markdown(changes: list[StatefulChange]) -> list[str]:
         better = "higher" if x.higher_is_better else "lower"
         lines.append(f"| {x.kind} | {x.behavior} | {x.variant} | {x.metric} ({better} is "
                      f"better) | {base} | {cur} | {change} | {ci} | {x.verdict} "
-                     f"| {x.reason} |")
-    return lines
+                     f"| {short_note(x.reason, notes)} |")
+    return lines + _full_notes(notes)

@@ -40,6 +40,8 @@ class SuiteResult:
     """Why the run has no figure ('' when it has one): the job fails on it."""
     case_reasons: dict[str, str] = field(default_factory=dict)
     """Case name -> its status and note, for a run that measured nothing."""
+    baseline_note: str = ""
+    """Why there is no baseline, when there is none (:func:`srperf.nightly.no_baseline_note`)."""
     trend: Any = None
     """The trend's verdict (:class:`srperf.results.trend_verdict.TrendVerdict`) when the
     suite judges by the trend: it, not the baseline comparison, makes the failures."""
@@ -117,11 +119,13 @@ def build(suite: str, results: list[SuiteResult]) -> ET.ElementTree:
             for name in r.cases or ["run"]:
                 case = ET.SubElement(ts, "testcase", classname=classname, name=name)
                 ET.SubElement(case, "system-out").text = (
+                    r.baseline_note or
                     "no baseline: this is the first good nightly run of the suite here")
                 counts["tests"] += 1
         else:
             if r.comparison is None:
-                cases = [(name, "no baseline", "") for name in r.cases or ["run"]]
+                cases = [(name, r.baseline_note or "no baseline", "")
+                         for name in r.cases or ["run"]]
             else:
                 cases = [(_case_name(c), _describe(c), c.verdict)
                          for c in r.comparison.changes]

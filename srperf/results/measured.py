@@ -66,6 +66,29 @@ def _stateful(store: ResultStore, run_id: str) -> pd.DataFrame:
     return store.frame("stateful_samples", run_id)
 
 
+TRY_GENERATOR = (
+    "the generator could not offer the rates tried: run when the host is quieter "
+    "(nothing else busy on the tester's CPU), or give the generator a real-time "
+    "priority: a copy of the testbed file with tester.options.fifo_priority: 50, "
+    "then srperf run -t THAT_FILE (docs/newcomer-notes.md)")
+TRY_UNDECIDED = (
+    "the trials' loss varied too much to decide: a quieter host, or longer trials "
+    "(--set search.trial_duration_s=2)")
+TRY_BELOW_MIN = (
+    "the SUT lost more than allowed even at the lowest rate searched: check the SUT, "
+    "or lower search.min_rate")
+TRY_OTHER = "read each behavior's status above; 'srperf report RUN_ID' shows its trials"
+
+
+def what_to_try(reason: str) -> str:
+    """One line on what to try after a run that measured nothing for ``reason``
+    (:func:`nothing_measured`): the advice for the first cause it names."""
+    causes = [(reason.find(word), advice) for word, advice in (
+        ("generator_limited", TRY_GENERATOR), ("undecided", TRY_UNDECIDED),
+        ("below_min", TRY_BELOW_MIN)) if word in reason]
+    return min(causes)[1] if causes else TRY_OTHER
+
+
 def run_has_figure(store: ResultStore, run_id: str) -> bool:
     """True when ``run_id`` has a search goal with a rate or a stateful sample ``ok``."""
     if has_figure(store.frame("searches", run_id)):
@@ -91,4 +114,5 @@ def nothing_measured(store: ResultStore, run_id: str) -> str | None:
             + (f"; ... and {more} more" if more > 0 else ""))
 
 
-__all__ = ["MAX_REASONS", "case_names", "has_figure", "run_has_figure", "nothing_measured", "why_nothing"]
+__all__ = ["MAX_REASONS", "case_names", "has_figure", "run_has_figure", "nothing_measured",
+           "what_to_try", "why_nothing"]

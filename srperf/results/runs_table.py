@@ -25,15 +25,26 @@ RUNS_SQL = (
     "SELECT runs.run_id, runs.experiment, runs.testbed, runs.forwarder, runs.status, "
     "runs.signal, runs.reason, runs.started, runs.finished, "
     "coalesce(anon_1.ended, ?) AS searches, runs.planned, "
-    "coalesce(anon_2.trials, ?) AS trials, runs.pid, runs.host, runs.pid_start, runs.purpose \n"
-    "FROM runs LEFT OUTER JOIN (SELECT anon_3.run_id AS run_id, count(*) AS ended \n"
+    "coalesce(anon_2.trials, ?) AS trials, coalesce(anon_3.samples, ?) AS samples, "
+    "coalesce(anon_4.cases, ?) AS cases, runs.pid, runs.host, runs.pid_start, runs.purpose \n"
+    "FROM runs LEFT OUTER JOIN (SELECT anon_5.run_id AS run_id, count(*) AS ended \n"
     "FROM (SELECT outcomes.run_id AS run_id \n"
     "FROM outcomes UNION ALL SELECT stateful_samples.run_id AS run_id \n"
-    "FROM stateful_samples) AS anon_3 GROUP BY anon_3.run_id) AS anon_1 "
+    "FROM stateful_samples \n"
+    "WHERE stateful_samples.kind != ?) AS anon_5 GROUP BY anon_5.run_id) AS anon_1 "
     "ON anon_1.run_id = runs.run_id LEFT OUTER JOIN (SELECT trials.run_id AS run_id, "
     "count(*) AS trials \n"
     "FROM trials GROUP BY trials.run_id) AS anon_2 ON anon_2.run_id = runs.run_id "
-    "ORDER BY runs.started DESC")
+    "LEFT OUTER JOIN (SELECT anon_6.run_id AS run_id, count(*) AS samples \n"
+    "FROM (SELECT stateful_samples.run_id AS run_id \n"
+    "FROM stateful_samples \n"
+    "WHERE stateful_samples.kind != ?) AS anon_6 GROUP BY anon_6.run_id) AS anon_3 "
+    "ON anon_3.run_id = runs.run_id LEFT OUTER JOIN (SELECT conformance.run_id AS run_id, "
+    "count(*) AS cases \n"
+    "FROM conformance GROUP BY conformance.run_id) AS anon_4 "
+    "ON anon_4.run_id = runs.run_id ORDER BY runs.started DESC")
+RUNS_PARAMS: tuple[object, ...] = (0, 0, 0, 0, "calibration", "calibration")
+"""The statement's parameters, in order (the coalesced zeros, the calibration kind)."""
 """What SQLAlchemy compiles :meth:`ResultStore.runs_rows`'s query to for SQLite (the same
 text, so that SQLite plans it the same way and orders ties alike)."""
 
@@ -63,7 +74,7 @@ def sqlite_runs_rows(location: str, what: str, limit: int | None) -> list[dict[s
         if conn.execute("SELECT max(version) FROM schema_version").fetchone()[0] \
                 != SCHEMA_VERSION:
             return None
-        sql, params = RUNS_SQL, [0, 0]
+        sql, params = RUNS_SQL, list(RUNS_PARAMS)
         if limit:
             sql, params = sql + "\n LIMIT ? OFFSET ?", params + [limit, 0]
         cursor = conn.execute(sql, params)

@@ -26,7 +26,7 @@ import sqlalchemy as sa
 
 from srperf.drivers.base import TrialResult
 from srperf.errors import SrperfError, StoreError
-from srperf.safety.redact import redact
+from srperf.safety.redact import redact, redact_keys
 from srperf.results import schema
 from srperf.results.names import FIGURE_STATUSES
 from srperf.results.liveness import this_process
@@ -38,7 +38,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 RUNS_COLUMNS = ("run_id", "experiment", "testbed", "forwarder", "status", "signal", "reason",
-               "started", "finished", "searches", "planned", "trials", "pid", "host", "purpose")
+               "started", "finished", "searches", "planned", "trials", "samples", "cases", "pid",
+               "host", "purpose")
 """The columns of :meth:`ResultStore.runs_rows`, in order."""
 
 log = logging.getLogger(__name__)
@@ -160,7 +161,8 @@ class ResultStore:
         self._insert(schema.runs, dict(
             run_id=run_id, started=_now(), finished=None, experiment=experiment,
             testbed=testbed, forwarder=forwarder, status="running",
-            environment=redact(json.dumps(environment, sort_keys=True, default=str)),
+            environment=redact(json.dumps(redact_keys(environment), sort_keys=True,
+                                          default=str)),
             purpose=purpose, suite=suite, planned=planned,
             pid=me.pid, host=me.host, pid_start=me.start))
         return run_id
@@ -173,15 +175,22 @@ class ResultStore:
             status="running", finished=None, reason=None, signal=None,
             pid=me.pid, host=me.host, pid_start=me.start))
 
+    def set_planned(self, run_id: str, planned: int) -> None:
+        """Change what a run plans (a stateful run whose configuration left the rounds)."""
+        self._write(schema.runs.update().where(schema.runs.c.run_id == run_id).values(
+            planned=int(planned)))
+
     def update_environment(self, run_id: str, environment: dict[str, Any]) -> None:
         """Replace a run's environment (once the testbed's nodes could be read)."""
         self._write(schema.runs.update().where(schema.runs.c.run_id == run_id).values(
-            environment=redact(json.dumps(environment, sort_keys=True, default=str))))
+            environment=redact(json.dumps(redact_keys(environment), sort_keys=True,
+                                          default=str))))
 
     def end_run(self, run_id: str, status: str, reason: str | None = None,
                 signal: str | None = None) -> None:
-        """End a run: ``finished``; ``interrupted`` by ``signal`` (its name); ``failed``
-        with ``reason``.  A run that did not finish always gets a reason."""
+        """End a run: ``finished`` (with a ``reason`` when it measured nothing);
+        ``interrupted`` by ``signal`` (its name); ``failed`` with ``reason``.  A run
+        that did not finish always gets a reason."""
         if status not in RUN_STATES or status == "running":
             raise ValueError(f"a run ends {RUN_STATES[1:]}, not {status!r}")
         if status == "interrupted" and not signal:
@@ -190,7 +199,7 @@ class ResultStore:
             reason = f"interrupted by {signal}" if signal else "failed (no reason given)"
         self._write(schema.runs.update().where(schema.runs.c.run_id == run_id).values(
             finished=_now(), status=status,
-            reason=redact(reason) if status != "finished" and reason else None,
+            reason=redact(reason) if reason and reason.strip() else None,
             signal=signal))
 
     def tag_run(self, run_id: str, purpose: str | None = None,
@@ -410,22 +419,34 @@ class ResultStore:
         """One row per run, newest first: id, experiment, testbed, forwarder, status
         (``running`` shown as ``dead`` when its process is known to be gone), reason,
         started, finished, searches ended (for a stateful run: repetitions stored),
-        planned, trials, pid, host, purpose (absent values None)."""
+        planned, trials, samples (a stateful run's, calibration aside), conformance
+        cases, pid, host, purpose (absent values None)."""
         r, o, t = schema.runs, schema.outcomes, schema.trials
-        ss = schema.stateful_samples
-        # a stateful run's unit of work is a repetition: its samples count as searches
-        ended_rows = sa.union_all(sa.select(o.c.run_id), sa.select(ss.c.run_id)).subquery()
+        ss, cf = schema.stateful_samples, schema.conformance
+        # a stateful run's unit of work is a sample (its calibration's aside): its samples
+        # count as searches, and as samples, so that the table can name the unit
+        samples_rows = sa.select(ss.c.run_id).where(ss.c.kind != "calibration")
+        ended_rows = sa.union_all(sa.select(o.c.run_id), samples_rows).subquery()
         ended = (sa.select(ended_rows.c.run_id, sa.func.count().label("ended"))
                  .group_by(ended_rows.c.run_id).subquery())
         trials = (sa.select(t.c.run_id, sa.func.count().label("trials"))
                   .group_by(t.c.run_id).subquery())
+        sampled = samples_rows.subquery()
+        samples = (sa.select(sampled.c.run_id, sa.func.count().label("samples"))
+                   .group_by(sampled.c.run_id).subquery())
+        cases = (sa.select(cf.c.run_id, sa.func.count().label("cases"))
+                 .group_by(cf.c.run_id).subquery())
         query = (sa.select(r.c.run_id, r.c.experiment, r.c.testbed, r.c.forwarder,
                            r.c.status, r.c.signal, r.c.reason, r.c.started, r.c.finished,
                            sa.func.coalesce(ended.c.ended, 0).label("searches"),
                            r.c.planned, sa.func.coalesce(trials.c.trials, 0).label("trials"),
+                           sa.func.coalesce(samples.c.samples, 0).label("samples"),
+                           sa.func.coalesce(cases.c.cases, 0).label("cases"),
                            r.c.pid, r.c.host, r.c.pid_start, r.c.purpose)
                  .outerjoin(ended, ended.c.run_id == r.c.run_id)
                  .outerjoin(trials, trials.c.run_id == r.c.run_id)
+                 .outerjoin(samples, samples.c.run_id == r.c.run_id)
+                 .outerjoin(cases, cases.c.run_id == r.c.run_id)
                  .order_by(r.c.started.desc()))
         if limit:
             query = query.limit(limit)
@@ -433,10 +454,13 @@ class ResultStore:
             rows = [dict(r._mapping) for r in conn.execute(query)]
         return mark_dead_runs(rows)
 
-    def last_run_id(self) -> str | None:
+    def last_run_id(self, status: str | None = None) -> str | None:
+        """The newest run's id (with ``status``: the newest run stored with it)."""
+        query = sa.select(schema.runs.c.run_id)
+        if status is not None:
+            query = query.where(schema.runs.c.status == status)
         with self.engine.connect() as conn:
-            return conn.execute(sa.select(schema.runs.c.run_id)
-                                .order_by(schema.runs.c.started.desc()).limit(1)).scalar()
+            return conn.execute(query.order_by(schema.runs.c.started.desc()).limit(1)).scalar()
 
     def run_ids(self, spec: str) -> list[str]:
         """Run ids matching ``spec``: an id, ``last``, an id prefix, or else any part of
@@ -457,12 +481,15 @@ class ResultStore:
 
     def last_good_run(self, experiment: str, testbed: str, suite: str | None,
                       exclude: str | None = None,
-                      accept: Callable[[str], bool] | None = None) -> str | None:
+                      accept: Callable[[str], bool] | None = None,
+                      nightly_only: bool = True) -> str | None:
         """The newest nightly run of this suite, experiment and testbed that finished,
         measured at least one figure (a search goal with a rate: a run whose every
         search ended generator-limited is never a baseline) and was not itself judged
         a regression (None when there is none); with ``accept``, the newest such run
-        it accepts (srperf.results.emulation: never an emulated run for a native one)."""
+        it accepts (srperf.results.emulation: never an emulated run for a native one).
+        Not ``nightly_only``: the run that would be taken were every run (any purpose,
+        any suite) a nightly one of this suite, for saying why there is no baseline."""
         r, c, s = schema.runs, schema.comparisons, schema.searches
         bad = sa.select(c.c.run_id).where(c.c.verdict == "regression")
         st = schema.stateful_samples
@@ -471,11 +498,13 @@ class ResultStore:
                                         s.c.lower_pps.is_not(None)),
             sa.select(st.c.run_id).where(st.c.status == "ok"))
         query = (sa.select(r.c.run_id)
-                 .where(r.c.purpose == "nightly", r.c.experiment == experiment,
+                 .where(r.c.experiment == experiment,
                         r.c.testbed == testbed, r.c.status == "finished",
                         r.c.run_id.not_in(bad), r.c.run_id.in_(measured))
                  .order_by(r.c.started.desc()))
-        query = query.where(r.c.suite.is_(None) if suite is None else r.c.suite == suite)
+        if nightly_only:
+            query = query.where(r.c.purpose == "nightly")
+            query = query.where(r.c.suite.is_(None) if suite is None else r.c.suite == suite)
         if exclude:
             query = query.where(r.c.run_id != exclude)
         with self.engine.connect() as conn:

@@ -53,6 +53,9 @@ class Axis:
     hi: float
     log: bool = False
     label: str = ""
+    show_ticks: bool = True
+    """False: no tick labels (an axis whose numbers would mean nothing, e.g. the time
+    axis of a chart with a single run: its label says the date instead)."""
 
     def __post_init__(self) -> None:
         if self.log:
@@ -176,7 +179,7 @@ class SvgPlot:
                'font-size="9">',
                f'<rect x="{left}" y="{t}" width="{w - left - r}" height="{h - t - b}" '
                f'fill="#fff" stroke="#999"/>']
-        for v in self.x.ticks():
+        for v in self.x.ticks() if self.x.show_ticks else []:
             px = self._px(v)
             out.append(f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{h - b}" y2="{h - b + 3}" '
                        f'stroke="#666"/><text x="{px:.1f}" y="{h - b + 12}" '

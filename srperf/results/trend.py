@@ -40,6 +40,7 @@ from typing import Any, Iterable, Sequence
 import jumpavg
 
 from srperf.results.store import ResultStore
+from srperf.util.wording import count
 from srperf.results.trend_samples import (RunFilter, Sample, TestKey, expand_markers,
                                           load_samples)
 
@@ -48,6 +49,8 @@ log = logging.getLogger(__name__)
 REGRESSION, PROGRESSION, NORMAL = "regression", "progression", "normal"
 CLASSES = (REGRESSION, PROGRESSION, NORMAL)
 """Anomaly classes of a group (and of a test: the class of its last change)."""
+NOT_MEASURED = "not measured"
+"""The class of a test with no figure in any run (only gaps): never ``normal``."""
 
 
 @dataclass(frozen=True)
@@ -152,7 +155,10 @@ class TestTrend:
 
     @property
     def cls(self) -> str:
-        """The class of the last change (``normal`` without one)."""
+        """The class of the last change (``normal`` without one; ``not measured`` for a
+        test that has no figure at all, only gaps)."""
+        if not self.points:
+            return NOT_MEASURED
         return self.last_change.cls if self.last_change else NORMAL
 
     def starts_group(self, run_id: str) -> Group | None:
@@ -258,7 +264,7 @@ def trends(store: ResultStore, flt: RunFilter = RunFilter(),
 def sort_trends(items: Iterable[TestTrend]) -> list[TestTrend]:
     """Regressions first, then progressions, then normal; within, newest change first,
     then by name."""
-    order = {REGRESSION: 0, PROGRESSION: 1, NORMAL: 2}
+    order = {REGRESSION: 0, PROGRESSION: 1, NORMAL: 2, NOT_MEASURED: 3}
 
     def key(t: TestTrend) -> tuple[int, str, str]:
         date = t.last_change.date if t.last_change else ""
@@ -277,21 +283,29 @@ def format_table(items: list[TestTrend]) -> str:
     """The ``srperf trend`` table: one line per test."""
     if not items:
         return "(no trended tests: no finished run with figures matches)"
-    lines = [f"{'class':<11} {'testbed':<10} {'forwarder':<8} {'test':<30} {'n':>3} "
+    # columns as wide as their longest entry: a relative test (``end 64B PDR@0.5% /
+    # h_encaps``) or a long testbed name never pushes the numbers out of line
+    cw = max(11, *(len(t.cls) for t in items))
+    bw = max(10, *(len(t.key.testbed) for t in items))
+    fw = max(len("forwarder"), *(len(t.key.forwarder) for t in items))
+    tw = max(30, *(len(t.key.test) for t in items))
+    lines = [f"{'class':<{cw}} {'testbed':<{bw}} {'forwarder':<{fw}} {'test':<{tw}} {'n':>3} "
              f"{'gaps':>4} {'avg':>9} {'stdev':>8}  last change"]
     for t in items:
         cur = t.current
         ch = t.last_change
         change = (f"{ch.date[:10]} run {ch.run_id}: {_num(ch.from_avg)} -> "
                   f"{_num(ch.to_avg)} {t.key.unit} ({ch.change_pct:+.1f} %)"
-                  if ch else "none")
-        lines.append(f"{t.cls:<11} {t.key.testbed:<10} {t.key.forwarder:<8} "
-                     f"{t.key.test:<30} {len(t.points):>3} {t.gaps:>4} "
+                  if ch else "none" if t.points else
+                  f"no figure in {count(t.gaps, 'run')}")
+        lines.append(f"{t.cls:<{cw}} {t.key.testbed:<{bw}} {t.key.forwarder:<{fw}} "
+                     f"{t.key.test:<{tw}} {len(t.points):>3} {t.gaps:>4} "
                      f"{_num(cur.avg if cur else math.nan):>9} "
                      f"{_num(cur.stdev if cur else math.nan):>8}  {change}")
     return "\n".join(lines)
 
 
-__all__ = ["CLASSES", "Change", "Group", "NORMAL", "PROGRESSION", "REGRESSION", "RunFilter",
+__all__ = ["CLASSES", "Change", "Group", "NORMAL", "NOT_MEASURED", "PROGRESSION", "REGRESSION",
+           "RunFilter",
            "Sample", "TestKey", "TestTrend", "TrendSettings", "analyse", "format_table",
            "group", "load_samples", "new_regression", "sort_trends", "trends"]

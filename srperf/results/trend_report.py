@@ -26,14 +26,15 @@ from typing import TYPE_CHECKING
 
 from srperf import __version__
 from srperf.results.svgplot import Axis, SvgPlot
-from srperf.results.trend import NORMAL, PROGRESSION, REGRESSION, TestTrend, sort_trends
+from srperf.results.trend import (NORMAL, NOT_MEASURED, PROGRESSION, REGRESSION, TestTrend,
+                                  sort_trends)
 
 if TYPE_CHECKING:
     import jinja2
 
 log = logging.getLogger(__name__)
 
-COLORS = {REGRESSION: "#c0392b", PROGRESSION: "#27ae60", NORMAL: "#555"}
+COLORS = {REGRESSION: "#c0392b", PROGRESSION: "#27ae60", NORMAL: "#555", NOT_MEASURED: "#999"}
 
 
 def _day(date: str) -> dt.datetime:
@@ -54,6 +55,18 @@ def _tip(t: TestTrend, s_index: int) -> str:
 
 def _days(t: TestTrend, origin: dt.datetime) -> list[float]:
     return [(_day(s.date) - origin).total_seconds() / 86400.0 for s in t.samples]
+
+
+def time_axis(trends: list[TestTrend], origin: dt.datetime, lo: float, hi: float) -> Axis:
+    """The x axis of a chart of ``trends``: days since ``origin``; when they all are a
+    single run's (one date), no day numbers (a dot on an axis of 0.6-1.4 days said
+    nothing) but that run's date."""
+    stamps = {s.date for t in trends for s in t.samples}
+    if len(stamps) == 1:
+        (date,) = stamps
+        return Axis(lo, hi, label=f"one run, {str(date)[:16].replace('T', ' ')}",
+                    show_ticks=False)
+    return Axis(lo, hi, label=f"days since {origin.date()}")
 
 
 def ranges(trends: list[TestTrend], origin: dt.datetime
@@ -91,7 +104,7 @@ def chart(t: TestTrend, origin: dt.datetime, width: int = 420, height: int = 200
     pts = [i for i, s in enumerate(t.samples) if not s.is_gap]
     ys = [t.samples[i].mean for i in pts]
     (x_lo, x_hi), (y_lo, y_hi) = axes or ranges([t], origin)
-    plot = SvgPlot(Axis(x_lo, x_hi, label=f"days since {origin.date()}"),
+    plot = SvgPlot(time_axis([t], origin, x_lo, x_hi),
                    Axis(y_lo, y_hi, label=t.key.unit),
                    title=f"{t.key.testbed}: {t.cls}", width=width, height=height)
     for i, s in enumerate(t.samples):
@@ -124,7 +137,7 @@ def overlay(trends: list[TestTrend], origin: dt.datetime, width: int = 420,
     marked; hover as in :func:`chart`."""
     (x_lo, x_hi), (y_lo, y_hi) = axes or ranges(trends, origin)
     unit = trends[0].key.unit if trends else ""
-    plot = SvgPlot(Axis(x_lo, x_hi, label=f"days since {origin.date()}"),
+    plot = SvgPlot(time_axis(trends, origin, x_lo, x_hi),
                    Axis(y_lo, y_hi, label=unit), title="testbeds side by side",
                    width=width, height=height)
     for k, t in enumerate(trends):
@@ -239,8 +252,9 @@ def render(items: list[TestTrend], title: str) -> str:
         title=title, rows=rows, version=__version__, testbeds=beds,
         side_by_side=[r for r in rows if len(r.trends) > 1] if len(beds) > 1 else [],
         generated=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        nan=math.nan, counts={c: sum(1 for r in rows for t in r.trends if t.cls == c)
-                              for c in (REGRESSION, PROGRESSION, NORMAL)})
+        nan=math.nan, counts={c.replace(" ", "_"): sum(1 for r in rows for t in r.trends
+                                                       if t.cls == c)
+                              for c in (REGRESSION, PROGRESSION, NORMAL, NOT_MEASURED)})
 
 
 def write_trend_report(items: list[TestTrend], path: Path, title: str = "srperf trend") -> Path:
@@ -254,4 +268,4 @@ def write_trend_report(items: list[TestTrend], path: Path, title: str = "srperf 
 
 
 __all__ = ["Cell", "TestRow", "chart", "collect", "overlay", "ranges", "render",
-           "testbeds", "write_trend_report"]
+           "testbeds", "time_axis", "write_trend_report"]

@@ -56,7 +56,9 @@ _URL_CREDENTIALS = re.compile(
     r"(?P<user>[^\s:/@?#'\"]{0,256}):(?P<password>[^\s@/?#'\"]{1,1024})@")
 _PAIR = re.compile(r"(?i)\b(?:password|passwd|pwd|pass)\s*=\s*(?P<value>[^\s&;,='\"]{1,1024})")
 _SECRET_WORDS = ("password", "passwd", "passphrase", "secret", "token", "apikey",
-                 "credential")
+                 "credential", "privatekey", "privkey", "accesskey", "authkey")
+_SECRET_NAMES = ("pw",)
+"""Whole key names (normalised) that say secret, too short to look for inside a name."""
 _COMMAND_KEYS = ("proxycommand",)
 _ENV_SECRET = re.compile(r"(?i)(PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API_?KEY)")
 
@@ -67,20 +69,32 @@ def _norm(key: str) -> str:
     return re.sub(r"[^a-z0-9]", "", key.lower())
 
 
-def is_secret_key(key: object) -> bool:
-    """True when ``key`` names a proxy command or a password, however it is spelt
-    (``proxy_command``, ``ProxyCommand``, ``proxy-cmd``, ``proxy_comand``,
-    ``db_password``...)."""
+def secret_kind(key: object) -> str | None:
+    """``"value"`` when ``key`` names a secret value (a password, passwd, token, secret,
+    API key, private key, credential...: ``kernel.apt_password``, ``db_password``,
+    ``search.token``; its value is hidden whole), ``"command"`` when it names a proxy
+    command (shown as its program's name), else None.  Only the last part of a dotted
+    key path counts (``search.token`` -> ``token``; ``fragment[0]`` -> ``fragment``)."""
     if not isinstance(key, str):
-        return False
-    norm = _norm(key)
+        return None
+    parts = [p for p in re.split(r"[.\[\]]", key.lstrip("-")) if p and not p.isdigit()]
+    norm = _norm(parts[-1]) if parts else ""
     if not norm:
-        return False
-    if any(word in norm for word in _SECRET_WORDS):
-        return True
+        return None
+    if any(word in norm for word in _SECRET_WORDS) or norm in _SECRET_NAMES:
+        return "value"
     if "proxy" in norm and any(w in norm for w in ("command", "cmd", "comm", "exec", "jump")):
-        return True
-    return any(difflib.SequenceMatcher(None, norm, k).ratio() >= 0.75 for k in _COMMAND_KEYS)
+        return "command"
+    if any(difflib.SequenceMatcher(None, norm, k).ratio() >= 0.75 for k in _COMMAND_KEYS):
+        return "command"
+    return None
+
+
+def is_secret_key(key: object) -> bool:
+    """True when ``key`` names a proxy command or a secret value, however it is spelt
+    (``proxy_command``, ``ProxyCommand``, ``proxy-cmd``, ``proxy_comand``,
+    ``db_password``, ``api_key``...): :func:`secret_kind`."""
+    return secret_kind(key) is not None
 
 
 def redacted_command(command: str | Iterable[str]) -> str:
@@ -181,9 +195,24 @@ def scan_text(text: str) -> None:
         register(m.group("value"), URL_HIDDEN, min_len=MIN_WORD)
 
 
+def register_value(value: Any) -> None:
+    """A secret value (under a password-, token-... like key): every text or number in
+    it registered whole (from :data:`MIN_WORD` characters; a shorter one is still
+    hidden wherever its key is known: :func:`redact_keys`)."""
+    if isinstance(value, Mapping):
+        for v in value.values():
+            register_value(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            register_value(v)
+    elif isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        register(str(value), min_len=MIN_WORD)
+
+
 def scan(data: Any, secret: bool = False) -> None:
     """Register every secret of a loaded configuration value (deep): URL passwords in
-    any text, and whatever sits under a proxy-command- or password-like key."""
+    any text, whatever sits under a proxy-command-like key (as a command) and whatever
+    sits under a password-, token-, secret-like key (whole: :func:`register_value`)."""
     if isinstance(data, str):
         scan_text(data)
         if secret:
@@ -192,13 +221,58 @@ def scan(data: Any, secret: bool = False) -> None:
         for key, value in data.items():
             if isinstance(key, str):
                 scan_text(key)
-            scan(value, secret=is_secret_key(key) and not isinstance(value, Mapping))
+            kind = secret_kind(key)
+            if kind == "value":
+                register_value(value)
+                scan(value)
+                continue
+            scan(value, secret=kind == "command" and not isinstance(value, Mapping))
     elif isinstance(data, (list, tuple)):
         words = secret and all(isinstance(v, (str, int, float)) for v in data)
         if words:
             register_command(list(data))   # one command, as a list of words
         for value in data:
             scan(value, secret=secret and not words and not isinstance(value, Mapping))
+
+
+class _Hidden:
+    """What a value under a secret key is replaced by (its repr: ``…(redacted)``)."""
+
+    def __repr__(self) -> str:
+        return HIDDEN
+
+    __str__ = __repr__
+
+
+HIDDEN_VALUE = _Hidden()
+_ASSIGNMENT = re.compile(r"^(?P<key>-{0,2}[A-Za-z_][A-Za-z0-9_.\-\[\]]{0,200})=(?P<value>.*)\Z",
+                         re.S)
+
+
+def redact_keys(data: Any) -> Any:
+    """``data`` (deep) with the value under every secret-value key replaced whole by
+    ``…(redacted)``, and ``KEY=VALUE`` texts with a secret KEY (``--set
+    search.token=...``) shown as ``KEY=…(redacted)``: what a stored row or message
+    holds of a configuration, however short the secret."""
+    if isinstance(data, Mapping):
+        return {k: (HIDDEN if secret_kind(k) == "value" else redact_keys(v))
+                for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return type(data)(redact_keys(v) for v in data) if isinstance(data, list) \
+            else tuple(redact_keys(v) for v in data)
+    if isinstance(data, str) and "=" in data:
+        m = _ASSIGNMENT.match(data)
+        if m and secret_kind(m.group("key")) == "value":
+            return f"{m.group('key')}={HIDDEN}"
+    return data
+
+
+def redact_for_key(key: str, value: Any) -> Any:
+    """``value`` as a message under ``key`` may show it: hidden whole when ``key`` names
+    a secret value, else with its secret keys' values hidden (:func:`redact_keys`)."""
+    if secret_kind(key) == "value":
+        return HIDDEN_VALUE
+    return redact_keys(value)
 
 
 def scan_invocation(argv: Iterable[str], environ: Mapping[str, str] | None = None) -> None:
@@ -210,7 +284,10 @@ def scan_invocation(argv: Iterable[str], environ: Mapping[str, str] | None = Non
             continue
         scan_text(arg)
         key, sep, value = arg.partition("=")
-        if sep and is_secret_key(key.rsplit(".", 1)[-1].lstrip("-")):
+        kind = secret_kind(key) if sep else None
+        if kind == "value":
+            register(value, min_len=MIN_WORD)
+        elif kind == "command":
             register_command(value)
     env = os.environ if environ is None else environ
     for name, value in env.items():
@@ -308,7 +385,8 @@ def install_log_filter(logger: logging.Logger | None = None) -> None:
             handler.addFilter(RedactingFilter())
 
 
-__all__ = ["HIDDEN", "MIN_SECRET", "RedactingFilter", "RedactingStream", "install_log_filter",
+__all__ = ["HIDDEN", "HIDDEN_VALUE", "MIN_SECRET", "redact_for_key", "redact_keys",
+           "register_value", "secret_kind", "RedactingFilter", "RedactingStream", "install_log_filter",
            "is_secret_key", "redact", "redact_value", "redacted_command", "redacting_std_streams",
            "register", "register_command", "register_proxy_command", "reset", "scan",
            "scan_invocation", "scan_text"]

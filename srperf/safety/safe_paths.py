@@ -579,6 +579,22 @@ def make_dir(path: Path, mode: int = 0o700) -> Path:
     return Path(path)
 
 
+def make_private_dir(path: Path) -> int:
+    """Make the one directory ``path`` (mode 0700) unless it is there, and return a
+    descriptor of it opened without following a symlink; a directory of srperf's
+    user that others may read is made 0700 (its caller has checked that no one else
+    could write it: :mod:`srperf.safety.private_dirs`).  OSError as the system says."""
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(path, 0o700)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    return fd
+
+
+def tighten_private_dir(fd: int) -> None:
+    """Make the directory of descriptor ``fd`` (srperf's user's own) mode 0700."""
+    os.fchmod(fd, 0o700)
+
+
 def replace(src: Path | str, dst: Path | str) -> None:
     """Rename srperf's own ``src`` over ``dst`` in the same directory (a build output);
     the name ``dst`` is replaced itself, never followed."""

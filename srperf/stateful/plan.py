@@ -97,13 +97,32 @@ def configurations(exp: Experiment) -> list[Configuration]:
     return out
 
 
+def planned_samples(exp: Experiment) -> int:
+    """The samples a stateful run plans (calibration aside): each configuration's
+    variants (goodput: one stream count; http: one per object size) x repetitions; an
+    SRv6Pipes run: each case's object sizes x repetitions."""
+    reps = int((exp.goodput if exp.kind == "goodput" else exp.http).repetitions)
+    if exp.pipes:
+        return sum(len(case.object_sizes) for case in exp.pipes) * reps
+    variants = 1 if exp.kind == "goodput" else len(exp.http.object_sizes)
+    return len(configurations(exp)) * variants * reps
+
+
 class StatefulPlan:
     """Runs an experiment of a stateful kind on an open session."""
 
     def __init__(self, exp: Experiment, session: Any, store: Any, run_id: str,
-                 progress: Progress) -> None:
+                 progress: Progress, sample_done: Callable[[], None] | None = None,
+                 replan: Callable[[int], None] | None = None) -> None:
         self.exp, self.session, self.store, self.run_id = exp, session, store, run_id
         self.progress = progress
+        self.sample_done = sample_done or (lambda: None)
+        """Called once per sample stored (calibration aside): the run's progress count."""
+        self.replan = replan or (lambda planned: None)
+        """Called with the samples now planned when a configuration leaves the rounds (it
+        was refused or its first repetition failed): it stores one row for what it will
+        not measure, so that 'srperf runs' adds up."""
+        self._stored: dict[Configuration, int] = {}
         self.tb = session.testbed.config
         self.result = StatefulRows()
         self.config: Any = exp.goodput if exp.kind == "goodput" else exp.http
@@ -126,8 +145,15 @@ class StatefulPlan:
             # round configures, steers and starts the servers anew; a configuration that
             # cannot be set up, or whose first repetition fails, leaves the rounds.
             live = configurations(self.exp)
+            per_conf = planned_samples(self.exp) // max(len(live), 1)
+            planned = per_conf * len(live)
             for rep in range(1, int(self.config.repetitions) + 1):
-                live = [conf for conf in live if self._configuration(endpoints, conf, rep)]
+                kept = [conf for conf in live if self._configuration(endpoints, conf, rep)]
+                for conf in (c for c in live if c not in kept):
+                    planned -= per_conf - self._stored.get(conf, 0)
+                if len(kept) < len(live):
+                    self.replan(planned)
+                live = kept
         finally:
             handle.down()
         return self.result
@@ -151,6 +177,7 @@ class StatefulPlan:
             self.store.add_stateful_sample(
                 self.run_id, self.exp.kind, case.label, PIPES_FORWARDER, variant, rep, sample,
                 duration_s=float(self.config.duration_s), primary_metric=metric)
+            self.sample_done()
             self.result.rows.append(dict(
                 behavior=case.label, forwarder=PIPES_FORWARDER, kind=self.exp.kind,
                 configuration=case.label, variant=variant.label, repetition=rep,
@@ -336,6 +363,9 @@ class StatefulPlan:
             duration_s=float(self.config.duration_s), primary_metric=metric,
             counters=counters or None)
         self.result.rows.append(row)
+        if kind != CALIBRATION:
+            self._stored[conf] = self._stored.get(conf, 0) + 1
+            self.sample_done()
 
     def _skip(self, conf: Configuration, status: str, reason: str, rep: int = 1) -> None:
         """Store why ``conf`` could not be set up: as repetition 0 in the first round (the
@@ -347,4 +377,4 @@ class StatefulPlan:
 
 
 __all__ = ["StatefulPlan", "StatefulRows", "Configuration", "configurations", "CALIBRATION",
-           "CHOSEN"]
+           "CHOSEN", "planned_samples"]

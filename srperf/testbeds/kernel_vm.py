@@ -262,18 +262,23 @@ class KernelTestbed(Testbed):
                f"{Path(spec.image).stat().st_size}"
 
     def _kvm_refused_before(self, spec: qemu.GuestSpec) -> str | None:
-        try:
-            data = json.loads((Path(self.target.cache_dir) / PROBE_FILE).read_text())
-        except (OSError, ValueError):
+        from srperf.safety import bounded_read
+
+        try:   # in the private kernel cache; bounded, and never a FIFO's wait
+            data = json.loads(bounded_read.read_bytes(Path(self.target.cache_dir) / PROBE_FILE,
+                                                      1 << 20))
+        except (OSError, ValueError, bounded_read.TooLarge):
             return None
         found = data.get(self._probe_key(spec)) if isinstance(data, dict) else None
         return str(found) if found else None
 
     def _remember_kvm_refusal(self, spec: qemu.GuestSpec, words: str) -> None:
+        from srperf.safety import bounded_read
+
         path = Path(self.target.cache_dir) / PROBE_FILE
         try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
+            data = json.loads(bounded_read.read_bytes(path, 1 << 20))
+        except (OSError, ValueError, bounded_read.TooLarge):
             data = {}
         data[self._probe_key(spec)] = words
         safe_paths.write_file(path, json.dumps(data, indent=1, sort_keys=True))

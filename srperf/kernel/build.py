@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from srperf.safety import bounded_read, safe_paths
+from srperf.safety import bounded_read, read_gate, safe_paths
 from srperf.errors import ConfigError, SrperfError
 from srperf.kernel import cache as kcache
 from srperf.kernel.image import KernelImage, sha256_file
@@ -109,9 +109,11 @@ class BuildRecipe:
             if not isinstance(value, str) or not value:
                 raise ConfigError(file, key, value, "a file name")
             p = Path(value) if Path(value).is_absolute() else here / value
-            if not (p.is_dir() if is_dir else p.is_file()):
+            if not os.path.lexists(p):
                 raise ConfigError(file, key, value, f"{p}: no such "
                                   f"{'directory' if is_dir else 'file'}")
+            # root runs, applies or takes it: another user's is refused (read gate)
+            (read_gate.trusted_tree if is_dir else read_gate.trusted_file)(p, file, key)
             return str(p)
 
         source = data.get("source")
@@ -149,6 +151,19 @@ class BuildRecipe:
         return cls(file=file, source=source, version=version, base_config=base,
                    fragment=frags, patches=pats, localversion=localversion, jobs=jobs,
                    cache_dir=cache_dir)
+
+
+def check_inputs(recipe: BuildRecipe) -> None:
+    """The recipe's inputs checked by the read gate again, just before root uses them (a
+    tree, patch or fragment could have changed since ``validate``): Untrusted (exit 2)
+    when another user could change one (:mod:`srperf.safety.read_gate`)."""
+    if not recipe.is_package:
+        read_gate.trusted_tree(recipe.source, recipe.file, "kernel.build.source")
+    if recipe.base_config not in BASE_CONFIGS:
+        read_gate.trusted_file(recipe.base_config, recipe.file, "kernel.build.base_config")
+    for key, paths in (("fragment", recipe.fragment), ("patches", recipe.patches)):
+        for i, path in enumerate(paths):
+            read_gate.trusted_file(path, recipe.file, f"kernel.build.{key}[{i}]")
 
 
 def _list(file: str, key: str, value: Any) -> list[Any]:
@@ -478,6 +493,7 @@ def build(recipe: BuildRecipe, say: Callable[[str], None], jobs: int | None = No
         raise KernelBuildError(f"building a kernel needs {', '.join(missing)} on this host "
                                "(apt-get install build-essential bc bison flex libelf-dev "
                                "libssl-dev xz-utils patch)")
+    check_inputs(recipe)   # again at use: the tree or a patch may have changed since
     plan_deb = "<the fetched .deb>"
     if recipe.is_package:
         deb, source_sha = fetch_source(recipe)

@@ -16,12 +16,15 @@ import json
 import logging
 import os
 from pathlib import Path
+from typing import IO
+
+from srperf.errors import ConfigError
 
 from srperf.kernel import cache as kcache
 from srperf.safety import safe_paths
 from srperf.kernel.image import (MANIFEST, KernelFetchError, KernelImage, _candidate, _run,
                                  sha256_file)
-from srperf.kernel.target import KernelTarget
+from srperf.kernel.target import KernelTarget, check_built
 
 log = logging.getLogger(__name__)
 
@@ -37,9 +40,19 @@ def fetch(target: KernelTarget) -> KernelImage:
     assert target.package is not None
     cache = kcache.root(target.cache_dir, target.source_file, create=True)
     assert cache is not None
-    with safe_paths.open_append(cache / ".lock") as lock:
+    with _lock_file(cache, target) as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # two runs fetching the same kernel wait
         return _package(target, cache)
+
+
+def _lock_file(cache: Path, target: KernelTarget) -> IO[bytes]:
+    """``CACHE/.lock``, opened without blocking or following a symlink: a FIFO or
+    symlink planted there is refused (exit 2 naming kernel.cache_dir), never waited on."""
+    try:
+        return safe_paths.open_append(cache / ".lock")
+    except safe_paths.UnsafePath as exc:
+        raise ConfigError(target.source_file, "kernel.cache_dir", str(cache),
+                          f"its lock file cannot be used: {exc}") from None
 
 
 def _package(target: KernelTarget, cache: Path) -> KernelImage:
@@ -93,6 +106,7 @@ def _package(target: KernelTarget, cache: Path) -> KernelImage:
 def _built(target: KernelTarget) -> KernelImage:
     assert target.image is not None and target.modules_dir is not None
     image, modules = Path(target.image), Path(target.modules_dir)
+    check_built(target)   # again at use: another user's image is never booted
     if not image.is_file():
         raise KernelFetchError(f"kernel image {image} does not exist")
     if not (modules / "modules.dep").is_file():

@@ -155,6 +155,11 @@ def payload_members(image: KernelImage) -> list[tuple[Path, str]]:
 
 def write_payload(image: KernelImage, directory: Path) -> Path:
     """The files payload (an uncompressed tar: modules are compressed already)."""
+    from srperf.safety import read_gate
+
+    for path, arcname in payload_members(image):   # what root installs on the SUT
+        check = read_gate.trusted_tree if path.is_dir() else read_gate.trusted_file
+        check(path, image.name, f"kernel payload {arcname}")
     dest = directory / f"srperf-kernel-{image.release}.tar"
     with safe_paths.open_new(dest) as out, tarfile.TarFile(fileobj=out, mode="w",
                                                            format=tarfile.GNU_FORMAT) as tar:

@@ -113,6 +113,8 @@ class KernelTarget:
         if t.image is not None and (not str(t.image).startswith("/") or not t.modules_dir):
             raise ConfigError(file, "kernel.image", t.image,
                               "an absolute path, with modules_dir (its lib/modules/RELEASE)")
+        if t.image is not None:
+            check_built(t)
         if t.accel not in ACCELERATORS:
             raise ConfigError(file, "kernel.accel", t.accel, f"one of {', '.join(ACCELERATORS)}")
         if not isinstance(t.memory_mb, int) or not 128 <= t.memory_mb <= 65536:
@@ -135,4 +137,21 @@ class KernelTarget:
         return t
 
 
-__all__ = ["KernelTarget", "ACCELERATORS", "DEFAULT_CACHE_DIR"]
+def check_built(target: KernelTarget) -> None:
+    """A kernel built elsewhere (``image`` + ``modules_dir``) is booted and installed by
+    root: both must be trusted (:mod:`srperf.safety.read_gate`: owned by root or the
+    invoking user, along their whole path, writable by no one else; the image a regular
+    file, the modules a tree of files, directories and symlinks).  Checked at validate
+    and again when used; a path not there yet is left to the use (it is refused then)."""
+    import os
+
+    from srperf.safety import read_gate
+
+    file = target.source_file
+    if target.image is not None and os.path.lexists(target.image):
+        read_gate.trusted_file(target.image, file, "kernel.image")
+    if target.modules_dir is not None and os.path.lexists(target.modules_dir):
+        read_gate.trusted_tree(target.modules_dir, file, "kernel.modules_dir")
+
+
+__all__ = ["KernelTarget", "ACCELERATORS", "DEFAULT_CACHE_DIR", "check_built"]

@@ -491,18 +491,23 @@ def open_append(path: Path) -> IO[bytes]:
     """The file ``path`` opened for binary appending (a process's log), made 0600 when
     missing; never through a symlink and only a regular file of srperf's user."""
     try:
+        # O_NONBLOCK: a FIFO planted at the name (a lock file) fails or opens at once,
+        # and is refused below, instead of blocking the open until someone reads it
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
-                     | os.O_CLOEXEC, PRIVATE)
+                     | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC, PRIVATE)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise UnsafePath(f"{path}: is a symlink: refused, not written through") from None
+        if exc.errno == errno.ENXIO:   # a FIFO no one reads
+            raise UnsafePath(f"{path}: is a FIFO, not a regular file of srperf's") from None
         raise
-    out = os.fdopen(fd, "ab")
-    st = os.fstat(out.fileno())
+    st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode) or not _trusted_uid(st.st_uid):
-        out.close()
-        raise UnsafePath(f"{path}: not a regular file of srperf's user ({describe(st)})")
-    return out
+        os.close(fd)
+        raise UnsafePath(f"{path}: not a regular file of srperf's user ({describe(st)}, "
+                         f"{_kind(st.st_mode)})")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "ab")
 
 
 def append_private(path: Path, text: str) -> Path:

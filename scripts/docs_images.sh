@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The pictures of README.md and docs/: a screenshot of the HTML report of a run (by
-# default the last run of srperf-results, i.e. what `make run` just measured), taken in
-# headless Chromium, written to docs/img/first-report.png.
+# The pictures of README.md and docs/, taken in headless Chromium:
+#   docs/img/first-report.png  the HTML report of a run (by default the last run of
+#                              srperf-results, i.e. what `make run` just measured);
+#   docs/img/trend.png         the trend page of 30 synthetic nights (a MODEL:
+#                              scripts/docs_trend_store.py), End stepping down at night 20.
 #
 #   make run && scripts/docs_images.sh [RESULTS_DIR [RUN]]
 #
@@ -12,8 +14,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 results="${1:-srperf-results}"
 run="${2:-last}"
-out="docs/img/first-report.png"
 srperf="${SRPERF:-.venv/bin/srperf}"
+python="${PYTHON:-.venv/bin/python}"
 
 browser="$(command -v chromium || command -v chromium-browser || true)"
 if [[ -z "$browser" ]]; then
@@ -24,12 +26,20 @@ fi
 work="$(mktemp -d)"
 trap 'rm -rf -- "$work"' EXIT
 
+# shot PAGE OUT WIDTH HEIGHT: a screenshot of a file:// page
+shot() {
+    "$browser" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+        --disable-background-networking --disable-component-update --disable-sync \
+        --hide-scrollbars --force-device-scale-factor=1 --user-data-dir="$work/profile" \
+        --window-size="$3,$4" --screenshot="$work/shot.png" "file://$1" >/dev/null 2>&1
+    mkdir -p "$(dirname "$2")"
+    mv -- "$work/shot.png" "$2"
+    echo "wrote $2"
+}
+
 "$srperf" report "$run" --results "$results" -o "$work/report.html" >/dev/null
-mkdir -p "$(dirname "$out")"
-"$browser" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
-    --disable-background-networking --disable-component-update --disable-sync \
-    --hide-scrollbars --force-device-scale-factor=1 --user-data-dir="$work/profile" \
-    --window-size=1100,900 --screenshot="$work/shot.png" "file://$work/report.html" \
-    >/dev/null 2>&1
-mv -- "$work/shot.png" "$out"
-echo "wrote $out (the report of run $run in $results)"
+shot "$work/report.html" docs/img/first-report.png 1100 900
+
+"$python" scripts/docs_trend_store.py "$work/trend-store" >/dev/null
+"$srperf" trend --results "$work/trend-store" --html "$work/trend.html" >/dev/null
+shot "$work/trend.html" docs/img/trend.png 1100 800

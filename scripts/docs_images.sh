@@ -3,7 +3,10 @@
 #   docs/img/first-report.png  the HTML report of a run (by default the last run of
 #                              srperf-results, i.e. what `make run` just measured);
 #   docs/img/trend.png         the trend page of 30 synthetic nights (a MODEL:
-#                              scripts/docs_trend_store.py), End stepping down at night 20.
+#                              scripts/docs_trend_store.py), End stepping down at night 20;
+#   docs/img/latency.png and   with LATENCY_RESULTS=DIR: the latency and profile sections
+#   docs/img/profile.png       of the last run there, a run of
+#                              `srperf run experiments/linux_latency.yaml --set profile.enabled=true`.
 #
 #   make run && scripts/docs_images.sh [RESULTS_DIR [RUN]]
 #
@@ -26,6 +29,14 @@ fi
 work="$(mktemp -d)"
 trap 'rm -rf -- "$work"' EXIT
 
+# only SECTION PAGE: keep only the report's section under <h2 id=SECTION> (a copy, PAGE.SECTION.html)
+only() {
+    local keep="<script>(function(){var k=false;Array.from(document.body.children).forEach("
+    keep+="function(e){if(e.tagName==='H2')k=(e.id==='$1');if(!k&&e.tagName!=='SCRIPT')"
+    keep+="e.style.display='none';});})();</script></body>"
+    sed "s|</body>|$keep|" "$2" > "$2.$1.html"
+}
+
 # shot PAGE OUT WIDTH HEIGHT: a screenshot of a file:// page
 shot() {
     "$browser" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
@@ -43,3 +54,12 @@ shot "$work/report.html" docs/img/first-report.png 1100 900
 "$python" scripts/docs_trend_store.py "$work/trend-store" >/dev/null
 "$srperf" trend --results "$work/trend-store" --html "$work/trend.html" >/dev/null
 shot "$work/trend.html" docs/img/trend.png 1100 800
+
+if [[ -n "${LATENCY_RESULTS:-}" ]]; then
+    "$srperf" report last --results "$LATENCY_RESULTS" -o "$work/latency.html" >/dev/null
+    for section in latency profiles; do
+        only "$section" "$work/latency.html"
+    done
+    shot "$work/latency.html.latency.html" docs/img/latency.png 1100 750
+    shot "$work/latency.html.profiles.html" docs/img/profile.png 1100 750
+fi

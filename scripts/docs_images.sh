@@ -29,12 +29,13 @@ fi
 work="$(mktemp -d)"
 trap 'rm -rf -- "$work"' EXIT
 
-# only SECTION PAGE: keep only the report's section under <h2 id=SECTION> (a copy, PAGE.SECTION.html)
+# only SECTION PAGE [TAG]: keep only the report's section under <h2 id=SECTION>, without
+# its TAG elements (e.g. TABLE), in a copy PAGE.SECTION.html
 only() {
     local keep="<script>(function(){var k=false;Array.from(document.body.children).forEach("
-    keep+="function(e){if(e.tagName==='H2')k=(e.id==='$1');if(!k&&e.tagName!=='SCRIPT')"
-    keep+="e.style.display='none';});})();</script></body>"
-    sed "s|</body>|$keep|" "$2" > "$2.$1.html"
+    keep+="function(e){if(e.tagName==='H2')k=(e.id==='$1');if(!k||e.tagName==='${3:-NONE}'){"
+    keep+="if(e.tagName!=='SCRIPT')e.style.display='none';}});})();</script></body>"
+    sed "s#</body>#$keep#" "$2" > "$2.$1.html"   # no '&' in $keep: sed's whole match
 }
 
 # shot PAGE OUT WIDTH HEIGHT: a screenshot of a file:// page
@@ -57,9 +58,8 @@ shot "$work/trend.html" docs/img/trend.png 1100 800
 
 if [[ -n "${LATENCY_RESULTS:-}" ]]; then
     "$srperf" report last --results "$LATENCY_RESULTS" -o "$work/latency.html" >/dev/null
-    for section in latency profiles; do
-        only "$section" "$work/latency.html"
-    done
+    only latency "$work/latency.html" TABLE
+    only profiles "$work/latency.html"
     shot "$work/latency.html.latency.html" docs/img/latency.png 1100 750
     shot "$work/latency.html.profiles.html" docs/img/profile.png 1100 750
 fi

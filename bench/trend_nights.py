@@ -13,7 +13,7 @@ to it (suite ``trend.reference``: a drift of the host's capacity cancels).
 
 Nights run in chunks (``--nights A:B``) so that each command holds the traffic lock
 for less than about 4 minutes; on a shared host run it in a session of high autogroup
-priority (see README, Benchmarks)::
+priority (see docs/benchmarks.md)::
 
     setsid sh -c 'echo -20 > /proc/self/autogroup; exec flock /work/wt/traffic.lock \
         python bench/trend_nights.py --nights 1:5'

@@ -1,7 +1,7 @@
-"""Every command line of README.md's shell code blocks works as typed.
+"""Every command line of the shell code blocks of README.md and docs/ works as typed.
 
-README.md is read when the tests are collected, so a command added to it later is
-covered without touching this file.  Each line of a ``sh``/``bash`` block (joined
+README.md and every page under docs/ are read when the tests are collected, so a command
+added to them later is covered without touching this file.  Each line of a ``sh``/``bash`` block (joined
 over ``\\``, its ``a|b`` alternatives and ``[optional]`` words expanded) must:
 
 * parse: an ``srperf`` line with srperf's own parser (argparse's usage error,
@@ -36,6 +36,9 @@ from srperf.config.loader import DEFAULT_TESTBED
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+PAGES = [README, *sorted(DOCS.rglob("*.md"))]
+"""Where commands are shown: the README and the documentation site's pages."""
 SHELL_BLOCKS = {"sh", "bash", "shell", "console"}
 
 NEEDS: list[tuple[str, str]] = [
@@ -66,13 +69,20 @@ PLACEHOLDERS = {"RUN": 0, "RUN1": 0, "RUN_ID": 0, "BASELINE": 0, "RUN2": 1, "CUR
 """A README placeholder -> which of the scratch directory's two runs stands for it."""
 
 PROGRAMS = {"srperf": "srperf", ".venv/bin/srperf": "srperf", "make": "make",
-            "python": "python", "python3": "python", ".venv/bin/python": "python"}
+            "python": "python", "python3": "python", ".venv/bin/python": "python",
+            "mkdocs": "mkdocs", ".venv/bin/mkdocs": "mkdocs"}
+
+MKDOCS = {"serve": "a server that runs until stopped",
+          "build": "tests/test_docs_site.py builds the site (--strict) into a scratch directory"}
+"""The documentation site's own commands: parsed here, not run."""
 
 
 @dataclass(frozen=True)
 class Line:
-    """One command of README.md, as typed there and as run here (program normalized)."""
+    """One command of README.md or a docs page, as typed there and as run here (program
+    normalized)."""
 
+    file: str
     lineno: int
     text: str
     argv: tuple[str, ...]
@@ -86,7 +96,13 @@ class Line:
     def normalized(self) -> str:
         return " ".join(self.argv)
 
+    @property
+    def where(self) -> str:
+        return f"{self.file} line {self.lineno}"
+
     def reason_not_run(self) -> str | None:
+        if self.program == "mkdocs":
+            return MKDOCS.get(self.argv[1] if len(self.argv) > 1 else "", "mkdocs")
         for pattern, reason in NEEDS:
             if re.search(pattern, self.text):
                 return reason
@@ -132,7 +148,7 @@ def expand(tokens: list[str]) -> list[list[str]]:
     return variants
 
 
-def readme_commands(text: str) -> list[Line]:
+def readme_commands(text: str, file: str = "README.md") -> list[Line]:
     out = []
     for no, command in shell_lines(text):
         tokens = shlex.split(command, comments=True)
@@ -144,12 +160,18 @@ def readme_commands(text: str) -> list[Line]:
             tokens = tokens[2:]   # flock LOCKFILE COMMAND...
         for argv in expand(tokens):
             program = PROGRAMS.get(argv[0], argv[0])
-            out.append(Line(no, command, (program, *argv[1:]), tuple(env)))
+            out.append(Line(file, no, command, (program, *argv[1:]), tuple(env)))
     return out
 
 
-COMMANDS = readme_commands(README.read_text())
-IDS = [f"L{c.lineno}:{c.normalized}"[:90] for c in COMMANDS]
+def page_commands() -> list[Line]:
+    """The commands of every page: README.md, then docs/ in path order."""
+    return [c for page in PAGES
+            for c in readme_commands(page.read_text(), str(page.relative_to(ROOT)))]
+
+
+COMMANDS = page_commands()
+IDS = [f"{c.file}:L{c.lineno}:{c.normalized}"[:100] for c in COMMANDS]
 
 
 def check_parses(line: Line) -> None:
@@ -160,31 +182,41 @@ def check_parses(line: Line) -> None:
             try:
                 cli.build_parser().parse_args(list(line.argv[1:]))
             except SystemExit as done:
-                pytest.fail(f"README.md line {line.lineno}: {line.text!r} is a usage error "
+                pytest.fail(f"{line.where}: {line.text!r} is a usage error "
                             f"(exit {done.code}):\n{err.getvalue()}")
     elif line.program == "make":
         proc = subprocess.run(["make", "-n", "-C", str(ROOT), *line.argv[1:]],
                               capture_output=True, text=True, timeout=60)
-        assert proc.returncode == 0, f"README.md line {line.lineno}: {proc.stderr}"
+        assert proc.returncode == 0, f"{line.where}: {proc.stderr}"
+    elif line.program == "mkdocs":
+        assert line.argv[1:2] and line.argv[1] in MKDOCS, \
+            f"{line.where}: mkdocs {' '.join(line.argv[1:])}: not one of {sorted(MKDOCS)}"
+        assert (ROOT / "mkdocs.yml").is_file(), f"{line.where}: no mkdocs.yml"
     elif line.program == "python":
         args = list(line.argv[1:])
         if args[:2] == ["-m", "pytest"]:
             files = [a for a in args[2:] if a.endswith(".py")]
         else:
             files = args[:1]
-        assert files, f"README.md line {line.lineno}: which file does {line.text!r} run?"
+        assert files, f"{line.where}: which file does {line.text!r} run?"
         for name in files:
-            assert (ROOT / name).is_file(), f"README.md line {line.lineno}: no {name}"
+            assert (ROOT / name).is_file(), f"{line.where}: no {name}"
     else:
-        pytest.fail(f"README.md line {line.lineno} runs {line.program!r}, which this test "
+        pytest.fail(f"{line.where} runs {line.program!r}, which this test "
                     f"does not know how to check: add it to PROGRAMS / check_parses")
 
 
 def test_the_readme_is_read() -> None:
-    """The walk finds the README's commands (a broken walk would pass every test below)."""
-    typed = {c.normalized for c in COMMANDS}
-    assert len(COMMANDS) >= 20
-    assert {"make run", "make test", "srperf pdr --threshold 0.5", "srperf behaviors"} <= typed
+    """The walk finds the README's commands and the docs' (a broken walk would pass every
+    test below): the README's set-up and everyday commands, and in docs/ the pages the
+    README's former sections moved to."""
+    readme = {c.normalized for c in COMMANDS if c.file == "README.md"}
+    assert {"make run", "make test", "srperf pdr --threshold 0.5", "srperf behaviors"} <= readme
+    assert len(readme) >= 10
+    by_file = {c.file for c in COMMANDS}
+    assert {"docs/first-run.md", "docs/reports.md", "docs/trend.md", "docs/stateful.md",
+            "docs/testbeds/ssh.md", "docs/benchmarks.md"} <= by_file
+    assert len(COMMANDS) >= 60
 
 
 def test_the_set_up_is_two_commands() -> None:
@@ -266,7 +298,7 @@ def _filled(line: Line, ids: list[str], work: Path) -> list[str]:
     for tok in line.argv[1:]:
         if re.fullmatch(r"[A-Z][A-Z0-9_]*", tok):
             if tok not in PLACEHOLDERS:
-                pytest.fail(f"README.md line {line.lineno}: placeholder {tok}: say in "
+                pytest.fail(f"{line.where}: placeholder {tok}: say in "
                             "PLACEHOLDERS what it stands for")
             argv.append(ids[PLACEHOLDERS[tok]])
         elif any(ch in tok for ch in "*?"):
@@ -308,12 +340,12 @@ def test_readme_command_runs(line: Line, scratch: tuple[Path, list[str]],
             rc = cli.main(argv)
         except SystemExit as done:   # argparse: a usage error
             rc = done.code if isinstance(done.code, int) else 2
-            pytest.fail(f"README.md line {line.lineno}: srperf {' '.join(argv)}: usage "
+            pytest.fail(f"{line.where}: srperf {' '.join(argv)}: usage "
                         f"error:\n{capsys.readouterr().err}")
     out, err = capsys.readouterr()
     assert "internal error" not in err, err
     assert rc == 0 or _allowed_failure(line, rc, err), \
-        f"README.md line {line.lineno}: srperf {' '.join(argv)} exited {rc}:\n{out[-2000:]}{err}"
+        f"{line.where}: srperf {' '.join(argv)} exited {rc}:\n{out[-2000:]}{err}"
 
 
 def test_simulated_substitution() -> None:

@@ -254,12 +254,12 @@ def test_srperf_trend_lists_regressions_first(tmp_path: Path,
 
 
 def test_the_readme_worked_example_is_what_the_code_does() -> None:
-    """README's trending worked example (its nightly means, read from the README), judged
+    """The trending page's worked example (its nightly means, read from docs/trend.md), judged
     night by night: one group of nights 1-7 (497.7 +- 7.7), night 8 red at -9.4 %, nights
     9-10 green in that group (450.3, -9.5 %); min_change_pct 12 keeps night 8 green."""
     import re
 
-    text = (Path(__file__).parents[1] / "README.md").read_text()
+    text = (Path(__file__).parents[1] / "docs" / "trend.md").read_text()
     example = text.split("**Worked example.**", 1)[1].split("\n\n", 1)[0]
     found = re.search(r"nightly means \(kpps\): ([\d.,\s]+?)\.\s", example)
     assert found, example

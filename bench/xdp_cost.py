@@ -12,7 +12,7 @@ and per extra SID (enc<N>)::
     sudo .venv/bin/python bench/xdp_cost.py --chains xdp_fw,xdp_nop7_fw --fw static
 
 The figures are the fast path's own cost on this host's CPU: they rank chains where
-the generator cannot (docs/forwarder-xdp.md).
+the generator cannot (docs/forwarders/xdp.md).
 """
 
 from __future__ import annotations
@@ -40,6 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--flows", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=2000)
     args = ap.parse_args(argv)
+    from srperf.measure.bench_times import announce
+
+    announce(__file__, lambda line: print(line, flush=True))
     tb = TestbedConfig(name=args.prefix, prefix=args.prefix)
     fwd = forwarders.get("xdp")
     options = fwd.parse_options({"fw": args.fw, "flows": args.flows})

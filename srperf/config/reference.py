@@ -75,6 +75,7 @@ ROOTS: tuple[Root, ...] = (
     Root("experiment", "options", _forwarder_options("vpp"), "forwarder: vpp"),
     Root("experiment", "options", _forwarder_options("srnk"), "forwarder: srnk"),
     Root("experiment", "options", _forwarder_options("pipes"), "forwarder: pipes"),
+    Root("experiment", "options", _forwarder_options("xdp"), "forwarder: xdp"),
     Root("testbed", "tester.options", _driver_options("linux"), "tester.driver: linux"),
     Root("testbed", "tester.options", _driver_options("trex"), "tester.driver: trex"),
     Root("testbed", "provision", _model("ProvisionSettings", "srperf.config.provision")),

@@ -53,6 +53,7 @@ EXPECTED: dict[str, Expected] = {
     "trend_report_speed": Expected("about 5 s (no traffic)", "--repeat 1"),
     "trial_gap": Expected("", "--rounds 1 (the default) is the shortest"),
     "vpp_vs_linux": Expected("", "--repetitions 1 halves it"),
+    "xdp_cost": Expected("", "--chains C: one chain; --repeat 200: a tenth of the runs"),
 }
 """Benchmark (file stem) -> its running time with the defaults here; every file of
 ``bench/`` has an entry (a test keeps them equal)."""

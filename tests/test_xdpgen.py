@@ -144,3 +144,17 @@ def test_failed_run_leaves_nothing(topology: Path) -> None:
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 1
     assert gone()
+
+
+@pytest.mark.netns
+def test_stop_lost_ends_the_run_early(topology: Path) -> None:
+    attach_sink(SINK_NS, "s0", slow=True)   # a consumer far slower than the sender
+    proc = subprocess.run(argv(topology, "-r", "0", "-n", "5000000", "-L", "1000"),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    rep = SrgenReport.parse(proc.stdout)
+    assert rep.stopped
+    assert rep.attempts_refused > 1000
+    assert rep.offered < 5000000
+    assert rep.sent + rep.refused == rep.offered
+    assert gone()

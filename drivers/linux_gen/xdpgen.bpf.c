@@ -48,13 +48,21 @@ static long wait_cb(__u64 i, void *ctx)
 	return bpf_ktime_get_ns() >= *due;
 }
 
+/* Set by xdpgen's watcher thread (-L): offer no more this trial. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} xdpgen_stop SEC(".maps");
+
 SEC("xdp")
 int xdpgen_tx(struct xdp_md *ctx)
 {
 	unsigned char *data = (unsigned char *)(long)ctx->data;
 	unsigned char *end = (unsigned char *)(long)ctx->data_end;
 	struct xdpgen_cfg *cfg;
-	__u32 key = 0, off, c;
+	__u32 key = 0, off, c, *stop;
 	__u64 now, due;
 	unsigned char *p;
 	int r;
@@ -62,7 +70,8 @@ int xdpgen_tx(struct xdp_md *ctx)
 	cfg = bpf_map_lookup_elem(&xdpgen_cfg, &key);
 	if (!cfg)
 		return XDP_ABORTED;
-	if (cfg->stop || cfg->offered >= cfg->count)
+	stop = bpf_map_lookup_elem(&xdpgen_stop, &key);
+	if (!stop || *stop || cfg->stop || cfg->offered >= cfg->count)
 		return XDP_DROP;
 	now = bpf_ktime_get_ns();
 	if (cfg->npp_q8) {

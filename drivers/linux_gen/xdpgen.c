@@ -34,8 +34,10 @@
  *     the report's "unaccounted" is what neither counter saw (0 when the
  *     device's counters explain every frame).  A device without these
  *     counters is refused at start (exit 1, stderr says why).
- *   - -L STOP_LOST is accepted and ignored for now (the trial runs whole,
- *     "stopped" is 0): the one call cannot be watched from this thread.
+ *   - -L STOP_LOST: a watcher thread reads the refusals (xdp_xmit_errors)
+ *     every STOP_POLL_NS during the run and, once more than STOP_LOST were
+ *     refused, sets the program's stop flag: the remaining repeats are
+ *     dropped unoffered ("stopped": 1, "offered" the packets before it).
  *   - Drain, -s SETTLE_US, the counters of TX and RX (sysfs) and serve mode
  *     are as in srgen.  Not supported here (exit 2): -m ring, -Q, -H, -k > 1,
  *     -p (latency probes); the caller uses srgen for those.
@@ -56,6 +58,7 @@
 #include <linux/ethtool.h>
 #include <linux/sockios.h>
 #include <net/if.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -77,6 +80,7 @@
 #define ETH_HLEN_ 14
 #define POLL_NS 500000ull
 #define CMD_LEN 256
+#define STOP_POLL_NS 1000000ull
 #define NO_STOP UINT64_MAX
 
 struct opts {
@@ -100,7 +104,7 @@ struct gen {
 	struct opts o;
 	unsigned char frame[MAX_FRAME];
 	size_t len;
-	int prog_fd, cfg_fd, ifindex, sock;
+	int prog_fd, cfg_fd, stop_fd, ifindex, sock;
 	int st[4];                   /* sysfs counter files */
 	struct ethtool_gstrings *names;
 	struct ethtool_stats *stats;
@@ -310,16 +314,60 @@ static void open_xmit_stats(struct gen *g)
 	g->stats->n_stats = n;
 }
 
-static void read_xmit(struct gen *g, uint64_t *xmit, uint64_t *err)
+static void read_xmit_into(struct gen *g, struct ethtool_stats *st, uint64_t *xmit,
+			   uint64_t *err)
 {
 	int i;
 
-	ethtool_ioctl(g, g->stats);
+	ethtool_ioctl(g, st);
 	*xmit = *err = 0;
 	for (i = 0; i < g->n_xmit; i++)
-		*xmit += g->stats->data[g->xmit_idx[i]];
+		*xmit += st->data[g->xmit_idx[i]];
 	for (i = 0; i < g->n_err; i++)
-		*err += g->stats->data[g->err_idx[i]];
+		*err += st->data[g->err_idx[i]];
+}
+
+static void read_xmit(struct gen *g, uint64_t *xmit, uint64_t *err)
+{
+	read_xmit_into(g, g->stats, xmit, err);
+}
+
+/* -L: the watcher thread of one trial. */
+struct watch {
+	struct gen *g;
+	struct ethtool_stats *st;
+	uint64_t err0, stop_lost;
+	volatile int done;
+	int stopped;
+};
+
+static void *watcher(void *arg)
+{
+	struct watch *w = arg;
+	uint64_t xmit, err;
+	uint32_t key = 0, one = 1;
+	struct sched_param sp = { .sched_priority = 0 };
+	cpu_set_t all;
+	int c;
+
+	/* Off the sender's CPU and out of its FIFO class, so that it runs while
+	 * the sender is inside the kernel. */
+	CPU_ZERO(&all);
+	for (c = 0; c < CPU_SETSIZE; c++)
+		CPU_SET(c, &all);
+	sched_setaffinity(0, sizeof(all), &all);
+	pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+	while (!w->done) {
+		usleep(STOP_POLL_NS / 1000);
+		read_xmit_into(w->g, w->st, &xmit, &err);
+		if (err - w->err0 > w->stop_lost) {
+			if (bpf_map_update_elem(w->g->stop_fd, &key, &one, BPF_ANY))
+				die("cannot stop the run: %s", strerror(errno));
+			w->stopped = 1;
+			return NULL;
+		}
+	}
+	return NULL;
 }
 
 static void read_counters(struct gen *g, struct counters *c)
@@ -449,10 +497,13 @@ static void setup(struct gen *g)
 		die("cannot load %s: %s", o->prog_path, strerror(-err));
 	prog = bpf_object__find_program_by_name(g->obj, "xdpgen_tx");
 	map = bpf_object__find_map_by_name(g->obj, "xdpgen_cfg");
+	if (map && !bpf_object__find_map_by_name(g->obj, "xdpgen_stop"))
+		map = NULL;
 	if (!prog || !map)
 		die("%s lacks xdpgen_tx or xdpgen_cfg", o->prog_path);
 	g->prog_fd = bpf_program__fd(prog);
 	g->cfg_fd = bpf_map__fd(map);
+	g->stop_fd = bpf_map__fd(bpf_object__find_map_by_name(g->obj, "xdpgen_stop"));
 	{
 		struct xdpgen_cfg cfg = { .count = 1 };
 
@@ -505,7 +556,10 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 	uint64_t calls0 = g->calls, prog0 = g->prog_ns, err, sent, refused, drained;
 	double ns_per_pkt = t->rate_pps > 0 ? 1e9 / t->rate_pps : 0;
 	unsigned int batch = o->batch;
-	int stopped = 0, rc;  /* -L: not yet */
+	int stopped = 0, rc;
+	struct watch w = { .g = g, .stop_lost = t->stop_lost };
+	pthread_t th;
+	uint32_t key = 0, zero = 0;
 
 	if (t->count > UINT32_MAX)
 		bad("count %" PRIu64 " is more than one run can repeat (%u)", t->count, UINT32_MAX);
@@ -528,10 +582,30 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 	cfg.t0_ns = first;
 	cfg.last_ns = first;
 	set_cfg(g, &cfg);
+	if (bpf_map_update_elem(g->stop_fd, &key, &zero, BPF_ANY))
+		die("cannot clear the stop flag: %s", strerror(errno));
+	if (t->stop_lost != NO_STOP) {
+		size_t n = g->stats->n_stats;
+
+		w.st = calloc(1, sizeof(*w.st) + n * sizeof(uint64_t));
+		if (!w.st)
+			die("out of memory");
+		w.st->cmd = ETHTOOL_GSTATS;
+		w.st->n_stats = (uint32_t)n;
+		w.err0 = before.xmit_err;
+		if (pthread_create(&th, NULL, watcher, &w))
+			die("cannot start the watcher thread");
+	}
 	if (t->count) {
 		rc = run_prog(g, (uint32_t)t->count, batch);
 		if (rc)
 			die("BPF_PROG_RUN failed: %s", strerror(-rc));
+	}
+	if (t->stop_lost != NO_STOP) {
+		w.done = 1;
+		pthread_join(th, NULL);
+		free(w.st);
+		stopped = w.stopped;
 	}
 	get_cfg(g, &cfg);
 	offered = cfg.offered;

@@ -9,7 +9,10 @@ cleanup() { ip netns del "$T" 2>/dev/null || true; ip netns del "$S" 2>/dev/null
 trap cleanup EXIT
 ip netns add "$T"; ip netns add "$S"
 ip link add name t0 netns "$T" type veth peer name s0 netns "$S"
-for f in rx tx sg tso gso gro lro; do ip netns exec "$T" ethtool -K t0 "$f" off 2>/dev/null || true; ip netns exec "$S" ethtool -K s0 "$f" off 2>/dev/null || true; done
+for f in rx tx sg tso gso gro lro; do
+  ip netns exec "$T" ethtool -K t0 "$f" off >/dev/null 2>&1 || true
+  ip netns exec "$S" ethtool -K s0 "$f" off >/dev/null 2>&1 || true
+done
 ip -n "$T" link set t0 address 02:5e:00:00:01:01 up
 ip -n "$S" link set s0 address 02:5e:00:00:01:02 up
 ip netns exec "$S" ip link set dev s0 xdpdrv obj "$B/sink.o" sec xdp
@@ -28,7 +31,7 @@ one() {  # engine rate count
     *) out=$(ip netns exec "$T" "$B/srgen" -f "$F" -t t0 -x t0 -m "$eng" -b 64 -d 50 -c 0 -P 50 -r "$r" -n "$n") ;;
   esac
   b=$(sinkrx)
-  echo "$out" | python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); e=d["elapsed_ns"]/1e9; o=d["sent"]+d["refused"]; print(f"{sys.argv[1]:5} rate {float(sys.argv[2]):>9.0f} offered/s {o/e:>9.0f} sent/s {d[\"sent\"]/e:>9.0f} refused {d[\"refused\"]:>7} sink/s {int(sys.argv[3])/e:>9.0f} lost {d[\"sent\"]-int(sys.argv[3]):>6} err {100*(o/e/float(sys.argv[2])-1) if float(sys.argv[2]) else 0:+.2f}%")' "$eng" "$r" "$((b-a))"
+  echo "$out" | python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); e=d["elapsed_ns"]/1e9; s=d["sent"]; rf=d["refused"]; o=s+rf; print(f"{sys.argv[1]:5} rate {float(sys.argv[2]):>9.0f} offered/s {o/e:>9.0f} sent/s {s/e:>9.0f} refused {rf:>7} sink/s {int(sys.argv[3])/e:>9.0f} lost {s-int(sys.argv[3]):>6} err {100*(o/e/float(sys.argv[2])-1) if float(sys.argv[2]) else 0:+.2f}%")' "$eng" "$r" "$((b-a))"
 }
 for _ in 1 2 3; do
   for r in 0 1000000 1400000 1800000 2200000; do

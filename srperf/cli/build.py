@@ -19,10 +19,11 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
 def cmd_build(args: argparse.Namespace) -> int:
     from srperf.drivers.linux import build_srgen
     from srperf.drivers.linux_sink import sink_object
+    from srperf.drivers.xdpgen import build_xdpgen, xdpgen_object
 
     from srperf.forwarders.ebpf.build import build_all
 
-    built = [str(build_srgen()), str(sink_object())]
+    built = [str(build_srgen()), str(sink_object()), str(build_xdpgen()), str(xdpgen_object())]
     built += [str(p) for p in build_all()]
     from srperf.forwarders.xdp.build import build_xdp
 

@@ -1,0 +1,700 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * xdpgen: the live-frames send engine of srperf's "linux" traffic generator.
+ *
+ * Same job, command line subset and report as srgen (srgen.c): COUNT copies
+ * of one Ethernet frame out of TX at RATE packets per second, one JSON object
+ * per trial, -S (serve) for a resident process.  The frames are not sent
+ * through a socket: xdpgen loads a tiny XDP program (xdpgen.bpf.c) and runs it
+ * with BPF_PROG_RUN in live-frames mode (BPF_F_TEST_XDP_LIVE_FRAMES, kernel
+ * 5.18+): the kernel builds the frame once per page-pool page, the program
+ * stamps the packet's counter (-V) and returns XDP_TX, which the kernel
+ * redirects to the ingress device of ctx_in (the TX port) and hands, in bulks
+ * of up to 16, to its ndo_xdp_xmit.  Over veth that needs NAPI on the peer
+ * (an XDP program attached to it, as the tester's sink is).
+ *
+ *   - Pacing: one BPF_PROG_RUN per trial, repeat = COUNT.  Each live-frames
+ *     call costs a fixed ~25-30 ms on this 6.18 host (the page pool's set-up
+ *     and teardown), so pacing by many small calls cannot work; instead the
+ *     program paces: packet i is due at t0 + i / RATE (bpf_ktime_get_ns,
+ *     CLOCK_MONOTONIC) and it spins until then.  The kernel sends a batch
+ *     when its last frame has run, so the batch is cut to QUANTUM worth of
+ *     traffic (at least 1, at most BATCH).  A packet later than MAX_LAG slips
+ *     the schedule (slipped_ns): the trial takes longer and the caller sees a
+ *     lower offered rate (generator limited), never a lower rate reported as
+ *     the one asked.  RATE 0: unpaced.
+ *   - Counting: BPF_PROG_RUN does not say how many frames the device took.
+ *     veth counts them on its peer's receive queues and shows them in the TX
+ *     port's ethtool statistics as tx_queue_N_xdp_xmit (taken) and
+ *     tx_queue_N_xdp_xmit_errors (refused: the peer's ring was full).  xdpgen
+ *     reads both before and after the trial (ETHTOOL_GSTATS): sent is the
+ *     xdp_xmit delta, refused is offered - sent (so a frame lost anywhere
+ *     between the program and the peer's ring, including one the program
+ *     aborted, is refused); attempts_refused is the xdp_xmit_err delta, and
+ *     the report's "unaccounted" is what neither counter saw (0 when the
+ *     device's counters explain every frame).  A device without these
+ *     counters is refused at start (exit 1, stderr says why).
+ *   - -L STOP_LOST: a watcher thread reads the refusals (xdp_xmit_errors)
+ *     every STOP_POLL_NS during the run and, once more than STOP_LOST were
+ *     refused, sets the program's stop flag: the remaining repeats are
+ *     dropped unoffered ("stopped": 1, "offered" the packets before it).
+ *   - Drain, -s SETTLE_US, the counters of TX and RX (sysfs) and serve mode
+ *     are as in srgen.  Not supported here (exit 2): -m ring, -Q, -H, -k > 1,
+ *     -p (latency probes); the caller uses srgen for those.
+ *   - Cleanup: nothing is pinned; the program and its map are file
+ *     descriptors of this process only, so the kernel frees them when it
+ *     exits, however it ends (kill -9 included).
+ *
+ * Run it inside the tester's namespace (ip netns exec NS xdpgen ...).
+ * Errors: message on stderr, exit status 1 (2 for bad usage).
+ */
+#define _GNU_SOURCE
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+#include <net/if.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef BPF_F_TEST_XDP_LIVE_FRAMES
+#define BPF_F_TEST_XDP_LIVE_FRAMES (1U << 1)
+#endif
+
+#define MAX_FRAME 3500           /* a page minus headroom and skb_shared_info */
+#define MAX_BATCH 256            /* the kernel's limit for batch_size */
+#define COUNTER_LEN 8
+#define ETH_HLEN_ 14
+#define POLL_NS 500000ull
+#define CMD_LEN 256
+#define STOP_POLL_NS 1000000ull
+#define NO_STOP UINT64_MAX
+
+struct opts {
+	const char *frame_path, *tx, *rx, *prog_path;
+	double rate_pps;
+	uint64_t count;
+	int cpu, fifo, serve;
+	uint64_t drain_ns, settle_ns, max_lag_ns, quantum_ns, stop_lost;
+	unsigned int batch;
+	long counter_off;
+};
+
+struct xdpgen_cfg {              /* as in xdpgen.bpf.c */
+	uint64_t seq, t0_ns, npp_q8, count, offered, max_lag_ns, slipped_ns, lag_max_ns, last_ns;
+	uint32_t counter_off, stop;
+};
+
+struct counters { uint64_t tx_packets, tx_dropped, rx_packets, rx_dropped, xmit, xmit_err; };
+
+struct gen {
+	struct opts o;
+	unsigned char frame[MAX_FRAME];
+	size_t len;
+	int prog_fd, cfg_fd, stop_fd, ifindex, sock;
+	int st[4];                   /* sysfs counter files */
+	struct ethtool_gstrings *names;
+	struct ethtool_stats *stats;
+	int *xmit_idx, *err_idx, n_xmit, n_err;
+	uint64_t seq, calls, prog_ns, prog_ns_max;
+	struct counters last;
+	int have_last;
+	struct bpf_object *obj;
+};
+
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("xdpgen: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	exit(1);
+}
+
+static void usage(void)
+{
+	fputs("usage: xdpgen -f FRAME -t TX -x RX -o PROG.o [-r RATE -n COUNT | -S] [-c CPU]\n"
+	      "              [-P FIFO] [-d DRAIN_MS] [-s SETTLE_US] [-b BATCH] [-l MAX_LAG_US]\n"
+	      "              [-q QUANTUM_US] [-V COUNTER_OFFSET] [-L STOP_LOST]\n"
+	      "              [-m mmsg|xdp]\n",
+	      stderr);
+	exit(2);
+}
+
+static void bad(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("xdpgen: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	exit(2);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t parse_u64(const char *s, const char *what)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || *s == '-')
+		bad("bad %s: '%s'", what, s);
+	return v;
+}
+
+static void parse_args(int argc, char **argv, struct opts *o)
+{
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->cpu = -1;
+	o->drain_ns = 200ull * 1000000;
+	o->max_lag_ns = 1000ull * 1000;
+	o->quantum_ns = 20ull * 1000;
+	o->batch = 64;
+	o->rate_pps = -1;
+	o->counter_off = -1;
+	o->stop_lost = NO_STOP;
+	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:m:V:k:s:L:o:Sh")) != -1) {
+		switch (c) {
+		case 'f': o->frame_path = optarg; break;
+		case 'o': o->prog_path = optarg; break;
+		case 'r': {
+			char *end;
+
+			o->rate_pps = strtod(optarg, &end);
+			if (end == optarg || *end || !(o->rate_pps >= 0))
+				bad("bad rate: '%s'", optarg);
+			break;
+		}
+		case 'n': o->count = parse_u64(optarg, "count"); break;
+		case 't': o->tx = optarg; break;
+		case 'x': o->rx = optarg; break;
+		case 'c': o->cpu = (int)parse_u64(optarg, "cpu"); break;
+		case 'P': o->fifo = (int)parse_u64(optarg, "fifo priority"); break;
+		case 'd': o->drain_ns = parse_u64(optarg, "drain") * 1000000ull; break;
+		case 'b': o->batch = (unsigned int)parse_u64(optarg, "batch"); break;
+		case 'l': o->max_lag_ns = parse_u64(optarg, "max lag") * 1000ull; break;
+		case 'q': o->quantum_ns = parse_u64(optarg, "quantum") * 1000ull; break;
+		case 's': o->settle_ns = parse_u64(optarg, "settle") * 1000ull; break;
+		case 'L': o->stop_lost = parse_u64(optarg, "stop lost"); break;
+		case 'S': o->serve = 1; break;
+		case 'k':
+			if (parse_u64(optarg, "flows") != 1)
+				bad("flows (-k) other than 1 are not supported by xdpgen");
+			break;
+		case 'V':
+			o->counter_off = (long)parse_u64(optarg, "counter offset");
+			break;
+		case 'm':
+			if (strcmp(optarg, "mmsg") && strcmp(optarg, "xdp"))
+				bad("mode '%s' is not supported by xdpgen", optarg);
+			break;
+		default: usage();
+		}
+	}
+	if (optind != argc || !o->frame_path || !o->tx || !o->rx || !o->prog_path ||
+	    (!o->serve && o->rate_pps < 0))
+		usage();
+	if (o->batch < 1 || o->batch > MAX_BATCH)
+		bad("batch must be 1..%d", MAX_BATCH);
+}
+
+/* -- counters ------------------------------------------------------------ */
+
+static int open_stat(const char *dev, const char *name)
+{
+	char path[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/statistics/%s", dev, name);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		die("cannot open %s: %s", path, strerror(errno));
+	return fd;
+}
+
+static uint64_t read_stat(int fd)
+{
+	char buf[32];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+	if (n <= 0)
+		die("cannot read a counter: %s", strerror(errno));
+	buf[n] = 0;
+	return strtoull(buf, NULL, 10);
+}
+
+static void ethtool_ioctl(struct gen *g, void *data)
+{
+	struct ifreq ifr;
+
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", g->o.tx);
+	ifr.ifr_data = data;
+	if (ioctl(g->sock, SIOCETHTOOL, &ifr) < 0)
+		die("ethtool statistics of %s: %s", g->o.tx, strerror(errno));
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+
+	return a >= b && !strcmp(s + a - b, suffix);
+}
+
+/* Find the TX port's per-queue xdp_xmit and xdp_xmit_err counters. */
+static void open_xmit_stats(struct gen *g)
+{
+	struct {
+		struct ethtool_sset_info hdr;
+		uint32_t len;
+	} sset = { .hdr = { .cmd = ETHTOOL_GSSET_INFO, .sset_mask = 1ull << ETH_SS_STATS } };
+	uint32_t n, i;
+
+	g->sock = socket(AF_INET, SOCK_DGRAM, 0);
+	if (g->sock < 0)
+		die("socket: %s", strerror(errno));
+	ethtool_ioctl(g, &sset);
+	n = sset.hdr.sset_mask ? sset.len : 0;
+	g->names = calloc(1, sizeof(*g->names) + (size_t)n * ETH_GSTRING_LEN);
+	g->stats = calloc(1, sizeof(*g->stats) + (size_t)n * sizeof(uint64_t));
+	g->xmit_idx = calloc(n + 1, sizeof(int));
+	g->err_idx = calloc(n + 1, sizeof(int));
+	if (!g->names || !g->stats || !g->xmit_idx || !g->err_idx)
+		die("out of memory");
+	g->names->cmd = ETHTOOL_GSTRINGS;
+	g->names->string_set = ETH_SS_STATS;
+	g->names->len = n;
+	if (n)
+		ethtool_ioctl(g, g->names);
+	for (i = 0; i < n; i++) {
+		char name[ETH_GSTRING_LEN + 1];
+
+		memcpy(name, g->names->data + (size_t)i * ETH_GSTRING_LEN, ETH_GSTRING_LEN);
+		name[ETH_GSTRING_LEN] = 0;
+		if (strncmp(name, "tx_queue_", 9))
+			continue;
+		if (ends_with(name, "_xdp_xmit"))
+			g->xmit_idx[g->n_xmit++] = (int)i;
+		else if (ends_with(name, "_xdp_xmit_errors"))
+			g->err_idx[g->n_err++] = (int)i;
+	}
+	if (!g->n_xmit || !g->n_err)
+		die("%s has no tx_queue_N_xdp_xmit / _xdp_xmit_errors counters (ethtool -S): "
+		    "xdpgen could not count what it sends through it", g->o.tx);
+	g->stats->cmd = ETHTOOL_GSTATS;
+	g->stats->n_stats = n;
+}
+
+static void read_xmit_into(struct gen *g, struct ethtool_stats *st, uint64_t *xmit,
+			   uint64_t *err)
+{
+	int i;
+
+	ethtool_ioctl(g, st);
+	*xmit = *err = 0;
+	for (i = 0; i < g->n_xmit; i++)
+		*xmit += st->data[g->xmit_idx[i]];
+	for (i = 0; i < g->n_err; i++)
+		*err += st->data[g->err_idx[i]];
+}
+
+static void read_xmit(struct gen *g, uint64_t *xmit, uint64_t *err)
+{
+	read_xmit_into(g, g->stats, xmit, err);
+}
+
+/* -L: the watcher thread of one trial. */
+struct watch {
+	struct gen *g;
+	struct ethtool_stats *st;
+	uint64_t err0, stop_lost;
+	volatile int done;
+	int stopped;
+};
+
+static void *watcher(void *arg)
+{
+	struct watch *w = arg;
+	uint64_t xmit, err;
+	uint32_t key = 0, one = 1;
+	struct sched_param sp = { .sched_priority = 0 };
+	cpu_set_t all;
+	int c;
+
+	/* Off the sender's CPU and out of its FIFO class, so that it runs while
+	 * the sender is inside the kernel. */
+	CPU_ZERO(&all);
+	for (c = 0; c < CPU_SETSIZE; c++)
+		CPU_SET(c, &all);
+	sched_setaffinity(0, sizeof(all), &all);
+	pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+	while (!w->done) {
+		usleep(STOP_POLL_NS / 1000);
+		read_xmit_into(w->g, w->st, &xmit, &err);
+		if (err - w->err0 > w->stop_lost) {
+			if (bpf_map_update_elem(w->g->stop_fd, &key, &one, BPF_ANY))
+				die("cannot stop the run: %s", strerror(errno));
+			w->stopped = 1;
+			return NULL;
+		}
+	}
+	return NULL;
+}
+
+static void read_counters(struct gen *g, struct counters *c)
+{
+	c->tx_packets = read_stat(g->st[0]);
+	c->tx_dropped = read_stat(g->st[1]);
+	c->rx_packets = read_stat(g->st[2]);
+	c->rx_dropped = read_stat(g->st[3]);
+	read_xmit(g, &c->xmit, &c->xmit_err);
+}
+
+/* -- setup --------------------------------------------------------------- */
+
+static void load_frame(struct gen *g)
+{
+	FILE *f = fopen(g->o.frame_path, "rb");
+	size_t n;
+
+	if (!f)
+		die("cannot open frame %s: %s", g->o.frame_path, strerror(errno));
+	n = fread(g->frame, 1, sizeof(g->frame), f);
+	if (n == sizeof(g->frame) && fgetc(f) != EOF)
+		bad("frame %s is longer than %d bytes: live frames must fit in one page",
+		    g->o.frame_path, MAX_FRAME);
+	fclose(f);
+	if (n < 14)
+		bad("frame %s is shorter than an Ethernet header", g->o.frame_path);
+	g->len = n;
+	if (g->o.counter_off >= 0) {
+		long off = g->o.counter_off;
+		int i;
+
+		if (off < ETH_HLEN_ || (size_t)off + COUNTER_LEN > n)
+			bad("counter offset %ld: the 8-byte counter slot must lie in the frame's "
+			    "payload (frame of %zu bytes)", off, n);
+		for (i = 0; i < COUNTER_LEN; i += 4)
+			if ((g->frame[off + i] ^ g->frame[off + i + 2]) != 0xff ||
+			    (g->frame[off + i + 1] ^ g->frame[off + i + 3]) != 0xff)
+				bad("no counter slot at offset %ld of the frame", off);
+	}
+}
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_WARN)
+		return vfprintf(stderr, fmt, ap);
+	return 0;
+}
+
+static void set_cfg(struct gen *g, const struct xdpgen_cfg *cfg)
+{
+	uint32_t key = 0;
+
+	if (bpf_map_update_elem(g->cfg_fd, &key, cfg, BPF_ANY))
+		die("cannot set the program's schedule: %s", strerror(errno));
+}
+
+static void get_cfg(struct gen *g, struct xdpgen_cfg *cfg)
+{
+	uint32_t key = 0;
+
+	if (bpf_map_lookup_elem(g->cfg_fd, &key, cfg))
+		die("cannot read the program's schedule: %s", strerror(errno));
+}
+
+/* One BPF_PROG_RUN of repeat k; returns 0 or -errno. */
+static int run_prog(struct gen *g, uint32_t k, uint32_t batch)
+{
+	struct xdp_md ctx = { .data_end = (uint32_t)g->len,
+			      .ingress_ifindex = (uint32_t)g->ifindex };
+	LIBBPF_OPTS(bpf_test_run_opts, topts,
+		    .data_in = g->frame, .data_size_in = (uint32_t)g->len,
+		    .ctx_in = &ctx, .ctx_size_in = sizeof(ctx),
+		    .repeat = k, .flags = BPF_F_TEST_XDP_LIVE_FRAMES,
+		    .batch_size = batch);
+
+	uint64_t t = now_ns(), d;
+	int rc = 0;
+
+	g->calls++;
+	if (bpf_prog_test_run_opts(g->prog_fd, &topts))
+		rc = -errno;
+	d = now_ns() - t;
+	g->prog_ns += d;
+	if (d > g->prog_ns_max)
+		g->prog_ns_max = d;
+	return rc;
+}
+
+static void setup(struct gen *g)
+{
+	const struct opts *o = &g->o;
+	struct bpf_program *prog;
+	struct bpf_map *map;
+	int err;
+
+	if (o->cpu >= 0) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(o->cpu, &set);
+		if (sched_setaffinity(0, sizeof(set), &set) < 0)
+			die("cannot pin to CPU %d: %s", o->cpu, strerror(errno));
+	}
+	if (o->fifo > 0) {
+		struct sched_param sp = { .sched_priority = o->fifo };
+
+		if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0)
+			die("SCHED_FIFO %d: %s", o->fifo, strerror(errno));
+	}
+	load_frame(g);
+	g->ifindex = (int)if_nametoindex(o->tx);
+	if (!g->ifindex)
+		die("no interface %s", o->tx);
+	open_xmit_stats(g);
+	g->st[0] = open_stat(o->tx, "tx_packets");
+	g->st[1] = open_stat(o->tx, "tx_dropped");
+	g->st[2] = open_stat(o->rx, "rx_packets");
+	g->st[3] = open_stat(o->rx, "rx_dropped");
+
+	libbpf_set_print(libbpf_quiet);
+	g->obj = bpf_object__open_file(o->prog_path, NULL);
+	if (!g->obj)
+		die("cannot open %s: %s", o->prog_path, strerror(errno));
+	err = bpf_object__load(g->obj);
+	if (err)
+		die("cannot load %s: %s", o->prog_path, strerror(-err));
+	prog = bpf_object__find_program_by_name(g->obj, "xdpgen_tx");
+	map = bpf_object__find_map_by_name(g->obj, "xdpgen_cfg");
+	if (map && !bpf_object__find_map_by_name(g->obj, "xdpgen_stop"))
+		map = NULL;
+	if (!prog || !map)
+		die("%s lacks xdpgen_tx or xdpgen_cfg", o->prog_path);
+	g->prog_fd = bpf_program__fd(prog);
+	g->cfg_fd = bpf_map__fd(map);
+	g->stop_fd = bpf_map__fd(bpf_object__find_map_by_name(g->obj, "xdpgen_stop"));
+	{
+		struct xdpgen_cfg cfg = { .count = 1 };
+
+		set_cfg(g, &cfg);
+	}
+	/* One frame to see that live frames work here (kernel, device). */
+	err = run_prog(g, 1, 1);
+	if (err)
+		die("BPF_PROG_RUN with live frames on %s failed: %s (kernel 5.18+ and a device "
+		    "with ndo_xdp_xmit needed)", o->tx, strerror(-err));
+	g->seq++;
+}
+
+/* -- a trial -------------------------------------------------------------- */
+
+struct trial_req { double rate_pps; uint64_t count, drain_ns, settle_ns, stop_lost; };
+
+static uint64_t drain(struct gen *g, const struct counters *before, uint64_t sent,
+		      const struct trial_req *t, struct counters *after)
+{
+	uint64_t start = now_ns(), moved = start, rx_prev = before->rx_packets, now;
+
+	for (;;) {
+		now = now_ns();
+		read_counters(g, after);
+		if (after->rx_packets - before->rx_packets >= sent && after->xmit - before->xmit >= sent)
+			break;
+		if (after->rx_packets != rx_prev) {
+			rx_prev = after->rx_packets;
+			moved = now;
+		} else if (t->settle_ns && now - moved >= t->settle_ns) {
+			break;
+		}
+		if (now - start >= t->drain_ns)
+			break;
+		usleep(POLL_NS / 1000);
+	}
+	return now_ns() - start;
+}
+
+/* One BPF_PROG_RUN of repeat = count: the program paces (see xdpgen.bpf.c).
+ * The kernel runs it on batches of BATCH frames and sends each batch when its
+ * last frame has run, so BATCH is chosen to hold at most QUANTUM of traffic. */
+static void run_trial(struct gen *g, const struct trial_req *t)
+{
+	const struct opts *o = &g->o;
+	struct counters before, after;
+	struct xdpgen_cfg cfg;
+	uint64_t between = 0, offered, first, last, slipped, max_lag;
+	uint64_t calls0 = g->calls, prog0 = g->prog_ns, err, sent, refused, drained;
+	double ns_per_pkt = t->rate_pps > 0 ? 1e9 / t->rate_pps : 0;
+	unsigned int batch = o->batch;
+	int stopped = 0, rc;
+	struct watch w = { .g = g, .stop_lost = t->stop_lost };
+	pthread_t th;
+	uint32_t key = 0, zero = 0;
+
+	if (t->count > UINT32_MAX)
+		bad("count %" PRIu64 " is more than one run can repeat (%u)", t->count, UINT32_MAX);
+	if (ns_per_pkt > 0) {
+		double q = (double)o->quantum_ns / ns_per_pkt;
+
+		if (q < batch)
+			batch = q >= 1 ? (unsigned int)q : 1;
+	}
+	read_counters(g, &before);
+	if (g->have_last)
+		between = before.rx_packets - g->last.rx_packets;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.seq = g->seq;
+	cfg.npp_q8 = (uint64_t)(ns_per_pkt * 256.0);
+	cfg.count = t->count;
+	cfg.max_lag_ns = o->max_lag_ns;
+	cfg.counter_off = o->counter_off > 0 ? (uint32_t)o->counter_off : 0;
+	first = now_ns() + 100000;   /* 100 us to enter the kernel */
+	cfg.t0_ns = first;
+	cfg.last_ns = first;
+	set_cfg(g, &cfg);
+	if (bpf_map_update_elem(g->stop_fd, &key, &zero, BPF_ANY))
+		die("cannot clear the stop flag: %s", strerror(errno));
+	if (t->stop_lost != NO_STOP) {
+		size_t n = g->stats->n_stats;
+
+		w.st = calloc(1, sizeof(*w.st) + n * sizeof(uint64_t));
+		if (!w.st)
+			die("out of memory");
+		w.st->cmd = ETHTOOL_GSTATS;
+		w.st->n_stats = (uint32_t)n;
+		w.err0 = before.xmit_err;
+		if (pthread_create(&th, NULL, watcher, &w))
+			die("cannot start the watcher thread");
+	}
+	if (t->count) {
+		rc = run_prog(g, (uint32_t)t->count, batch);
+		if (rc)
+			die("BPF_PROG_RUN failed: %s", strerror(-rc));
+	}
+	if (t->stop_lost != NO_STOP) {
+		w.done = 1;
+		pthread_join(th, NULL);
+		free(w.st);
+		stopped = w.stopped;
+	}
+	get_cfg(g, &cfg);
+	offered = cfg.offered;
+	last = cfg.last_ns;
+	slipped = cfg.slipped_ns;
+	max_lag = cfg.lag_max_ns;
+	if (ns_per_pkt <= 0 && offered)
+		first = cfg.t0_ns;
+	g->seq = cfg.seq;
+
+	drained = drain(g, &before, offered, t, &after);
+	g->last = after;
+	g->have_last = 1;
+	sent = after.xmit - before.xmit;
+	if (sent > offered)
+		sent = offered;   /* another sender on TX: cannot happen in the tester */
+	refused = offered - sent;
+	err = after.xmit_err - before.xmit_err;
+	printf("{\"intended\": %" PRIu64 ", \"sent\": %" PRIu64 ", \"refused\": %" PRIu64
+	       ", \"refused_short\": 0, \"elapsed_ns\": %" PRIu64
+	       ", \"rate_pps\": %.3f, \"frame_len\": %zu, \"batch\": %u, \"calls\": %" PRIu64
+	       ", \"mode\": \"xdp\", \"engine\": \"xdp\", \"ring_frames\": 0, \"queue_pkts\": 0"
+	       ", \"hold_pkts\": 0, \"held_max\": 0, \"counter_offset\": %ld, \"flows\": 1"
+	       ", \"attempts_refused\": %" PRIu64 ", \"unaccounted\": %" PRIu64
+	       ", \"max_lag_ns\": %" PRIu64 ", \"max_lag_bound_ns\": %" PRIu64
+	       ", \"slipped_ns\": %" PRIu64 ", \"drain_ns\": %" PRIu64
+	       ", \"settle_ns\": %" PRIu64 ", \"drained_ns\": %" PRIu64 ", \"cpu\": %d"
+	       ", \"rx_between_trials\": %" PRIu64
+	       ", \"tx_packets_delta\": %" PRIu64 ", \"tx_dropped_delta\": %" PRIu64
+	       ", \"xdp_xmit_delta\": %" PRIu64 ", \"xdp_xmit_err_delta\": %" PRIu64
+	       ", \"rx_packets_delta\": %" PRIu64 ", \"rx_dropped_delta\": %" PRIu64
+	       ", \"prog_ns\": %" PRIu64 ", \"prog_ns_max\": %" PRIu64
+	       ", \"stopped\": %d, \"offered\": %" PRIu64 "}\n",
+	       t->count, sent, refused, t->count ? last - first : 0, t->rate_pps, g->len,
+	       batch, g->calls - calls0, o->counter_off, err,
+	       refused > err ? refused - err : 0, max_lag, o->max_lag_ns, slipped, t->drain_ns,
+	       t->settle_ns, drained, o->cpu, between,
+	       after.tx_packets - before.tx_packets, after.tx_dropped - before.tx_dropped,
+	       after.xmit - before.xmit, err,
+	       after.rx_packets - before.rx_packets, after.rx_dropped - before.rx_dropped,
+	       g->prog_ns - prog0, g->prog_ns_max, stopped, offered);
+	g->prog_ns_max = 0;
+	fflush(stdout);
+}
+
+static void serve(struct gen *g)
+{
+	char line[CMD_LEN];
+
+	printf("{\"ready\": true, \"frame_len\": %zu, \"flows\": 1, \"engine\": \"xdp\"}\n",
+	       g->len);
+	fflush(stdout);
+	while (fgets(line, sizeof(line), stdin)) {
+		struct trial_req t;
+		unsigned long long count, drain_us, settle_us, stop_lost;
+		double probe_pps = 0;
+		char extra;
+		int fields;
+
+		if (!strcmp(line, "quit\n") || !strcmp(line, "quit"))
+			return;
+		fields = sscanf(line, "trial %lf %llu %llu %llu %llu %lf %c", &t.rate_pps, &count,
+				&drain_us, &settle_us, &stop_lost, &probe_pps, &extra);
+		if (fields < 4 || fields > 6 || !(t.rate_pps >= 0) || probe_pps != 0)
+			bad("bad command: '%.*s' (trial RATE COUNT DRAIN_US SETTLE_US "
+			    "[STOP_LOST [0]], or quit)", (int)strcspn(line, "\n"), line);
+		t.count = count;
+		t.drain_ns = drain_us * 1000ull;
+		t.settle_ns = settle_us * 1000ull;
+		t.stop_lost = fields >= 5 ? stop_lost : NO_STOP;
+		run_trial(g, &t);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static struct gen g;
+
+	parse_args(argc, argv, &g.o);
+	setup(&g);
+	if (g.o.serve) {
+		serve(&g);
+	} else {
+		struct trial_req t = { g.o.rate_pps, g.o.count, g.o.drain_ns, g.o.settle_ns,
+				       g.o.stop_lost };
+
+		run_trial(&g, &t);
+	}
+	bpf_object__close(g.obj);
+	close(g.sock);
+	return 0;
+}

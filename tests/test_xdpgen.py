@@ -1,0 +1,163 @@
+"""xdpgen, the live-frames engine: refusals before sending, srgen's report, and cleanup
+(no program or map of the engine left after a run, a failed run or kill -9)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from srperf.drivers.linux import SrgenReport
+from srperf.drivers.linux_sink import attach_sink
+from srperf.drivers.xdpgen import build_xdpgen, xdpgen_object
+from srperf.util.netns import run
+
+TX_NS, SINK_NS = "g43-tx", "g43-sink"
+PROG = "xdpgen_tx"
+
+
+def frame(size: int = 60) -> bytes:
+    """Ethernet + IPv6 (no next header) padded to ``size`` bytes."""
+    eth = bytes.fromhex("025e00000102" "025e00000101" "86dd")
+    payload = bytes(size - 54)
+    ip6 = (bytes.fromhex("60000000") + len(payload).to_bytes(2, "big") + bytes([59, 64])
+           + bytes(32))
+    return eth + ip6 + payload
+
+
+def our_programs() -> list[dict[str, object]]:
+    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True,
+                         check=True).stdout
+    return [p for p in json.loads(out) if p.get("name") == PROG]
+
+
+def our_maps() -> list[dict[str, object]]:
+    out = subprocess.run(["bpftool", "-j", "map", "show"], capture_output=True, text=True,
+                         check=True).stdout
+    return [m for m in json.loads(out) if m.get("name") == "xdpgen_cfg"]
+
+
+def gone(timeout_s: float = 5.0) -> bool:
+    """The kernel frees a closed program asynchronously (RCU): wait a little."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if not our_programs() and not our_maps():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def argv(frame_file: Path, *extra: str, tx: str = "t0") -> list[str]:
+    return ["ip", "netns", "exec", TX_NS, str(build_xdpgen()), "-f", str(frame_file),
+            "-t", tx, "-x", "t0", "-o", str(xdpgen_object()), "-d", "20", *extra]
+
+
+@pytest.fixture
+def topology(tmp_path: Path) -> Iterator[Path]:
+    """t0 (g43-tx) -- veth -- s0 (g43-sink, XDP drop sink); yields a 60-byte frame file."""
+    try:
+        for ns in (TX_NS, SINK_NS):
+            run(["ip", "netns", "add", ns])
+        run(["ip", "link", "add", "name", "t0", "netns", TX_NS, "type", "veth",
+             "peer", "name", "s0", "netns", SINK_NS])
+        run(["ip", "link", "set", "t0", "up"], ns=TX_NS)
+        run(["ip", "link", "set", "s0", "up"], ns=SINK_NS)
+        attach_sink(SINK_NS, "s0")
+        path = tmp_path / "frame"
+        path.write_bytes(frame())
+        yield path
+    finally:
+        for ns in (TX_NS, SINK_NS):
+            run(["ip", "netns", "del", ns], check=False)
+
+
+def test_refuses_frame_larger_than_a_page(tmp_path: Path) -> None:
+    big = tmp_path / "big"
+    big.write_bytes(frame(4000))
+    proc = subprocess.run([str(build_xdpgen()), "-f", str(big), "-t", "lo", "-x", "lo",
+                           "-o", str(xdpgen_object()), "-r", "0", "-n", "1"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "one page" in proc.stderr
+
+
+@pytest.mark.parametrize("extra,word", [(["-k", "4"], "flows"), (["-m", "ring"], "mode")])
+def test_refuses_what_it_cannot_do(tmp_path: Path, extra: list[str], word: str) -> None:
+    f = tmp_path / "f"
+    f.write_bytes(frame())
+    proc = subprocess.run([str(build_xdpgen()), "-f", str(f), "-t", "lo", "-x", "lo",
+                           "-o", str(xdpgen_object()), "-r", "0", "-n", "1", *extra],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert word in proc.stderr
+
+
+@pytest.mark.netns
+def test_report_parses_and_reconciles(topology: Path) -> None:
+    proc = subprocess.run(argv(topology, "-r", "100000", "-n", "20000"), capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    rep = SrgenReport.parse(proc.stdout)
+    assert rep.offered == 20000
+    assert rep.raw["unaccounted"] == 0
+    assert rep.refusals_counted      # every refused frame is a drop the veth counted
+    assert gone()
+
+
+@pytest.mark.netns
+def test_serve_mode_and_cleanup(topology: Path) -> None:
+    proc = subprocess.run(argv(topology, "-S"), input="trial 50000 5000 20000 2000\n"
+                          "trial 0 5000 20000 2000\nquit\n", capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert json.loads(lines[0])["ready"] is True
+    reports = [SrgenReport.parse(line) for line in lines[1:]]
+    assert [r.offered for r in reports] == [5000, 5000]
+    assert gone()
+
+
+@pytest.mark.netns
+def test_kill_9_leaves_nothing(topology: Path) -> None:
+    proc = subprocess.Popen(argv(topology, "-r", "10000", "-n", "10000000"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        end = time.monotonic() + 10
+        while not our_programs() and time.monotonic() < end:
+            time.sleep(0.05)
+        assert our_programs(), "xdpgen never loaded its program"
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)  # ip netns exec execs xdpgen: same PID
+        proc.wait(timeout=10)
+    assert gone()
+
+
+@pytest.mark.netns
+def test_failed_run_leaves_nothing(topology: Path) -> None:
+    proc = subprocess.run(argv(topology, "-r", "0", "-n", "1", tx="nosuchdev"),
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 1
+    assert gone()
+
+
+@pytest.mark.netns
+def test_stop_lost_ends_the_run_early(topology: Path) -> None:
+    attach_sink(SINK_NS, "s0", slow=True)   # a consumer far slower than the sender
+    # In its own NAPI thread: in softirq on the sender's CPU the slow sink would pace
+    # the sender itself and the ring would hardly ever overflow.
+    run(["sh", "-c", "echo 1 > /sys/class/net/s0/threaded"], ns=SINK_NS)
+    proc = subprocess.run(argv(topology, "-r", "0", "-n", "2000000", "-L", "1000"),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    rep = SrgenReport.parse(proc.stdout)
+    assert rep.stopped
+    assert rep.attempts_refused > 1000
+    assert rep.offered < 5000000
+    assert rep.sent + rep.refused == rep.offered
+    assert gone()

@@ -23,6 +23,9 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     built = [str(build_srgen()), str(sink_object())]
     built += [str(p) for p in build_all()]
+    from srperf.pm.build import build_pm
+
+    built += [str(p) for p in build_pm()]
     from srperf.forwarders.pipes import build_relay
 
     built.append(str(build_relay()))

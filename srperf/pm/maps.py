@@ -32,12 +32,13 @@ class PmMapError(SrperfError):
 
 @dataclass(frozen=True)
 class PmMaps:
-    """The bpftool ids of one attached program and its three maps."""
+    """The bpftool ids of one attached program and its maps; ``state`` None for a
+    program that never marks (the egress node's: the compiler drops the unused map)."""
 
     prog_id: int
     flows: int
     counters: int
-    state: int
+    state: int | None
 
 
 def _json(runner: Runner, argv: list[str]) -> Any:
@@ -70,10 +71,10 @@ def find_maps(runner: Runner, prog_name: str) -> PmMaps:
         name = _json(runner, ["bpftool", "-j", "map", "show", "id", str(map_id)]).get("name")
         if name in MAP_NAMES:
             ids[name] = int(map_id)
-    missing = [n for n in MAP_NAMES if n not in ids]
+    missing = [n for n in MAP_NAMES[:2] if n not in ids]
     if missing:
         raise PmMapError(f"program {prog_name} (id {prog_id}) has no map {', '.join(missing)}")
-    return PmMaps(prog_id, ids["pm_flows"], ids["pm_counters"], ids["pm_state"])
+    return PmMaps(prog_id, ids["pm_flows"], ids["pm_counters"], ids.get("pm_state"))
 
 
 def _hex(data: bytes) -> list[str]:
@@ -97,6 +98,8 @@ def set_flows(runner: Runner, maps: PmMaps, flows: list[Flow]) -> None:
 
 def set_state(runner: Runner, maps: PmMaps, colour: int, marking: bool) -> None:
     """pm_state[0] = {colour, marking}: the colour an ingress node marks from now on."""
+    if maps.state is None:
+        raise PmMapError(f"program {maps.prog_id} has no pm_state map: it does not mark")
     runner(["bpftool", "map", "update", "id", str(maps.state), "key", "hex", *_hex(bytes(4)),
             "value", "hex", *_hex(struct.pack("<II", colour & 1, int(marking)))])
 

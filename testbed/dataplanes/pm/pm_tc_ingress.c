@@ -22,16 +22,17 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 SEC("tc")
 int pm_tc_ingress(struct __sk_buff *skb)
 {
+	struct ethhdr *eth;
 	void *data, *end;
 
-	if (skb->protocol != bpf_htons(ETH_P_IPV6))
-		return TC_ACT_OK;
 	/* The SRH may sit in paged data: make it linear (a shorter packet: all of it). */
 	bpf_skb_pull_data(skb, skb->len < PM_PULL_LEN ? skb->len : PM_PULL_LEN);
 	data = (void *)(long)skb->data;
 	end = (void *)(long)skb->data_end;
-	if (data + ETH_HLEN + sizeof(struct ipv6hdr) > end)
+	eth = data;
+	/* The frame's own EtherType, not skb->protocol (a packet socket may leave that unset). */
+	if ((void *)(eth + 1) + sizeof(struct ipv6hdr) > end || eth->h_proto != bpf_htons(ETH_P_IPV6))
 		return TC_ACT_OK;
-	pm_count_packet(data + ETH_HLEN, end, 1);
+	pm_count_packet((void *)(eth + 1), end, 1);
 	return TC_ACT_OK;
 }

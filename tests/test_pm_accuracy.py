@@ -233,3 +233,55 @@ def test_detach_removes_filter_qdisc_and_xdp(chain: Chain) -> None:
     assert find_prog(runner_in(IN), "pm_tc_ingress") is None
     assert find_prog(runner_in(EG), "pm_xdp_egress") is None
     _assert_gone([f"prog {chain.ingress.maps.prog_id}", f"map {chain.egress.maps.counters}"])
+
+
+def test_flips_while_traffic_flows_lose_nothing(chain: Chain) -> None:
+    """Continuous traffic while run() flips every T and reads at T/2: no drop, so every
+    block of every flow loses 0, and the blocks add up to what was sent and seen."""
+    import threading
+
+    flows = make_flows(SID_LISTS)
+    mon = LossMonitor(PmNode(runner_in(IN), chain.ingress), PmNode(runner_in(EG), chain.egress),
+                      flows, PmSettings(period_s=0.4))
+    frames = {f.index: _frames(f.index, 0, list(f.sids))[0] for f in flows}
+    tx, sink = ns_packet_socket(IN, "i0"), _sink_socket()
+    stop = threading.Event()
+    sent: Counter[int] = Counter()
+
+    def send() -> None:
+        while not stop.is_set():
+            for f, frame in frames.items():
+                tx.send(frame)
+                sent[f] += 1
+            time.sleep(0.001)
+
+    mon.start()
+    sender = threading.Thread(target=send, name="p46-send")
+    sender.start()
+    losses: list[BlockLoss] = []
+    try:
+        for _, block_losses in mon.run(4):
+            losses += block_losses
+    finally:
+        stop.set()
+        sender.join()
+    try:
+        time.sleep(0.2)
+        _, last = mon.read(mon.flip())   # the block that was active when sending stopped
+        losses += last
+        seen: Counter[int] = Counter()
+        for frame in receive_frames(sink, timeout_s=0.5):
+            match = MARK.search(frame)
+            if match:
+                seen[int(match.group(1))] += 1
+    finally:
+        tx.close()
+        sink.close()
+    assert {x.block for x in losses} == set(range(5))
+    for loss in losses:
+        assert loss.lost_packets == 0, (loss.flow, loss.block)
+    for block in range(4):   # each full period carried traffic of every flow
+        assert all(x.sent.packets > 0 for x in losses if x.block == block)
+    for f in sent:
+        assert sum(x.sent.packets for x in losses if x.flow == f) == sent[f]
+        assert sum(x.received.packets for x in losses if x.flow == f) == seen[f] == sent[f]

@@ -131,3 +131,13 @@ def test_run_flips_every_t_and_reads_at_half_t() -> None:
                       ("flip", 1.2), ("read", 1.4)]
     assert [(b.index, b.colour) for b, _ in out] == [(0, 0), (1, 1), (2, 0)]
     assert ing.state == (1, 1)
+
+
+def test_build_makes_both_programs(tmp_path, monkeypatch) -> None:
+    from srperf.pm.build import OBJECTS, build_pm
+
+    monkeypatch.setenv("SRPERF_BUILD_DIR", str(tmp_path))
+    built = build_pm()
+    assert [p.name for p in built] == list(OBJECTS)
+    for path in built:
+        assert path.read_bytes()[:4] == b"\x7fELF"

@@ -47,6 +47,11 @@ def xdp_dir() -> Path:
     return testbed_dir() / "dataplanes" / "xdp"
 
 
+def pm_dir() -> Path:
+    """Directory of the per-flow loss monitor's eBPF C sources (PF-PLM)."""
+    return testbed_dir() / "dataplanes" / "pm"
+
+
 def generator_dir() -> Path:
     """Directory of the local traffic generator's C sources."""
     return _dir("srperf.drivers") / "linux_gen"

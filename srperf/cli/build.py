@@ -28,6 +28,9 @@ def cmd_build(args: argparse.Namespace) -> int:
     from srperf.forwarders.xdp.build import build_xdp
 
     built.append(str(build_xdp()))
+    from srperf.pm.build import build_pm
+
+    built += [str(p) for p in build_pm()]
     from srperf.forwarders.pipes import build_relay
 
     built.append(str(build_relay()))

@@ -95,3 +95,24 @@ def test_cli_compare_of_the_issues_example(tmp_path: Path,
     out = capsys.readouterr().out
     assert "**not_enough_evidence**" in out and "**regression**" not in out
     assert "[-15.57, -15.57]" not in out
+
+
+def test_trend_step_from_a_history_without_spread_is_not_red(tmp_path: Path) -> None:
+    """A night whose figure falls 15 % below a history of identical values (a search grid
+    point, its noise never seen) is not red: not enough evidence."""
+    from srperf.results.trend import RunFilter, trends
+    from srperf.results.trend_synth import night_date, write_run
+    from srperf.results.trend_verdict import judge
+
+    with ResultStore(tmp_path / "srperf.sqlite") as store:
+        figs = [[30.5, 30.5]] * 2 + [[25.8, 25.8]]
+        runs = [write_run(store, "ab48", night_date("2026-03-01", i + 1),
+                          {("ipv6", 64): v}, run_id=f"ab48-n{i + 1}")
+                for i, v in enumerate(figs)]
+        (t,) = [t for t in trends(store, RunFilter(testbed="ab48"))
+                if t.key.test.startswith("ipv6 64B PDR")]
+        assert t.red_on(runs[-1]) is None
+        verdict = judge(store, runs[-1], RunFilter(testbed="ab48"))
+        assert not verdict.red
+        text = verdict.texts[t.key.test]
+        assert text.startswith("trend: not enough evidence") or "regression" not in text

@@ -176,7 +176,24 @@ class TestTrend:
         if not pts or pts[-1].run_id != run_id:
             return None
         before = group([s.values for s in pts[:-1]], self.key.direction, self.settings)
-        return new_regression(self.groups, before, len(pts), self.settings.confirm)
+        red = new_regression(self.groups, before, len(pts), self.settings.confirm)
+        if red is not None and self.short_of_evidence(red):
+            return None
+        return red
+
+    def short_of_evidence(self, g: "Group") -> bool:
+        """True when the group before ``g`` (the history ``g`` is a change from) holds
+        fewer than :data:`srperf.results.stats.MIN_EVIDENCE_N` values (repetitions over
+        its runs) or only identical ones: its noise is unknown, so a step from it is
+        "not enough evidence", never red (issue 48)."""
+        from srperf.results.stats import MIN_EVIDENCE_N
+
+        i = self.groups.index(g) if g in self.groups else -1
+        if i < 1:
+            return True
+        prev = self.groups[i - 1]
+        before = [v for p in self.points[prev.first:prev.last + 1] for v in p.values]
+        return len(before) < MIN_EVIDENCE_N or len(set(before)) < 2
 
 
 # -- grouping -------------------------------------------------------------------------

@@ -19,7 +19,8 @@ MEASURED = (r"share|stack_share|pdr|kpps|lower_pps|upper_pps|ns_per_packet|cpu_n
 ORDERED = re.compile(rf"^\s*assert\b.*\b(?:{MEASURED})\w*\b.*(?:<|>)(?!=\s*0\b)")
 VERDICT = re.compile(r"^\s*assert\b.*(?:verdict|regressions)\b.*(?:==|!=|not\b).*"
                      r"(?:REGRESSION|IMPROVEMENT|\"regression\"|\"improvement\"|regressions)")
-EXIT_OF_VERDICT = re.compile(r"^\s*assert\b.*main\(\[\s*[\"'](?:compare|ab|nightly)[\"'].*==\s*[01]\b")
+EXIT_OF_VERDICT = re.compile(r"^\s*assert\b.*main\(\[\s*[\"'](?:compare|ab|nightly)[\"']"
+                             r".*==\s*[01]\b")
 """``srperf compare`` of two measured runs asserted to exit 0 (no regression) or 1."""
 
 

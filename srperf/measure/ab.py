@@ -30,6 +30,9 @@ from srperf.results.store import TrialKey
 from srperf.search.base import SearchSettings
 
 log = logging.getLogger(__name__)
+TRIAL_ATTEMPTS = 3
+"""Attempts of a trial that is not usable (a stalled generator) before the comparison
+stops; a figure is only ever taken from a usable trial."""
 
 
 @dataclass(frozen=True)
@@ -124,7 +127,12 @@ def run_ab(session: Any, cfg: AbConfig, settings: SearchSettings, algorithm: str
         session.configure(b)
         try:
             session.prepare(b, cfg.packet_size)
-            trial = session.measure_fn(b, key(side, block))(load, cfg.trial_s)
+            for attempt in range(1, TRIAL_ATTEMPTS + 1):   # every attempt is stored
+                trial = session.measure_fn(b, key(side, block))(load, cfg.trial_s)
+                if trial.usable and trial.received_rate_pps > 0:
+                    break
+                log.warning("%s: trial %d of block %d not usable (%s); again", b.name,
+                            attempt, block, trial.note if hasattr(trial, "note") else "")
         finally:
             session.unconfigure(b)
         if not trial.usable or not trial.received_rate_pps > 0:

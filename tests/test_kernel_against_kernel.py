@@ -91,8 +91,12 @@ def test_quick_on_6_1_and_6_12_interleaved_then_compared(
         assert all("[EMULATED tcg]" in x for x in trial_lines), trial_lines
     assert "idle between its turns" in out
 
-    assert main(["compare", ids[0], ids[1], "--results", str(results)]) == 0
+    # what the code guarantees, not how two kernels compare: an exit code of a verdict
+    # (0, or 1 for a regression: a side failed to verify) and a labelled table
+    assert main(["compare", ids[0], ids[1], "--results", str(results)]) in (0, 1)
     cmp_out = capsys.readouterr().out
+    # two repetitions a side can carry no verdict on the rates (issue 48)
+    assert "not_enough_evidence" in cmp_out or "not_comparable" in cmp_out, cmp_out
     assert f"run {ids[0]}: {releases[0]}" in cmp_out and f"run {ids[1]}: {releases[1]}" \
         in cmp_out
     assert "| ipv6 | 64 | 0.5 |" in cmp_out

@@ -82,11 +82,11 @@ def test_compare_flags_a_planted_goodput_regression(tmp_path, capsys):
     base, same, worse = _plant(store, 1000.0, 1), _plant(store, 1000.0, 2), \
         _plant(store, 900.0, 3)
     store.close()
-    assert main(["compare", base, same, "--results", str(tmp_path)]) == 0
+    assert main(["compare", base, same, "--results", str(tmp_path)]) == 0  # measured-ok: planted
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if "end_cache" in x and "goodput_mbps" in x)
     assert "no_change" in line
-    assert main(["compare", base, worse, "--results", str(tmp_path)]) == 1
+    assert main(["compare", base, worse, "--results", str(tmp_path)]) == 1  # measured-ok: planted
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if "end_cache" in x and "goodput_mbps" in x)
     assert "regression" in line and "-10." in line

@@ -18,7 +18,7 @@ import signal
 import sys
 from typing import Sequence
 
-from srperf.cli import (build, catalogue, conform, guard, helptext, kernel, provision, results,
+from srperf.cli import (ab, build, catalogue, conform, guard, helptext, kernel, provision, results,
                         run, runs, testbed, trend, validate)
 from srperf.cli.guard import EXIT_CONFIG, EXIT_FAILED, EXIT_NOTHING_MEASURED, EXIT_OK
 from srperf.cli.run import PDR_EXPERIMENT
@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     conform.add_parser(sub)
     trend.add_parsers(sub)
     kernel.add_parsers(sub)
+    ab.add_parsers(sub)
     return helptext.use_help_formatter(p)
 
 
@@ -90,7 +91,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
 
 COMMANDS: dict = {}
 for _group in (validate, testbed, run, catalogue, build, runs, results, provision, conform,
-               trend, kernel):
+               trend, kernel, ab):
     COMMANDS.update(_group.COMMANDS)
 
 __all__ = ["COMMANDS", "EXIT_CONFIG", "EXIT_FAILED", "EXIT_NOTHING_MEASURED", "EXIT_OK",

@@ -8,7 +8,14 @@ percentile bootstrap over repetitions).  With a regression threshold T (%):
 * ``regression``: the whole interval lies below -T;
 * ``improvement``: the whole interval lies above +T;
 * ``no_change``: the whole interval lies within [-T, +T];
-* ``inconclusive``: the interval spans -T or +T (or is unknown: one repetition).
+* ``inconclusive``: the interval spans -T or +T (or is unknown: one repetition);
+* ``not_enough_evidence``: fewer than 3 repetitions on a side, or a side whose
+  repetitions are identical (zero variance): never a regression or an improvement,
+  whatever the interval says (:func:`srperf.results.stats.evidence_problem`).
+
+Each PDR is a search's lower bound, known only to within the search's final bracket
+[lower, upper]; half its width is carried into the interval as each value's own
+uncertainty (:func:`srperf.results.stats.welch_diff`, ``*_halfwidths``).
 
 A behavior without numbers on one side (``unsupported``, ``generator_limited``,
 ``below_min``...) is ``not_comparable`` and shows its status, never a number;
@@ -26,7 +33,8 @@ from typing import Any
 import pandas as pd
 
 from srperf.results import frames
-from srperf.results.stats import Description, Difference, bootstrap_ratio, describe, welch_diff
+from srperf.results.stats import (NOT_ENOUGH_EVIDENCE, Description, Difference, bootstrap_ratio,
+                                  describe, evidence_problem, welch_diff)
 from srperf.results.positive import MIN_N, TOO_SMALL, log_ratio
 from srperf.results.store import ResultStore
 
@@ -116,7 +124,7 @@ class Comparison:
     @property
     def verdict(self) -> str:
         verdicts = {c.verdict for c in [*self.changes, *self.stateful]}
-        for v in (REGRESSION, INCONCLUSIVE, IMPROVEMENT, NO_CHANGE):
+        for v in (REGRESSION, INCONCLUSIVE, NOT_ENOUGH_EVIDENCE, IMPROVEMENT, NO_CHANGE):
             if v in verdicts:
                 return v
         return NOT_COMPARABLE
@@ -190,6 +198,22 @@ def _side(s: pd.DataFrame, o: pd.DataFrame, key: tuple[str, int, float]
     return [], "missing", ""
 
 
+def bracket_halfwidths(s: pd.DataFrame, key: tuple[str, int, float]) -> list[float]:
+    """Half-widths (kpps) of the final search brackets [lower, upper] of the numeric
+    searches of ``key``, in the order of :func:`_side`'s values; a search without an
+    upper bound (at the maximum rate) has 0."""
+    beh, size, thr = key
+    if s.empty or "upper_pps" not in s:
+        return []
+    grp = s[(s["behavior"] == beh) & (s["packet_size"] == size) & (s["threshold_pct"] == thr)
+            & s["status"].isin(NUMERIC_STATUSES) & s["lower_pps"].notna()]
+    out = []
+    for lo, up in zip(grp["lower_pps"], grp["upper_pps"]):
+        ok = up is not None and not pd.isna(up) and float(up) >= float(lo)
+        out.append((float(up) - float(lo)) / 2000.0 if ok else 0.0)
+    return out
+
+
 def _keys(*searches: pd.DataFrame) -> list[tuple[str, int, float]]:
     keys: dict[tuple[str, int, float], None] = {}
     for s in searches:
@@ -222,8 +246,12 @@ def compare_frames(base_s: pd.DataFrame, cur_s: pd.DataFrame, base_o: pd.DataFra
         bd, cd = (describe(bv) if bv else None), (describe(cv) if cv else None)
         diff = None
         if bv and cv:
-            diff = (welch_diff(bv, cv) if method == "welch" else bootstrap_ratio(bv, cv))
-            verdict, reason = judge(diff, threshold_pct)
+            diff = (welch_diff(bv, cv, baseline_halfwidths=bracket_halfwidths(base_s, key),
+                               current_halfwidths=bracket_halfwidths(cur_s, key))
+                    if method == "welch" else bootstrap_ratio(bv, cv))
+            problem = evidence_problem(bv, cv)
+            verdict, reason = ((NOT_ENOUGH_EVIDENCE, problem) if problem
+                               else judge(diff, threshold_pct))
         elif bv and cstat.split(" x")[0] in FAILED_STATUSES:
             verdict, reason = REGRESSION, f"measured before, now {cstat}: {creason}".strip()
         else:
@@ -310,7 +338,9 @@ def compare_stateful(base: pd.DataFrame, cur: pd.DataFrame,
         elif bv and cv:
             diff = (log_ratio(bv, cv) or welch_diff(bv, cv)) if method == "welch" \
                 else bootstrap_ratio(bv, cv)
-            verdict, reason = judge_directed(diff, threshold_pct, higher)
+            problem = evidence_problem(bv, cv)
+            verdict, reason = ((NOT_ENOUGH_EVIDENCE, problem) if problem
+                               else judge_directed(diff, threshold_pct, higher))
         elif bv and cstat.split(" x")[0] == "failed" and "ok" not in cstat:
             verdict, reason = REGRESSION, f"measured before, now {cstat}: {creason}".strip()
         else:
@@ -386,7 +416,8 @@ def _judge_time(c: BehaviorChange, base_ns: list[float], cur_ns: list[float],
     bcap = [1e9 / v for v in base_ns if v > 0]
     ccap = [1e9 / v for v in cur_ns if v > 0]
     diff = welch_diff(bcap, ccap) if method == "welch" else bootstrap_ratio(bcap, ccap)
-    verdict, why = judge(diff, threshold_pct)
+    problem = evidence_problem(bcap, ccap)
+    verdict, why = (NOT_ENOUGH_EVIDENCE, problem) if problem else judge(diff, threshold_pct)
     med = lambda v: sorted(v)[len(v) // 2]  # noqa: E731
     reason = (f"rates not comparable ({c.reason}); judged on the forwarding's time per "
               f"packet (profile trials): {med(base_ns):.0f} -> {med(cur_ns):.0f} ns, capacity "

@@ -3,7 +3,10 @@
 * :func:`describe`: mean, sample standard deviation, CV = stdev / mean (in %),
   and the half-width of the 95 % confidence interval of the mean with Student's
   t for n - 1 degrees of freedom (the SRPerf paper's Tables II-V).
-* :func:`welch_diff`: the difference of two means with its Welch interval.
+* :func:`welch_diff`: the difference of two means with its Welch interval, optionally
+  widened by each value's own uncertainty (a PDR's search bracket).
+* :func:`evidence_problem`: why two samples cannot carry a verdict (fewer than
+  :data:`MIN_EVIDENCE_N` values a side, or zero variance), else None.
 * :func:`bootstrap_ratio`: a percentile bootstrap interval of the ratio of two means.
 
 Values are in whatever unit they come in (the reports use kpps); percentages
@@ -135,10 +138,47 @@ class Difference:
     method: str
 
 
+MIN_EVIDENCE_N = 3
+"""Fewer values than this on a side of a comparison: "not enough evidence", never a verdict."""
+NOT_ENOUGH_EVIDENCE = "not_enough_evidence"
+"""The status of a comparison whose evidence cannot carry a regression or an improvement."""
+
+
+def evidence_problem(baseline: Sequence[float], current: Sequence[float]) -> str | None:
+    """Why ``baseline`` against ``current`` is not enough evidence for a verdict, or None.
+
+    Too few repetitions (< :data:`MIN_EVIDENCE_N` on a side) or a side with zero sample
+    variance (identical values: the spread was not seen, e.g. two searches ending on the
+    same grid point) -- an interval from them is certainty built from a search grid.
+    """
+    b, c = describe(baseline), describe(current)
+    if min(b.n, c.n) < MIN_EVIDENCE_N:
+        return (f"not enough evidence: fewer than {MIN_EVIDENCE_N} repetitions a side "
+                f"(baseline {b.n}, current {c.n})")
+    zero = [name for name, d in (("baseline", b), ("current", c)) if d.std == 0]
+    if zero:
+        return (f"not enough evidence: zero variance in the {' and '.join(zero)} "
+                f"(identical values; the spread was not observed)")
+    return None
+
+
+def _own_variance(halfwidths: Sequence[float] | None) -> float:
+    """Mean variance of each value's own uncertainty: a value known only to lie in
+    [x - h, x + h] (uniformly) has variance h^2 / 3."""
+    hs = [float(h) for h in (halfwidths or ()) if h is not None and not math.isnan(float(h))]
+    return math.fsum(h * h for h in hs) / (3.0 * len(hs)) if hs else 0.0
+
+
 def welch_diff(baseline: Sequence[float], current: Sequence[float],
-               confidence: float = 0.95) -> Difference:
+               confidence: float = 0.95, baseline_halfwidths: Sequence[float] | None = None,
+               current_halfwidths: Sequence[float] | None = None) -> Difference:
     """Welch's interval for mean(current) - mean(baseline) (unequal variances).
 
+    ``*_halfwidths`` give each value's own uncertainty, e.g. half the width of the search
+    bracket a PDR came from ((upper - lower) / 2, same unit as the values).  Each is
+    carried into its side as the variance of a value uniform in its bracket, h^2 / 3,
+    added to the sample variance: a side's variance is s^2 + mean(h_i^2) / 3, so that
+    identical PDRs from one grid point still give an interval as wide as the grid.
     With a single repetition on either side the interval is unknown (NaN bounds).
     """
     b, c = describe(baseline), describe(current)
@@ -146,7 +186,8 @@ def welch_diff(baseline: Sequence[float], current: Sequence[float],
     if b.n < 2 or c.n < 2:
         low = high = math.nan
     else:
-        vb, vc = b.std ** 2 / b.n, c.std ** 2 / c.n
+        vb = (b.std ** 2 + _own_variance(baseline_halfwidths)) / b.n
+        vc = (c.std ** 2 + _own_variance(current_halfwidths)) / c.n
         se = math.sqrt(vb + vc)
         if se == 0:
             low = high = delta

@@ -47,7 +47,7 @@ log = logging.getLogger(__name__)
 ADDED_SEARCH_COLUMNS = ("estimate_pps", "estimate_low_pps", "estimate_high_pps")
 """Columns of ``searches`` newer than the first schema (added to older files on open)."""
 
-PURPOSES = ("run", "bench", "nightly", "conform")
+PURPOSES = ("run", "bench", "nightly", "conform", "ab")
 """What a run was for: an ordinary run, a benchmark command, a nightly job."""
 
 RUN_STATES = ("running", "finished", "interrupted", "failed")

@@ -51,6 +51,10 @@ CLASSES = (REGRESSION, PROGRESSION, NORMAL)
 """Anomaly classes of a group (and of a test: the class of its last change)."""
 NOT_MEASURED = "not measured"
 """The class of a test with no figure in any run (only gaps): never ``normal``."""
+NOT_ENOUGH_EVIDENCE = "not enough evidence"
+"""The class of a test whose last change is a step from a history of fewer than 3
+values or of identical ones (:meth:`TestTrend.short_of_evidence`): its noise was never
+seen, so the step is neither a regression nor a progression (issue 48)."""
 
 
 @dataclass(frozen=True)
@@ -156,10 +160,16 @@ class TestTrend:
     @property
     def cls(self) -> str:
         """The class of the last change (``normal`` without one; ``not measured`` for a
-        test that has no figure at all, only gaps)."""
+        test that has no figure at all, only gaps; ``not enough evidence`` for a step
+        from a history whose noise was never seen)."""
         if not self.points:
             return NOT_MEASURED
-        return self.last_change.cls if self.last_change else NORMAL
+        if not self.last_change:
+            return NORMAL
+        g = self.starts_group(self.last_change.run_id)
+        if g is not None and self.short_of_evidence(g):
+            return NOT_ENOUGH_EVIDENCE
+        return self.last_change.cls
 
     def starts_group(self, run_id: str) -> Group | None:
         """The group whose first sample is ``run_id`` (None when it starts none)."""
@@ -176,7 +186,24 @@ class TestTrend:
         if not pts or pts[-1].run_id != run_id:
             return None
         before = group([s.values for s in pts[:-1]], self.key.direction, self.settings)
-        return new_regression(self.groups, before, len(pts), self.settings.confirm)
+        red = new_regression(self.groups, before, len(pts), self.settings.confirm)
+        if red is not None and self.short_of_evidence(red):
+            return None
+        return red
+
+    def short_of_evidence(self, g: "Group") -> bool:
+        """True when the group before ``g`` (the history ``g`` is a change from) holds
+        fewer than :data:`srperf.results.stats.MIN_EVIDENCE_N` values (repetitions over
+        its runs) or only identical ones: its noise is unknown, so a step from it is
+        "not enough evidence", never red (issue 48)."""
+        from srperf.results.stats import MIN_EVIDENCE_N
+
+        i = self.groups.index(g) if g in self.groups else -1
+        if i < 1:
+            return True
+        prev = self.groups[i - 1]
+        before = [v for p in self.points[prev.first:prev.last + 1] for v in p.values]
+        return len(before) < MIN_EVIDENCE_N or len(set(before)) < 2
 
 
 # -- grouping -------------------------------------------------------------------------
@@ -264,7 +291,7 @@ def trends(store: ResultStore, flt: RunFilter = RunFilter(),
 def sort_trends(items: Iterable[TestTrend]) -> list[TestTrend]:
     """Regressions first, then progressions, then normal; within, newest change first,
     then by name."""
-    order = {REGRESSION: 0, PROGRESSION: 1, NORMAL: 2, NOT_MEASURED: 3}
+    order = {REGRESSION: 0, PROGRESSION: 1, NOT_ENOUGH_EVIDENCE: 2, NORMAL: 3, NOT_MEASURED: 4}
 
     def key(t: TestTrend) -> tuple[int, str, str]:
         date = t.last_change.date if t.last_change else ""
@@ -305,7 +332,8 @@ def format_table(items: list[TestTrend]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["CLASSES", "Change", "Group", "NORMAL", "NOT_MEASURED", "PROGRESSION", "REGRESSION",
+__all__ = ["CLASSES", "Change", "Group", "NORMAL", "NOT_ENOUGH_EVIDENCE", "NOT_MEASURED",
+           "PROGRESSION", "REGRESSION",
            "RunFilter",
            "Sample", "TestKey", "TestTrend", "TrendSettings", "analyse", "format_table",
            "group", "load_samples", "new_regression", "sort_trends", "trends"]

@@ -101,6 +101,8 @@ def judge(store: ResultStore, run_id: str, flt: RunFilter,
         state = g.cls if g is not None and len(t.groups) > 1 else "normal"
         if any(s.run_id == run_id and s.is_gap for s in t.samples):
             state = "gap"
+        elif g is not None and g.cls == "regression" and t.short_of_evidence(g):
+            state = "not enough evidence (fewer than 3 runs before the step)"
         out.texts[t.key.test] = (f"trend: {state}; current group {cur.avg:.4g} "
                                  f"+- {cur.stdev:.3g} {t.key.unit} over "
                                  f"{cur.last - cur.first + 1} runs" if cur else

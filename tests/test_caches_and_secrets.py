@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from srperf.cli.entry import main
 from srperf.errors import ConfigError
 from srperf.kernel import build as kb
+from cli_call import call_main as _call
 
 ROOT = Path(__file__).resolve().parents[1]
 NOBODY = 65534
@@ -30,14 +30,6 @@ RELEASE = "6.1.0-fake-srperf"
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="plays another user: needs root")
 
-
-def _call(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def _sticky(path: Path) -> Path:

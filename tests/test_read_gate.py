@@ -21,10 +21,10 @@ from typing import Iterator
 import pytest
 import yaml
 
-from srperf.cli.entry import main
 from srperf.errors import ConfigError
 from srperf.kernel import build as kb
 from srperf.safety import read_gate
+from cli_call import call_main as _call
 
 NOBODY = 65534
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,14 +32,6 @@ PY = sys.executable
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="plays another user: needs root")
 
-
-def _call(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture(autouse=True)

@@ -30,22 +30,14 @@ import paramiko
 import pytest
 import yaml
 
-from srperf.cli.entry import main
 from srperf.errors import SrperfError
 from srperf.results.store import ResultStore
 from srperf.measure.run_record import run_tmpdir
+from cli_call import call_main as _call
 
 EXPERIMENT = {"name": "s25", "behaviors": ["ipv6", "end"],
               "search": {"algorithm": "bisect", "trial_duration_s": 0.2}}
 
-
-def _call(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def _victim(tmp_path: Path, run_id: str) -> Path:

@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from busy_host import BUSY_HOST_OPTIONS
-from srperf.cli.entry import main
+from cli_call import call_main as _call
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -32,14 +32,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 def _secret() -> str:
     return "Pw" + uuid.uuid4().hex[:12]
 
-
-def _call(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def _logs(folder: Path) -> str:

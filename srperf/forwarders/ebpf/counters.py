@@ -10,65 +10,20 @@ proxy was loaded; a SUT without a proxy attached yields ``{}``.
 
 from __future__ import annotations
 
-import functools
-import json
 import logging
-import re
-from typing import Any, Callable
+from typing import Callable
 
-from srperf.errors import SrperfError
+from srperf.forwarders.stats_map import CountersError, StatsMap
 from srperf.util.netns import run
 from srperf.resources import cfg_script, ebpf_dir
 
 log = logging.getLogger(__name__)
 
-HEADER = "srproxy.h"
-_MACRO = re.compile(r"#define\s+SRP_COUNTERS\(X\)((?:.*\\\n)*.*)")
-
-
-class CountersError(SrperfError):
-    """The proxy's counters could not be read."""
-
-
-@functools.lru_cache(maxsize=1)
-def counter_names() -> tuple[str, ...]:
-    """Counter names in map-index order, read from srproxy.h."""
-    text = (ebpf_dir() / HEADER).read_text()
-    match = _MACRO.search(text)
-    if match is None:
-        raise CountersError(f"no SRP_COUNTERS macro in {ebpf_dir() / HEADER}")
-    body = re.sub(r"/\*.*?\*/", " ", match.group(1), flags=re.S)
-    names = tuple(re.findall(r"X\((\w+)\)", body))
-    if not names:
-        raise CountersError(f"SRP_COUNTERS in {HEADER} lists no counter")
-    return names
-
-
-def _int(value: Any) -> int:
-    """A bpftool value: an int, or a list of little-endian hex bytes."""
-    if isinstance(value, int):
-        return value
-    return int.from_bytes(bytes(int(b, 16) for b in value), "little")
-
-
-def parse_dump(text: str) -> dict[str, int]:
-    """``{name: packets}`` from ``bpftool -j map dump`` of srp_stats (CPUs summed)."""
-    text = text.strip()
-    if not text:
-        return {}
-    names = counter_names()
-    counts = dict.fromkeys(names, 0)
-    for entry in json.loads(text):
-        if "formatted" in entry:
-            key = int(entry["formatted"]["key"])
-            values = [v["value"] for v in entry["formatted"]["values"]]
-        else:
-            key = _int(entry["key"])
-            values = [v["value"] for v in entry["values"]]
-        if key >= len(names):
-            raise CountersError(f"srp_stats key {key} beyond the {len(names)} known counters")
-        counts[names[key]] = sum(_int(v) for v in values)
-    return counts
+_STATS = StatsMap(lambda: ebpf_dir() / "srproxy.h", "SRP_COUNTERS", "srp_stats")
+counter_names = _STATS.counter_names
+"""Counter names in map-index order, read from srproxy.h."""
+parse_dump = _STATS.parse_dump
+"""``{name: packets}`` from ``bpftool -j map dump`` of srp_stats (CPUs summed)."""
 
 
 Runner = Callable[[list[str]], str]

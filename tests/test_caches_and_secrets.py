@@ -20,6 +20,7 @@ import yaml
 
 from srperf.errors import ConfigError
 from srperf.kernel import build as kb
+from srperf.safety import read_gate
 from cli_call import call_main as _call
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,6 +71,7 @@ bzImage modules:
 \tmkdir -p arch/x86/boot && echo image > arch/x86/boot/bzImage && echo map > System.map
 modules_install:
 \tmkdir -p $(INSTALL_MOD_PATH)/lib/modules/{RELEASE}
+\tln -sfn $(CURDIR) $(INSTALL_MOD_PATH)/lib/modules/{RELEASE}/build
 kernelrelease:
 \t@echo {RELEASE}
 """
@@ -218,6 +220,11 @@ def test_a_build_is_staged_privately_then_named_by_its_build_id(tmp_path: Path) 
     assert os.stat(cache).st_mode & 0o777 == 0o700
     assert kb.built_image(recipe).release == RELEASE
     assert list((cache / "build-work").iterdir()) == []
+    # modules_install's build/ link to the (gone) work tree is dropped: a link out of the
+    # modules tree would make the read gate refuse the build's own modules
+    modules = out / "root" / "lib" / "modules" / RELEASE
+    assert not os.path.lexists(modules / "build")
+    read_gate.trusted_tree(modules, "tb.yaml", "kernel.modules_dir")
 
 
 # -- finding 5 ----------------------------------------------------------------------------------

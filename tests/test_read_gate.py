@@ -282,6 +282,74 @@ def test_a_fifo_as_the_cache_lock_does_not_hang_provision_check(tmp_path: Path,
 
 
 # -- the gate itself -----------------------------------------------------------------------------
+# -- an independent probe's findings: root-owned links out of a tree; inputs too large to read ----
+@pytest.mark.parametrize("what", ["makefile", "scripts-dir"])
+def test_a_root_link_out_of_the_tree_to_another_users_file_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], what: str) -> None:
+    """A root-owned symlink in a root-owned tree pointing at nobody's Makefile (or a
+    directory of nobody's scripts): make follows it, so the link's owner is not enough."""
+    mark = tmp_path / "ran"
+    theirs = tmp_path / "theirs"
+    (tmp_path / "n").mkdir()
+    nobodys_tree = _tree(tmp_path / "n", mark)
+    for entry in [nobodys_tree, *nobodys_tree.iterdir()]:
+        _nobodys(entry)
+    _nobodys(tmp_path / "n")
+    os.symlink(nobodys_tree, theirs)
+    tree = tmp_path / "t"
+    tree.mkdir()
+    (tree / "Kconfig").write_text("mainmenu \"Linux\"\n")
+    if what == "makefile":
+        os.symlink(nobodys_tree / "Makefile", tree / "Makefile")
+    else:
+        (tree / "Makefile").write_text("defconfig:\n\ttrue\n")
+        os.symlink(nobodys_tree, tree / "scripts")
+    tb = _kernel_tb(tmp_path, {"build": {"source": str(tree)}})
+    for argv in (["validate", str(tb)], ["kernel", "build", str(tb)]):
+        code, _, err = _call(argv, capsys)
+        assert code == 2 and "kernel.build.source" in err and "outside the tree" in err, err
+    assert not mark.exists()
+
+
+@pytest.mark.parametrize("command", ["provision", "testbed-up"])
+def test_a_root_link_in_modules_to_another_users_module_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str) -> None:
+    image, modules = _built_kernel(tmp_path)
+    evil = tmp_path / "evil.ko"
+    evil.write_bytes(b"not yours")
+    _nobodys(evil)
+    (modules / "kernel" / "x.ko").unlink()
+    os.symlink(evil, modules / "kernel" / "x.ko")
+    ktb = _kernel_tb(tmp_path, {"image": str(image), "modules_dir": str(modules)})
+    argv = (["provision", str(_ssh_tb(tmp_path)), "--kernel", str(ktb), "--dry-run"]
+            if command == "provision" else ["testbed", "up", str(ktb)])
+    code, _, err = _call(argv, capsys)
+    assert code == 2 and "kernel.modules_dir" in err and "outside the tree" in err, err
+
+
+@pytest.mark.parametrize("what", ["patch", "base", "image"])
+def test_an_input_too_large_to_read_is_refused_before_it_is_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], what: str) -> None:
+    """A sparse 1 TiB patch, base .config or image kept `kernel build --dry-run` and
+    `provision --dry-run` hashing for ever; now refused by size, at validate."""
+    big = tmp_path / "big"
+    with open(big, "wb") as f:
+        f.truncate(1 << 40)
+    if what == "image":
+        _, modules = _built_kernel(tmp_path)
+        kernel = {"image": str(big), "modules_dir": str(modules)}
+        key = "kernel.image"
+    else:
+        tree = _tree(tmp_path, tmp_path / "ran")
+        kernel = {"build": {"source": str(tree),
+                            **({"patches": [str(big)]} if what == "patch"
+                               else {"base_config": str(big)})}}
+        key = "kernel.build.patches[0]" if what == "patch" else "kernel.build.base_config"
+    tb = _kernel_tb(tmp_path, kernel)
+    code, _, err = _call(["validate", str(tb)], capsys)
+    assert code == 2 and key in err and "MiB an input may be" in err, err
+
+
 def _refused(path: Path | str, check=read_gate.trusted_file) -> str:
     with pytest.raises(ConfigError) as err:
         check(path, "tb.yaml", "kernel.x")

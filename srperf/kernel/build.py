@@ -389,6 +389,10 @@ def make_plan(recipe: BuildRecipe, source_sha256: str | None, jobs: int | None =
         f"cp arch/x86/boot/bzImage {q(stage)}/root/boot/vmlinuz-$rel && "
         f"cp .config {q(stage)}/root/boot/config-$rel && "
         f"cp System.map {q(stage)}/root/boot/System.map-$rel && "
+        # modules_install links build/ and source/ to this work tree, which is gone once
+        # the build ends: links out of the modules tree are refused by the read gate.
+        f"rm -f {q(stage)}/root/lib/modules/$rel/build "
+        f"{q(stage)}/root/lib/modules/$rel/source && "
         f"depmod -b {q(stage)}/root $rel && echo \"$rel\" > {q(stage)}/release",
         f"(then {stage} is renamed to {out})"]))
     return plan

@@ -49,6 +49,10 @@ MAX_SYMLINKS = 40
 """Symlinks followed on the way to one entry (as the kernel's limit)."""
 READ_LIMIT = 16 << 20
 """Default bound of :func:`read_trusted_file` (a manifest, a fragment: far smaller)."""
+MAX_INPUT_BYTES = 1 << 30
+"""The largest file the gate accepts (a kernel image, a patch, a module: far smaller):
+srperf hashes and copies what it takes, so a larger (or sparse 1 TiB) file would keep it
+reading for minutes instead of being refused."""
 PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
 """Kernel interfaces, never a file srperf takes as input."""
 
@@ -185,6 +189,17 @@ def _check_entry(st: os.stat_result, real: str, where: _Where, want_dir: bool) -
     why = _why_untrusted(st, real, as_ancestor=False)
     if why:
         raise where.refuse(why)
+    _check_size(st, real, where)
+
+
+def _check_size(st: os.stat_result, real: str, where: _Where) -> None:
+    if stat.S_ISREG(st.st_mode) and st.st_size > MAX_INPUT_BYTES:
+        raise where.refuse(f"{real} is {st.st_size} bytes, more than the "
+                           f"{MAX_INPUT_BYTES >> 20} MiB an input may be: not read")
+
+
+def _inside(real: str, top: str) -> bool:
+    return real == top or real.startswith(top.rstrip("/") + "/")
 
 
 @contextlib.contextmanager
@@ -255,8 +270,11 @@ def trusted_dir(path: str | Path, file: str, key: str) -> str:
 def trusted_tree(path: str | Path, file: str, key: str) -> str:
     """The real path of ``path`` once it and everything under it are trusted: the top as
     :func:`trusted_dir`; every entry below owned by a trusted user, no file or directory
-    writable by its group or others, only regular files, directories and symlinks (a
-    symlink is not followed: it is copied as a link, so only its owner counts)."""
+    writable by its group or others, no file larger than :data:`MAX_INPUT_BYTES`, only
+    regular files, directories and symlinks.  A symlink is copied as a link, but what
+    uses the copy (make, a shell, the initramfs builder) follows it, so its target must
+    resolve inside the tree, where this walk checks it: a link out of the tree (to
+    another user's Makefile, say), even a root-owned one, is refused."""
     real = trusted_dir(path, file, key)
     where = _Where(file, key, os.fspath(path))
     for top, dirs, files, top_fd in os.fwalk(real, follow_symlinks=False):
@@ -273,8 +291,14 @@ def trusted_tree(path: str | Path, file: str, key: str) -> str:
             why = _why_untrusted(st, entry, as_ancestor=False)
             if why:
                 raise where.refuse(why)
+            _check_size(st, entry, where)
+            if stat.S_ISLNK(kind):
+                target = os.path.realpath(entry)
+                if not _inside(target, real):
+                    raise where.refuse(f"{entry} is a symlink to {target}, outside the "
+                                       "tree: a link out of the tree is not followed")
     return real
 
 
-__all__ = ["MAX_SYMLINKS", "PSEUDO_ROOTS", "READ_LIMIT", "Untrusted", "open_trusted",
+__all__ = ["MAX_INPUT_BYTES", "MAX_SYMLINKS", "PSEUDO_ROOTS", "READ_LIMIT", "Untrusted", "open_trusted",
            "read_trusted_file", "trusted_dir", "trusted_tree", "trusted_file"]

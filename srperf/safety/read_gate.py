@@ -300,5 +300,6 @@ def trusted_tree(path: str | Path, file: str, key: str) -> str:
     return real
 
 
-__all__ = ["MAX_INPUT_BYTES", "MAX_SYMLINKS", "PSEUDO_ROOTS", "READ_LIMIT", "Untrusted", "open_trusted",
+__all__ = ["MAX_INPUT_BYTES", "MAX_SYMLINKS", "PSEUDO_ROOTS", "READ_LIMIT", "Untrusted",
+           "open_trusted",
            "read_trusted_file", "trusted_dir", "trusted_tree", "trusted_file"]

@@ -95,6 +95,7 @@ from srperf.safety import safe_paths
 from srperf.build import ensure_built
 from srperf.config.settings import Settings, setting
 from srperf.drivers.base import TrafficGenerator, TrialResult, beyond_generator
+from srperf.drivers.linux_engine import ENGINES, Traffic, port_driver, xdp_refusal
 from srperf.errors import GeneratorError
 from srperf.traffic.flows import Flows, flow_frames
 from srperf.traffic.packet_socket import send_and_capture
@@ -219,6 +220,11 @@ class LinuxGeneratorOptions(Settings):
     rest_s: float = setting(0.04, "a trial starts no sooner than this after the previous one "
                             "ended (the SUT recovers from its load)", unit="s",
                             schema={"type": "number", "minimum": 0, "maximum": 10})
+    engine: str = setting("packet", "send engine: packet (srgen, AF_PACKET), xdp (xdpgen, "
+                          "BPF_PROG_RUN live frames: one flow, no latency probes, a veth TX "
+                          "port, frames up to 3500 bytes, no generator queue) or auto (xdp "
+                          "where the trial's traffic allows it, else packet)",
+                          schema={"enum": list(ENGINES)})
 
 
 class LinuxGenerator(TrafficGenerator):
@@ -257,7 +263,10 @@ class LinuxGenerator(TrafficGenerator):
                  batch: int = 16, max_lag_s: float = 0.001, quantum_s: float = 0.0,
                  fifo_priority: int = 0, mode: str = "mmsg",
                  queue_pkts: int = DEFAULT_QUEUE_PKTS, queue_mode: str | None = None,
-                 resident: bool = True, settle_s: float = 0.02, rest_s: float = 0.04) -> None:
+                 resident: bool = True, settle_s: float = 0.02, rest_s: float = 0.04,
+                 engine: str = "packet") -> None:
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
         if mode not in SEND_MODES:
             raise ValueError(f"mode must be one of {SEND_MODES}, not {mode!r}")
         if tolerance <= 0 or drain_s < 0 or retries < 0 or not 1 <= batch <= 256:
@@ -282,6 +291,10 @@ class LinuxGenerator(TrafficGenerator):
         self.mode = mode
         self.queue_pkts, self._queue_mode = queue_pkts, queue_mode
         self._binary = build_srgen()
+        self.engine = engine
+        self._engine_now = "packet"   # the engine of the current (or last) trial
+        self._engine_said: set[str] = set()  # auto's choices already logged
+        self._tx_driver: str | None = None   # the tx port's driver, read once
         self._tmp = safe_paths.make_temp_dir("srperf-linuxgen-")
         # Temp files go even if a caller forgets close() (garbage collection, exit).
         self._cleanup = weakref.finalize(self, safe_paths.remove_tree, self._tmp)
@@ -482,12 +495,18 @@ class LinuxGenerator(TrafficGenerator):
         assert self._frame_file is not None
         argv = ["-f", str(self._frame_file), "-t", self.tx, "-x", self.rx,
                 "-b", str(self.batch), "-l", str(round(self.max_lag_s * 1e6)),
-                "-q", str(round(self.quantum_s * 1e6)), "-m", self.mode]
+                "-q", str(round(self.quantum_s * 1e6))]
+        if self._engine_now == "xdp":
+            from srperf.drivers.xdpgen import xdpgen_object
+
+            argv += ["-o", str(xdpgen_object())]
+        else:
+            argv += ["-m", self.mode]
         if self.cpu is not None:
             argv += ["-c", str(self.cpu)]
         if self.fifo_priority:
             argv += ["-P", str(self.fifo_priority)]
-        if self.queue_pkts:
+        if self.queue_pkts and self._engine_now != "xdp":
             argv += ["-H" if self.queue_mode == "hold" else "-Q", str(self.queue_pkts)]
         if self._counter_offset is not None:
             argv += ["-V", str(self._counter_offset)]
@@ -504,6 +523,7 @@ class LinuxGenerator(TrafficGenerator):
         it stops early once more than ``stop_lost`` frames were refused (None: never)."""
         if self._frame_file is None:
             raise GeneratorError("prepare(frame) must be called before a trial")
+        self._engine_now = self.choose_engine()
         drain = self.drain_s if drain_s is None else drain_s
         settle = min(self.settle_s, drain)
         expected_s = count / rate_pps if rate_pps > 0 else count / 1e5
@@ -518,7 +538,7 @@ class LinuxGenerator(TrafficGenerator):
             text = self._resident_trial(rate_pps, count, drain, settle, timeout, stop_lost)
         else:
             drops_before = self._prepare_port()
-            argv = [*self._in_ns, str(self._binary), *self._options_argv(),
+            argv = [*self._in_ns, str(self._engine_binary()), *self._options_argv(),
                     "-r", f"{rate_pps:.6f}", "-n", str(count), "-d", str(round(drain * 1000)),
                     "-s", str(round(settle * 1e6))]
             if stop_lost is not None:
@@ -547,7 +567,7 @@ class LinuxGenerator(TrafficGenerator):
     # -- the resident srgen ------------------------------------------------------
     def _ensure_resident(self) -> None:
         """Start ``srgen -S`` unless one with the same frame and options runs."""
-        argv = [*self._in_ns, str(self._binary), "-S", *self._options_argv()]
+        argv = [*self._in_ns, str(self._engine_binary()), "-S", *self._options_argv()]
         key = [*argv, f"#frame{self._frame_version}"]
         if self._proc is not None and self._proc.poll() is None and self._proc_argv == key:
             return
@@ -655,7 +675,50 @@ class LinuxGenerator(TrafficGenerator):
 
     @property
     def _qdisc_queue(self) -> bool:
-        return self.queue_pkts > 0 and self.queue_mode == "qdisc"
+        return self.queue_pkts > 0 and self.queue_mode == "qdisc" and self._engine_now != "xdp"
+
+    # -- the send engine (drivers/linux_engine.py) ---------------------------------
+    def traffic(self) -> Traffic:
+        """What the prepared frame(s) and probes need of the send engine."""
+        assert self._frame_file is not None
+        if self._tx_driver is None:
+            self._tx_driver = port_driver(self._in_ns, self.tx)
+        size = self._frame_file.stat().st_size // max(self._flow_count, 1)
+        return Traffic(frame_bytes=size, flows=self._flow_count,
+                       latency=self._probe_file is not None or self.probe_pps > 0,
+                       send_mode=self.mode, tx_driver=self._tx_driver)
+
+    def choose_engine(self) -> str:
+        """The engine of the next trial: ``packet`` or ``xdp`` (``auto``: xdp when
+        :func:`xdp_refusal` allows it, each choice and its reason logged once;
+        ``xdp`` where it cannot send raises GeneratorError)."""
+        if self.engine == "packet":
+            return "packet"
+        why = xdp_refusal(self.traffic())
+        if self.engine == "xdp":
+            if why is not None:
+                raise GeneratorError(f"tester.options.engine = 'xdp': {why}")
+            return "xdp"
+        said = why or "xdp"
+        if said not in self._engine_said:
+            self._engine_said.add(said)
+            if why is None:
+                log.info("engine auto: xdpgen (live frames) for this traffic")
+            else:
+                log.info("engine auto: srgen (packet socket), because %s", why)
+        return "packet" if why is not None else "xdp"
+
+    def _engine_binary(self) -> Path:
+        if self._engine_now == "xdp":
+            from srperf.drivers.xdpgen import build_xdpgen
+
+            return build_xdpgen()
+        return self._binary
+
+    @property
+    def engine_used(self) -> str:
+        """The engine of the last trial (``packet`` before any)."""
+        return self._engine_now
 
     def _root_qdiscs(self) -> list[dict[str, Any]]:
         """The tx port's root qdisc(s), as ``tc -s -j`` reports them."""
@@ -764,9 +827,10 @@ class LinuxGenerator(TrafficGenerator):
         if limited:
             notes.append(f"generator limited: offered {offered_rate:.0f} pps for "
                          f"{rate_pps:.0f} pps ({error:+.2%}, tolerance {self.tolerance:.2%})")
-        extra = {"max_lag_ns": rep.max_lag_ns, "slipped_ns": rep.slipped_ns,
+        extra = {"engine": self._engine_now, "max_lag_ns": rep.max_lag_ns, "slipped_ns": rep.slipped_ns,
                  "refused_short": rep.refused_short, "send_calls": rep.calls,
-                 "mode": self.mode, "queue_pkts": self.queue_pkts,
+                 "mode": self.mode if self._engine_now == "packet" else "xdp",
+                 "queue_pkts": self.queue_pkts if self._engine_now == "packet" else 0,
                  "queue_mode": self.queue_mode, "held_max": rep.held_max,
                  "attempts_refused": rep.attempts_refused,
                  "distinct_frames": self._counter_offset is not None,

@@ -3,8 +3,8 @@
 ``xdpgen`` (``linux_gen/xdpgen.c``) takes srgen's command line subset and prints
 srgen's report, so :class:`srperf.drivers.linux.SrgenReport` parses it; it sends
 by ``BPF_PROG_RUN`` of ``linux_gen/xdpgen.bpf.c`` with live frames (see the C
-file for pacing and counting).  Wiring it into :class:`LinuxGenerator` as
-``tester.options.engine`` is the next step (docs/generator-engines.md).
+file for pacing and counting).  :class:`LinuxGenerator` runs it when
+``tester.options.engine`` chooses it (drivers/linux_engine.py, docs/generator-engines.md).
 """
 
 from __future__ import annotations

@@ -176,6 +176,35 @@ def check_run(exp: Experiment, tb: TestbedConfig) -> None:
     check_search(exp, tb)
     check_latency(exp, tb)
     check_frames(exp, tb)
+    check_engine(exp, tb)
+
+
+def check_engine(exp: Experiment, tb: TestbedConfig) -> None:
+    """``tester.options.engine: xdp`` where xdpgen cannot send the experiment's traffic
+    (latency probes, several flows, IMIX or a frame above its page limit, srgen's ring
+    mode, a TX port that is not a veth) is refused before anything starts
+    (drivers/linux_engine.py; ``auto`` falls back to srgen there instead)."""
+    if tb.tester.driver != "linux" or tb.tester.options.get("engine", "packet") != "xdp" \
+            or _is_model(tb):
+        return
+    from srperf.drivers.linux_engine import Traffic, port_driver, xdp_refusal
+
+    if 0 in exp.packet_sizes:
+        raise ConfigError(tb.source, "tester.options.engine", "xdp",
+                          f"xdpgen sends one frame size, not imix ({exp.source}: packet_sizes)")
+    if tb.kind == "virtual":
+        driver = "veth"      # a virtual testbed's tester ports are veths it makes
+    elif tester_is_local(tb):
+        driver = port_driver([], tb.tester.tx.name)
+    else:
+        driver = ""
+    why = xdp_refusal(Traffic(frame_bytes=max(exp.packet_sizes) - 4,
+                              flows=exp.traffic.flows.count, latency=exp.latency.enabled,
+                              send_mode=str(tb.tester.options.get("mode", "mmsg")),
+                              tx_driver=driver))
+    if why is not None:
+        raise ConfigError(tb.source, "tester.options.engine", "xdp",
+                          f"{why} ({exp.source} asks for it)")
 
 
 def check_latency(exp: Experiment, tb: TestbedConfig) -> None:
@@ -316,5 +345,5 @@ def replace_algorithm(exp: Experiment, algorithm: str | None, file: str) -> Expe
 
 
 __all__ = ["check_host_known", "check_local", "host_cpus", "tester_is_local",
-           "check_run", "check_search", "check_frames", "check_testbed",
+           "check_run", "check_search", "check_frames", "check_engine", "check_testbed",
            "replace_algorithm"]

@@ -271,7 +271,15 @@ class Testbed(abc.ABC):
                                          **forwarder.versions(self.node("sut"))}
             if forwarder.deviations:
                 nodes["sut"]["forwarder"]["deviations"] = forwarder.declared_deviations()
-        return {"testbed_kind": self.kind, "nodes": nodes}
+        env: dict[str, Any] = {"testbed_kind": self.kind, "nodes": nodes}
+        if self.config.tester.driver == "linux":
+            from srperf.drivers.linux_engine import describe
+
+            try:
+                env["generator"] = describe(self.config.tester.options)
+            except SrperfError as exc:
+                env["generator"] = {"driver": "linux", "error": str(exc)}
+        return env
 
 
 __all__ = ["Testbed", "TestbedError", "SutHandle", "ROLES"]

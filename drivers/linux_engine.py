@@ -1,0 +1,94 @@
+"""Which send engine the ``linux`` generator uses: srgen (``packet``) or xdpgen (``xdp``).
+
+``tester.options.engine`` is ``auto``, ``xdp`` or ``packet``.  xdpgen
+(drivers/xdpgen.py) sends one frame at a time by BPF_PROG_RUN live frames and
+counts through the TX port's veth ``xdp_xmit`` counters, so it cannot do
+everything srgen does.  :func:`xdp_refusal` says why it cannot send a given
+traffic (None: it can); ``auto`` then falls back to srgen, and ``xdp`` is refused
+(before the run by srperf/measure/preflight.py, at the trial otherwise).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+ENGINES = ("auto", "xdp", "packet")
+"""Values of ``tester.options.engine``."""
+XDP_MAX_FRAME_BYTES = 3500
+"""Largest frame (no FCS) xdpgen sends: one page with headroom and skb_shared_info
+(MAX_FRAME in xdpgen.c)."""
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """What one trial's traffic needs of the engine."""
+
+    frame_bytes: int
+    """Largest frame, without FCS."""
+    flows: int = 1
+    latency: bool = False
+    send_mode: str = "mmsg"
+    tx_driver: str = "veth"
+    """The TX port's kernel driver (``ethtool -i``), "" when it cannot be read."""
+
+
+def xdp_refusal(t: Traffic) -> str | None:
+    """Why xdpgen cannot send ``t`` (None: it can)."""
+    if t.latency:
+        return "xdpgen sends no latency probes (latency.enabled)"
+    if t.flows > 1:
+        return f"xdpgen sends one flow, not {t.flows} (traffic.flows.count)"
+    if t.frame_bytes > XDP_MAX_FRAME_BYTES:
+        return (f"a {t.frame_bytes}-byte frame is larger than xdpgen's {XDP_MAX_FRAME_BYTES} "
+                "(one page with headroom)")
+    if t.send_mode != "mmsg":
+        return f"tester.options.mode {t.send_mode!r} is srgen's; xdpgen has its own send path"
+    if t.tx_driver != "veth":
+        return (f"the TX port's driver is {t.tx_driver or 'unknown'!r}, not veth (xdpgen "
+                "counts with the veth's xdp_xmit counters)")
+    return None
+
+
+def port_driver(in_ns: list[str], dev: str) -> str:
+    """The kernel driver of ``dev`` (``ethtool -i``) run with prefix ``in_ns``; "" when
+    it cannot be read."""
+    try:
+        out = subprocess.run([*in_ns, "ethtool", "-i", dev], capture_output=True, text=True,
+                             timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    for line in out.splitlines():
+        key, _, value = line.partition(": ")
+        if key == "driver":
+            return value.strip()
+    return ""
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def describe(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The local generator for a run's environment: the engine asked
+    (``tester.options.engine``) and the version (sha256 prefix of the binary built from
+    this checkout) of each engine it may use.  With ``auto`` the engine of each trial is
+    in the trial's ``extra["engine"]``."""
+    from srperf.drivers.linux import build_srgen
+
+    engine = str(options.get("engine", "packet"))
+    out: dict[str, Any] = {"driver": "linux", "engine": engine,
+                           "srgen_sha256": _digest(build_srgen())}
+    if engine != "packet":
+        from srperf.drivers.xdpgen import build_xdpgen, xdpgen_object
+
+        out["xdpgen_sha256"] = _digest(build_xdpgen())
+        out["xdpgen_prog_sha256"] = _digest(xdpgen_object())
+    return out
+
+
+__all__ = ["ENGINES", "XDP_MAX_FRAME_BYTES", "Traffic", "describe", "port_driver",
+           "xdp_refusal"]

@@ -1,0 +1,131 @@
+"""tester.options.engine of the linux generator (issue 43): the option, auto's choice and
+the refusals of ``engine: xdp`` before anything starts (no traffic: fast tier)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from srperf.cli.entry import main
+from srperf.drivers.linux import LinuxGenerator, LinuxGeneratorOptions
+from srperf.drivers.linux_engine import XDP_MAX_FRAME_BYTES, Traffic, xdp_refusal
+from srperf.errors import GeneratorError
+from srperf.util.netns import netns_names
+from refusals import assert_refused
+
+PREFIX = "g4cu"
+EXP: dict[str, Any] = {"name": "eng", "behaviors": ["ipv6"],
+                       "search": {"algorithm": "bisect", "trial_duration_s": 0.2}}
+
+
+def _tb(options: dict[str, Any], **more: Any) -> dict[str, Any]:
+    return {"name": "eng", "kind": "virtual", "prefix": PREFIX,
+            "tester": {"line_rate_pps": 300000, "options": options}, **more}
+
+
+def test_option_declared_with_default_packet() -> None:
+    assert LinuxGeneratorOptions().engine == "packet"
+    assert "engine" in "\n".join(LinuxGeneratorOptions.describe())
+
+
+def test_bad_engine_value_refused() -> None:
+    with pytest.raises(ValueError, match="engine"):
+        LinuxGenerator(None, "lo", "lo", engine="turbo")
+
+
+@pytest.mark.parametrize(("traffic", "word"), [
+    (Traffic(60, latency=True), "latency"),
+    (Traffic(60, flows=4), "flow"),
+    (Traffic(XDP_MAX_FRAME_BYTES + 1), "larger"),
+    (Traffic(60, send_mode="ring"), "ring"),
+    (Traffic(60, tx_driver="e1000"), "veth"),
+    (Traffic(60, tx_driver=""), "veth"),
+])
+def test_xdp_refusal_says_why(traffic: Traffic, word: str) -> None:
+    why = xdp_refusal(traffic)
+    assert why is not None and word in why
+
+
+def test_xdp_accepts_what_it_can_send() -> None:
+    assert xdp_refusal(Traffic(60)) is None
+    assert xdp_refusal(Traffic(XDP_MAX_FRAME_BYTES)) is None
+
+
+def _frame() -> bytes:
+    return bytes.fromhex("025e00000102025e0000010186dd") + bytes(46)
+
+
+def test_auto_falls_back_to_packet_on_a_non_veth_port(caplog: pytest.LogCaptureFixture) -> None:
+    """lo is no veth: auto picks srgen and says why once; xdp refuses at the trial."""
+    gen = LinuxGenerator(None, "lo", "lo", engine="auto")
+    try:
+        gen.prepare(_frame())
+        with caplog.at_level(logging.INFO, logger="srperf.drivers.linux"):
+            assert gen.choose_engine() == "packet"
+            assert gen.choose_engine() == "packet"
+        said = [r.getMessage() for r in caplog.records if "engine auto" in r.getMessage()]
+        assert len(said) == 1 and "veth" in said[0]
+    finally:
+        gen.close()
+    gen = LinuxGenerator(None, "lo", "lo", engine="xdp")
+    try:
+        gen.prepare(_frame())
+        with pytest.raises(GeneratorError, match="tester.options.engine"):
+            gen.choose_engine()
+    finally:
+        gen.close()
+
+
+def test_packet_never_asks_for_xdp() -> None:
+    gen = LinuxGenerator(None, "lo", "lo")
+    try:
+        gen.prepare(_frame())
+        assert gen.choose_engine() == "packet"
+    finally:
+        gen.close()
+
+
+@pytest.mark.parametrize(("exp_change", "tb_more", "options", "word"), [
+    ({"latency": {"enabled": True}}, {}, {}, "latency"),
+    ({"traffic": {"flows": {"count": 4}}}, {}, {}, "flow"),
+    ({"packet_sizes": [4000]}, {"addressing": {"link_mtu": 9000}}, {}, "larger"),
+    ({}, {}, {"mode": "ring"}, "ring"),
+], ids=["latency", "flows", "frame-too-large", "ring-mode"])
+def test_engine_xdp_refused_before_anything_starts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], exp_change: dict[str, Any],
+        tb_more: dict[str, Any], options: dict[str, Any], word: str) -> None:
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(yaml.safe_dump({**EXP, **exp_change}))
+    tb = tmp_path / "xdp-tb.yaml"
+    tb.write_text(yaml.safe_dump(_tb({"engine": "xdp", **options}, **tb_more)))
+    try:
+        for argv in (["validate", str(exp), "--testbed", str(tb)],
+                     ["run", str(exp), "--testbed", str(tb), "--results", str(tmp_path / "r")]):
+            code = main(argv)
+            err = capsys.readouterr().err
+            assert_refused(code, err, "xdp-tb.yaml", ("tester.options.engine", word))
+        assert not (tmp_path / "r").exists(), "the run started"
+    finally:
+        assert not [n for n in netns_names() if n.startswith(PREFIX)]
+
+
+def test_engine_auto_is_not_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """auto with latency on falls back to srgen at the trial: validate accepts it."""
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(yaml.safe_dump({**EXP, "latency": {"enabled": True}}))
+    tb = tmp_path / "tb.yaml"
+    tb.write_text(yaml.safe_dump(_tb({"engine": "auto"})))
+    assert main(["validate", str(exp), "--testbed", str(tb)]) == 0, capsys.readouterr().err
+
+
+def test_unknown_engine_in_testbed_refused(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    tb = tmp_path / "bad-tb.yaml"
+    tb.write_text(yaml.safe_dump(_tb({"engine": "turbo"})))
+    code = main(["validate", str(tb)])
+    assert_refused(code, capsys.readouterr().err, "bad-tb.yaml",
+                   ("tester.options.engine", "turbo"))

@@ -115,16 +115,21 @@ struct gen {
 	struct bpf_object *obj;
 };
 
+/* "xdpgen: MESSAGE" on stderr, then exit with CODE (1: a failure, 2: bad input). */
+static void __attribute__((noreturn)) vquit(int code, const char *fmt, va_list ap)
+{
+	fputs("xdpgen: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	exit(code);
+}
+
 static void die(const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	fputs("xdpgen: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	exit(1);
+	vquit(1, fmt, ap);
 }
 
 static void usage(void)
@@ -142,11 +147,7 @@ static void bad(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	fputs("xdpgen: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-	exit(2);
+	vquit(2, fmt, ap);
 }
 
 static uint64_t now_ns(void)

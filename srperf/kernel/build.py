@@ -145,6 +145,8 @@ class BuildRecipe:
             raise ConfigError(file, "kernel.build.localversion", localversion,
                               "'-' then up to 40 letters, digits, '.', '_' or '+'")
         jobs = data.get("jobs", 0)
+        if isinstance(jobs, float) and jobs.is_integer():
+            jobs = int(jobs)   # 2.0 is 2, as every whole number srperf reads
         if not isinstance(jobs, int) or isinstance(jobs, bool) or not 0 <= jobs <= 256:
             raise ConfigError(file, "kernel.build.jobs", jobs,
                               "make -j, an integer 0-256 (0: this host's CPU count)")

@@ -95,10 +95,10 @@ def _check_trusted(file: str, key: str, value: str, path: Path) -> None:
     """A key or known_hosts file decides whom srperf trusts as root: it must belong to
     root or the invoking user and be writable by no one else, and no other user's
     symlink may lead to it (:func:`srperf.safety.safe_paths.check_trusted_file`)."""
-    from srperf.safety import safe_paths
+    from srperf.safety import read_gate
 
-    try:
-        safe_paths.check_trusted_file(path, file, key)
+    try:   # the file, and every directory on its path (read_gate)
+        read_gate.check_config_path(path, file, key)
     except ConfigError as exc:
         raise ConfigError(file, key, value, f"{path}: {exc.reason}") from None
 

@@ -149,37 +149,16 @@ def check_trusted_file(path: Path, file: str | None = None, what: str = "") -> N
     except OSError:
         return   # the reader says why it cannot be read
     _check_trusted(st, name, what)
-    with _whole_path(path, name, what):   # every directory above it too (StrictModes)
-        pass
 
 
-@contextlib.contextmanager
-def _whole_path(path: Path, name: str, what: str) -> Iterator[int]:
-    """A descriptor of ``path`` opened by the read gate (:mod:`srperf.safety.read_gate`):
-    every directory from ``/`` down owned by a trusted user and writable by no one
-    else (unless sticky), no other user's symlink followed, a regular file opened
-    without blocking.  Its refusal becomes a ConfigError naming ``name`` and ``what``."""
-    from srperf.safety import read_gate
-
-    try:
-        with read_gate.open_trusted(path, name, what) as (fd, _):
-            yield fd
-    except read_gate.Untrusted as exc:
-        raise ConfigError(name, what, ConfigError.SKIP, f"not trusted: {exc.reason}") \
-            from None
-
-
-def read_trusted(path: Path, file: str | None = None, what: str = "",
-                 limit: int = 64 << 20) -> bytes:
-    """The bytes of ``path`` (at most ``limit`` + 1 of them), read from the very file
-    whose owner and mode were checked, along its whole path (:func:`check_trusted_file`;
-    one descriptor, so it cannot be swapped in between)."""
+def read_trusted(path: Path, file: str | None = None, what: str = "") -> bytes:
+    """The bytes of ``path``, read from the very file whose owner and mode were checked
+    (:func:`check_trusted_file`; one descriptor, so it cannot be swapped in between)."""
     check_trusted_file(path, file, what)
-    name = file or str(path)
-    with _whole_path(path, name, what) as fd:
-        _check_trusted(os.fstat(fd), name, what)
-        with os.fdopen(os.dup(fd), "rb") as f:
-            return f.read(limit + 1)
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
+        _check_trusted(os.fstat(f.fileno()), file or str(path), what)
+        return f.read()
 
 
 def _check_trusted(st: os.stat_result, name: str, what: str) -> None:

@@ -307,3 +307,36 @@ def test_an_unprotected_private_key_is_refused_as_openssh_does(
         needles = ("UNPROTECTED PRIVATE KEY FILE", f"mode {how}")
     code, _, err = _call(["validate", str(tb)], capsys)
     assert_refused(code, err, str(tb), ("sut.transport.ssh.key_file", str(key), *needles))
+
+
+@pytest.mark.parametrize("planted", ["fifo", "symlink"])
+def test_a_fifo_as_a_nodes_record_or_journal_is_refused_not_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, planted: str) -> None:
+    """The base-setup record and the steering journal an SSH node keeps in /run/srperf are
+    read by the same kind-checked command (here on this host, through the transport
+    srperf uses for it): ``prepare`` refuses before it changes anything, instead of
+    blocking on the read and then writing into the FIFO; a journal is not replayed."""
+    from srperf.stateful import undo_journal
+    from srperf.testbeds import ssh_prepare
+    from srperf.transports.netns import NetnsTransport
+
+    path = tmp_path / "prepared-c4c.json"
+    if planted == "fifo":
+        os.mkfifo(path)
+    else:
+        (tmp_path / "elsewhere.json").write_text("{}")
+        os.symlink(tmp_path / "elsewhere.json", path)
+    setup = ssh_prepare.BaseSetup(sysctls={"net.ipv6.conf.all.forwarding": "1"},
+                                  ports=("lo",), addresses=(), neighbours=(), tunsrc="::",
+                                  mtu=None, record=str(path))
+    monkeypatch.setattr(undo_journal, "journal_path", lambda _tb, _role: str(path))
+    node = NetnsTransport(None)
+    try:
+        with pytest.raises(ssh_prepare.PrepareError, match="is not a regular file srperf"):
+            ssh_prepare.prepare(node, setup)
+        with pytest.raises(ssh_prepare.PrepareError, match="is not a regular file srperf"):
+            ssh_prepare.unprepare(node, setup)
+        assert undo_journal.replay(node, None, "sut") == []   # type: ignore[arg-type]
+    finally:
+        node.close()
+    assert os.path.lexists(path)   # left for whoever planted it to explain

@@ -108,6 +108,26 @@ fi
 echo "$state"; head -c 4096 -- "$info" 2>/dev/null | tr -d '\n'; echo
 '''
 
+# $1 a state file srperf keeps in LOCK_DIR on a node: its text (at most 1 MiB), exit 1 when
+# it is not there, exit 3 naming it when it is not a regular file (a FIFO would block).
+_READ_STATE = r'''f=$1
+if [ -L "$f" ] || { [ -e "$f" ] && [ ! -f "$f" ]; }; then
+  echo "$f is not a regular file srperf made (remove it)" >&2; exit 3
+fi
+[ -f "$f" ] || exit 1
+head -c 1048576 -- "$f"
+'''
+STATE_REFUSED = 3
+"""Exit status of :func:`read_state_argv` when the file is there but not a regular file."""
+
+
+def read_state_argv(path: str) -> list[str]:
+    """The command that prints a state file srperf keeps on a node (``/run/srperf/...``)
+    without following a symlink or opening a FIFO: exit 1 when it is missing,
+    :data:`STATE_REFUSED` (its stderr naming it) when it is not a regular file."""
+    return ["sh", "-c", _READ_STATE, "srperf-state", path]
+
+
 # $1 directory, $2 name, $3 PID: end PID if it is the process holding that lock.
 _END_HOLDER = r'''lock="$1/$2.lock"
 [ -e "/proc/$3/fd/9" ] && [ "/proc/$3/fd/9" -ef "$lock" ] && kill "$3"

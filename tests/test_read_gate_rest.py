@@ -340,3 +340,35 @@ def test_a_fifo_as_a_nodes_record_or_journal_is_refused_not_read(
     finally:
         node.close()
     assert os.path.lexists(path)   # left for whoever planted it to explain
+
+
+# -- found on the way: programs root runs that a testbed names ----------------------------------
+@pytest.mark.parametrize("what", ["vpp", "trex-binary", "trex-library"])
+def test_a_program_of_another_user_that_root_would_run_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], what: str) -> None:
+    """``sut.vpp_binary`` and a local ``tester.options.release`` (t-rex-64 and what it
+    runs beside it) are run by root: another user's is refused at validate (and by the
+    preflight of ``testbed up`` and ``run``), as a kernel source tree is."""
+    vpp = tmp_path / "vpp"
+    vpp.write_text("#!/bin/sh\nexit 0\n")
+    vpp.chmod(0o755)
+    release = tmp_path / "v3.08"
+    release.mkdir()
+    (release / "t-rex-64").write_text("#!/bin/sh\nexec ./_t-rex-64 \"$@\"\n")
+    (release / "_t-rex-64").write_text("#!/bin/sh\nexit 0\n")
+    for f in ("t-rex-64", "_t-rex-64"):
+        (release / f).chmod(0o755)
+    data = {"name": "c4cv", "kind": "virtual", "prefix": "c4cv",
+            "tester": {"driver": "trex", "options": {"release": str(release),
+                                                     "low_end": True}},
+            "sut": {"vpp_binary": str(vpp)}}
+    tb = tmp_path / "tb.yaml"
+    tb.write_text(yaml.safe_dump(data))
+    code, _, err = _call(["validate", str(tb)], capsys)
+    assert code == 0, err
+    planted = {"vpp": vpp, "trex-binary": release / "t-rex-64",
+               "trex-library": release / "_t-rex-64"}[what]
+    os.chown(planted, NOBODY, NOBODY)
+    key = "sut.vpp_binary" if what == "vpp" else "tester.options.release"
+    code, _, err = _call(["validate", str(tb)], capsys)
+    assert_refused(code, err, str(tb), (key, f"{planted} is owned by uid 65534 (nobody)"))

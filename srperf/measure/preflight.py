@@ -102,6 +102,9 @@ def check_local(tb: TestbedConfig) -> None:
         if not (binary.is_file() and os.access(binary, os.X_OK)):
             raise ConfigError(tb.source, "tester.options.release", release,
                               f"{binary} is not an executable file: not a TRex release")
+        from srperf.safety import read_gate   # root runs what is in it: root's only
+
+        read_gate.trusted_tree(str(release), tb.source, "tester.options.release")
         check_trex_ports(tb, Path(str(release)))
     vpp = tb.sut.vpp_binary
     if vpp and tb.kind == "virtual":
@@ -110,6 +113,9 @@ def check_local(tb: TestbedConfig) -> None:
             raise ConfigError(tb.source, "sut.vpp_binary", vpp, "no such file on this host")
         if not os.access(path, os.X_OK):
             raise ConfigError(tb.source, "sut.vpp_binary", vpp, "not executable")
+        from srperf.safety import read_gate   # root runs it: another user's is refused
+
+        read_gate.trusted_file(path, tb.source, "sut.vpp_binary")
 
 
 def check_trex_ports(tb: TestbedConfig, release: Path) -> None:

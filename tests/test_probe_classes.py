@@ -98,6 +98,18 @@ def test_a_package_or_version_that_is_an_option_or_shell_words_is_refused(
     assert_refused(code, err, str(path), (f"kernel.{key}", repr(value)))
 
 
+@pytest.mark.parametrize(("key", "value"), [
+    ("source", "-olinux-source-6.1"), ("source", "linux-source-6.1;id"),
+    ("version", "--allow-unauthenticated"), ("version", "-o"), ("version", "6.1.1-1;id"),
+])
+def test_a_source_package_or_version_that_is_an_option_or_shell_words_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], key: str, value: str) -> None:
+    build = {"source": "linux-source-6.1", key: value}
+    path = _ktb(tmp_path, package=None, build=build)
+    code, _, err = _call(["validate", str(path)], capsys)
+    assert_refused(code, err, str(path), (f"kernel.build.{key}", repr(value)))
+
+
 # -- image and modules paths: missing, relative, a device, the wrong kind, not a release ----
 @pytest.mark.parametrize("case", ["image-missing", "image-relative", "image-device",
                                   "image-directory", "modules-missing", "modules-relative",

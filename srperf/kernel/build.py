@@ -57,7 +57,9 @@ BUILD_TOOLS = ("make", "gcc", "bc", "bison", "flex", "patch", "xz", "perl")
 """Programs a build needs on this host (Debian: build-essential bc bison flex libelf-dev
 libssl-dev xz-utils patch)."""
 _SOURCE_PACKAGE = re.compile(r"^linux-source-[0-9]+\.[0-9]+\Z")
-_VERSION = re.compile(r"^[A-Za-z0-9.+~:-]+\Z")
+_VERSION = re.compile(r"^[0-9][A-Za-z0-9.+~:-]*\Z")
+"""A Debian version starts with a digit (an epoch or the upstream version): never an
+option (``--allow-unauthenticated``)."""
 _LOCALVERSION = re.compile(r"^-[A-Za-z0-9._+]{0,40}\Z")
 _FRAGMENT_LINE = re.compile(
     r'^(?:(CONFIG_[A-Za-z0-9_]+)=(y|m|n|"[^"]*"|-?[0-9]+|0x[0-9a-fA-F]+)'

@@ -16,6 +16,9 @@
 #   clean       detach the dispatcher, stop the pin holder, remove pins and our routes
 #   counters    JSON dump of fp_stats (nothing when no fast path is attached)
 #   flows       JSON dump of pm_counters, the mon step's per-flow counters (idem)
+#   steps       JSON dump of fp_steps, the per-step statistics (runs, ns per program id;
+#               zero unless SRPERF_XDP_STEP_STATS asked for them; nothing when no fast
+#               path is attached)
 #   prog_run    BPF_PROG_RUN of the attached dispatcher (the whole chain) over the frame
 #               SRPERF_XDP_FRAME, SRPERF_XDP_REPEAT single runs: prints JSON, bpftool's
 #               result of each run (retval, duration in ns) and data_out (the frame
@@ -41,12 +44,14 @@
 #   SRPERF_XDP_FLOWS      mon: monitored flows, SID lists in SRH order (SIDs comma-
 #                         separated, flows ';'-separated; flow i gets index i), or none
 #   SRPERF_XDP_MARK       mon: 1 = colour packets with colour 0, 0 = count only
+#   SRPERF_XDP_STEP_STATS per-step statistics in fp_steps (FP_F_* of xdp_fp.h): 0 off,
+#                         1 runs, 3 runs and ns
 #   SRPERF_XDP_FRAME      prog_run: the frame, hex;  SRPERF_XDP_REPEAT: runs (1..20000)
 #
 # Per function:
 #   xdp_chain   all of the above but SRPERF_XDP_FRAME and SRPERF_XDP_REPEAT
 #   prog_run    SRPERF_XDP_FRAME SRPERF_XDP_REPEAT
-#   clean, counters, flows   none
+#   clean, counters, flows, steps   none
 #
 # Pins: /sys/fs/bpf/srperf-xdp-<netns name, or "default">.  The program array must
 # keep a pin (the kernel empties a PROG_ARRAY when its last pin or file descriptor
@@ -60,7 +65,7 @@ set -euo pipefail
 
 readonly PROG="xdp.sh"
 readonly BEHAVIORS=(xdp_chain)
-readonly HELPERS=(counters flows prog_run)
+readonly HELPERS=(counters flows steps prog_run)
 # shellcheck source=SCRIPTDIR/contract.bash
 source "$(dirname "${BASH_SOURCE[0]}")/contract.bash"
 
@@ -79,7 +84,8 @@ readonly ID_ENC=2 ID_MON=3 ID_FW=4
 
 readonly CHAIN_VARS=(SRPERF_IN_IF SRPERF_OUT_IF SRPERF_TESTER_RX_MAC SRPERF_TESTER_RX_IP6
     SRPERF_SID_PREFIX SRPERF_DST_PREFIX6 SRPERF_TUNSRC SRPERF_XDP_SIDS SRPERF_XDP_OBJ
-    SRPERF_XDP_MODE SRPERF_XDP_CHAIN SRPERF_XDP_ROUTE SRPERF_XDP_FLOWS SRPERF_XDP_MARK)
+    SRPERF_XDP_MODE SRPERF_XDP_CHAIN SRPERF_XDP_ROUTE SRPERF_XDP_FLOWS SRPERF_XDP_MARK
+    SRPERF_XDP_STEP_STATS)
 
 # --- reporting -------------------------------------------------------------------
 
@@ -226,6 +232,10 @@ chain_checks() {
         0 | 1) ;;
         *) invalid SRPERF_XDP_MARK "0 or 1" ;;
     esac
+    case "$SRPERF_XDP_STEP_STATS" in
+        0 | 1 | 3) ;;
+        *) invalid SRPERF_XDP_STEP_STATS "0 (off), 1 (runs) or 3 (runs and ns)" ;;
+    esac
     if ! [[ "$SRPERF_XDP_ROUTE" =~ ^[0-9a-fA-F:]+/[0-9]{1,3}$ ]] ||
         ! ip6_bytes "${SRPERF_XDP_ROUTE%/*}" >/dev/null ||
         ((10#${SRPERF_XDP_ROUTE#*/} > 128)); then
@@ -276,7 +286,7 @@ $(mac_bytes "$SRPERF_TESTER_RX_MAC") $(mac_bytes "$out_mac") $(zeros 4)"
         echo "map update pinned $maps/fp_sids key hex $(le32 "$i") value hex $(ip6_bytes "${SIDS[i]}")"
     done
     echo "map update pinned $maps/fp_tx key hex $(le32 0) value hex $(le32 "$out_ifindex")"
-    value="$(le32 ${#STEPS[@]}) $(le32 0)"
+    value="$(le32 ${#STEPS[@]}) $(le32 "$SRPERF_XDP_STEP_STATS")"
     for ((i = 0; i < MAX_STEPS; i++)); do
         if ((i < ${#STEPS[@]})); then
             step=${STEPS[i]}
@@ -457,6 +467,8 @@ dump_map() {
 counters() { dump_map fp_stats; }
 
 flows() { dump_map pm_counters fp_mon; }
+
+steps() { dump_map fp_steps; }
 
 # prog_run: SRPERF_XDP_REPEAT single BPF_PROG_RUNs of the dispatcher over the frame, in
 # one bpftool batch (a run with bpftool's own `repeat N` would run the chain again over

@@ -10,9 +10,7 @@ script as ``SRPERF_XDP_*`` variables (:meth:`XdpForwarder.behavior_env`).
 
 from __future__ import annotations
 
-import functools
 import posixpath
-import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -21,10 +19,10 @@ from srperf.config.model import TestbedConfig
 from srperf.config.settings import Settings, setting
 from srperf.forwarders.base import Forwarder, Prepared
 from srperf.forwarders.common_env import addressing_env
+from srperf.forwarders.xdp.programs import program_ids
 from srperf.resources import xdp_dir
 from srperf.transports.base import Transport
 
-HEADER = "xdp_fp.h"
 SOURCES = ("xdp_fp.c", "xdp_fp.h", "Makefile")
 FW_FLAVOURS = {"static": 0, "fib": 1, "kernel": 2}
 """fw operands (FP_FW_* in xdp_fp.h)."""
@@ -32,20 +30,6 @@ MAX_FLOWS = 1024
 """PM_MAX_FLOWS of testbed/dataplanes/pm/pm_common.h."""
 STEP_MODES = {"off": 0, "count": 1, "time": 3}
 """options.step_stats -> SRPERF_XDP_STEP_STATS (fp_chain.flags: FP_F_COUNT 1, FP_F_TIME 2)."""
-
-
-@functools.lru_cache(maxsize=1)
-def program_ids() -> dict[str, int]:
-    """Step program -> its fp_progs slot, read from FP_PROGS in xdp_fp.h."""
-    text = (xdp_dir() / HEADER).read_text()
-    match = re.search(r"#define\s+FP_PROGS\(X\)(.*)", text)
-    if match is None:
-        raise ValueError(f"no FP_PROGS macro in {xdp_dir() / HEADER}")
-    ids = {name: int(num) for name, num in re.findall(r"X\((\w+),\s*(\d+)\)", match.group(1))}
-    if set(ids) != set(fastpath.PROGRAMS):
-        raise ValueError(f"FP_PROGS in {HEADER} lists {sorted(ids)}, the catalogue "
-                         f"{sorted(fastpath.PROGRAMS)}")
-    return ids
 
 
 @dataclass(frozen=True)

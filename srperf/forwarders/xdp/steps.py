@@ -34,7 +34,7 @@ Stats = dict[str, tuple[int, int]]
 
 def slot_names() -> dict[int, str]:
     """fp_steps slot -> program name (``fp_<step>``, the dispatcher's slot last)."""
-    from srperf.forwarders.xdp.forwarder import program_ids
+    from srperf.forwarders.xdp.programs import program_ids
 
     return {**{slot: f"fp_{name}" for name, slot in program_ids().items()},
             SLOT_DISPATCH: DISPATCHER}

@@ -60,7 +60,13 @@
 # a shell loop) in the command's mount namespace, its PID in /run/srperf-xdp-<netns>.pid;
 # `clean` stops it (the namespace, its bpffs and the pins go with it).  `counters`,
 # `flows`, `prog_run` and `clean` find the programs through the attachment, never
-# through the pins.
+# through the pins.  Every object this script loads says whose it is: fp_conf.owner =
+# "srperf-xdp:<netns name>"; `clean` also sweeps what the attachment no longer shows
+# (a holder whose PID file was lost, a detached dispatcher): the holders of this
+# namespace by their command line, and the programs whose fp_conf names this
+# namespace, whose fp_progs it empties (the kernel then frees the programs and maps
+# once nothing else holds them).  Objects of other namespaces or programs are never
+# touched.
 set -euo pipefail
 
 readonly PROG="xdp.sh"
@@ -76,6 +82,7 @@ readonly ROUTE_PROTO=84   # routes of this script carry this protocol number
 readonly DISPATCHER=fp_dispatch
 readonly MAX_STEPS=8      # FP_MAX_STEPS
 readonly MAX_SIDS=8       # FP_MAX_SIDS
+readonly MAX_PROGS=8      # FP_MAX_PROGS (fp_progs slots)
 readonly MAX_FLOWS=1024   # PM_MAX_FLOWS
 readonly MAX_FLOW_SIDS=8  # PM_MAX_SEGS
 # FP_PROGS of xdp_fp.h: slot -> program
@@ -119,6 +126,25 @@ ns_name() {
 pin_dir() { echo "$BPFFS/$PIN_PREFIX$(ns_name)"; }
 
 pid_file() { echo "/run/$PIN_PREFIX$(ns_name).pid"; }
+
+# fp_conf.owner of the objects this namespace's xdp_chain loads (FP_OWNER_LEN bytes).
+readonly OWNER_LEN=32
+owner_text() { echo "srperf-xdp:$(ns_name)"; }
+
+# owner_bytes: "73 72 ..." (hex, NUL-padded to OWNER_LEN; the text cut to OWNER_LEN - 1)
+owner_bytes() {
+    local text i out=""
+    text=$(owner_text)
+    text=${text:0:$((OWNER_LEN - 1))}
+    for ((i = 0; i < OWNER_LEN; i++)); do
+        if ((i < ${#text})); then
+            out+=$(printf '%02x ' "'${text:i:1}")
+        else
+            out+="00 "
+        fi
+    done
+    echo "${out% }"
+}
 
 # --- byte encoding for bpftool ----------------------------------------------------
 
@@ -281,7 +307,7 @@ map_commands() {
         echo "map update pinned $maps/fp_progs key hex $(le32 "$i") value pinned $dir/${STEP_PROGS[i]}"
     done
     echo "map update pinned $maps/fp_conf key hex $(le32 0) value hex $(ip6_bytes "$SRPERF_TUNSRC") \
-$(mac_bytes "$SRPERF_TESTER_RX_MAC") $(mac_bytes "$out_mac") $(zeros 4)"
+$(mac_bytes "$SRPERF_TESTER_RX_MAC") $(mac_bytes "$out_mac") $(zeros 4) $(owner_bytes)"
     for ((i = 0; i < ${#SIDS[@]}; i++)); do
         echo "map update pinned $maps/fp_sids key hex $(le32 "$i") value hex $(ip6_bytes "${SIDS[i]}")"
     done
@@ -386,10 +412,15 @@ attached() {
         done
 }
 
+# the ids of the maps program PROG uses, comma-separated.
+map_ids() {
+    bpftool prog show id "$1" 2>/dev/null | sed -n 's/.*map_ids \([0-9,]*\).*/\1/p'
+}
+
 # the map of id MAP name NAME used by program PROG.
 map_of() {
     local prog=$1 name=$2 id
-    for id in $(bpftool prog show id "$prog" | sed -n 's/.*map_ids \([0-9,]*\).*/\1/p' | tr ',' ' '); do
+    for id in $(map_ids "$prog" | tr ',' ' '); do
         if [[ "$(bpftool map show id "$id")" == *" name $name "* ]]; then
             echo "$id"
             return 0
@@ -414,6 +445,57 @@ stop_holder() {
     rm -f "$file"
 }
 
+# ids of the programs (any fp_* name) loaded by this namespace's xdp_chain: those using
+# an fp_conf whose owner is ours, and every program sharing their fp_ctx (one object).
+own_programs() {
+    local want id conf ctx prog
+    local -a confs=() ctxs=()
+    want=$(owner_bytes | sed 's/\([0-9a-f][0-9a-f]\)/"0x\1"/g; s/ /,/g')
+    for id in $(bpftool map show 2>/dev/null | sed -n 's/^\([0-9]*\): array  name fp_conf .*/\1/p'); do
+        if [[ "$(bpftool -j map lookup id "$id" key hex 00 00 00 00 2>/dev/null)" == *"$want"* ]]; then
+            confs+=("$id")
+        fi
+    done
+    ((${#confs[@]})) || return 0
+    for prog in $(bpftool prog show 2>/dev/null | sed -n 's/^\([0-9]*\): xdp  name fp_.*/\1/p'); do
+        for conf in "${confs[@]}"; do
+            if [[ ",$(map_ids "$prog")," == *",$conf,"* ]]; then
+                ctx=$(map_of "$prog" fp_ctx) && ctxs+=("$ctx")
+            fi
+        done
+    done
+    ((${#ctxs[@]})) || return 0
+    for prog in $(bpftool prog show 2>/dev/null | sed -n 's/^\([0-9]*\): xdp  name fp_.*/\1/p'); do
+        for ctx in "${ctxs[@]}"; do
+            if [[ ",$(map_ids "$prog")," == *",$ctx,"* ]]; then
+                echo "$prog"
+                break
+            fi
+        done
+    done
+}
+
+# What the attachment and the PID file no longer show: this namespace's holders (by
+# their command line) ended, and the fp_progs of its programs emptied.
+sweep() {
+    local ns pid prog progs i
+    local -a key=()
+    ns=$(ns_name)
+    if [[ "$ns" != default ]]; then
+        for pid in $(pgrep -f "^$HOLDER_NAME -c while \[ -e /run/netns/$ns \]; do " 2>/dev/null); do
+            kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true
+        done
+    fi
+    command -v bpftool >/dev/null 2>&1 || return 0
+    for prog in $(own_programs | sort -u); do
+        progs=$(map_of "$prog" fp_progs) || continue
+        for ((i = 0; i < MAX_PROGS; i++)); do
+            read -r -a key <<<"$(le32 "$i")"
+            bpftool map delete id "$progs" key hex "${key[@]}" >/dev/null 2>&1 || true
+        done
+    done
+}
+
 clean() {
     local dev prog mode
     if command -v bpftool >/dev/null 2>&1; then
@@ -425,6 +507,7 @@ clean() {
         done < <(attached)
     fi
     stop_holder
+    sweep
     ip -6 route flush proto "$ROUTE_PROTO" 2>/dev/null || true
     if [[ "$(stat -f -c %T "$BPFFS" 2>/dev/null)" == "bpf_fs" ]]; then
         rm -rf "$(pin_dir)"

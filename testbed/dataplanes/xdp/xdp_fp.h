@@ -91,12 +91,18 @@ struct fp_ctx {
 	struct fp_chain chain;
 };
 
+#define FP_OWNER_LEN 32 /* fp_conf.owner */
+
 /* fp_conf[0], written by xdp.sh. */
 struct fp_conf {
 	struct in6_addr enc_src; /* enc: outer source address */
 	__u8 nh_mac[6];          /* fw static: next hop's MAC */
 	__u8 out_mac[6];         /* fw static: the out port's MAC */
 	__u32 pad;
+	/* Who loaded this object: "srperf-xdp:<network namespace>" (NUL-padded), so
+	 * that xdp.sh clean finds its own programs and maps however they were left
+	 * (a lost PID file, a killed run) and never touches anyone else's. */
+	char owner[FP_OWNER_LEN];
 };
 
 #endif /* SRPERF_XDP_FP_H */

@@ -205,3 +205,12 @@ def test_cost_rows_of_a_run_without_costs_are_empty(store: ResultStore) -> None:
     run = store.begin_run("x4b", "tb", "linux", {})
     assert cost_rows(store, run) == []
     assert isinstance(CostRow("a", 64, 0, None, None, 0, 0, "", "off"), CostRow)
+
+
+def test_export_carries_the_costs(store: ResultStore) -> None:
+    from srperf.results.export import tables
+
+    run = store.begin_run("x4b", "tb", "xdp", {})
+    assert "costs" not in tables(store, [run])
+    store.add_cost(run, TrialKey("xdp_fw", "xdp", 64, 1, 1), cost(400))
+    assert list(tables(store, [run])["costs"]["ns_per_packet"]) == [400.0]

@@ -73,7 +73,11 @@ def test_compare_sets_costs_side_by_side_where_both_runs_have_them(store: Result
     assert [(c.behavior, c.baseline_ns, c.current_ns) for c in result.costs] == [
         ("xdp_fw", 400.0, 500.0)]
     assert result.costs[0].ratio == pytest.approx(1.25)
-    assert "| xdp_fw | 64 | 400 | 500 | 1.25 |" in format_markdown(result)
+    assert "| xdp_fw | 64 | 400 | 500 | 1.25 | 200 -> 250 |" in format_markdown(result)
+    from srperf.results.report import collect, render_html
+
+    html = render_html(collect(store, [base, cur], comparison=result, plots_per_search=False))
+    assert "Per-packet cost without a generator" in html and "1.25" in html
     assert compare_costs(cost_rows(store, base), []) == []
     assert format_cost_changes([]) == []
 

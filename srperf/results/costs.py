@@ -165,6 +165,9 @@ class CostChange:
     packet_size: int
     baseline_ns: float | None
     current_ns: float | None
+    baseline_min: float | None = None
+    """The fastest runs' ns (the least disturbed by the host's other load)."""
+    current_min: float | None = None
 
     @property
     def ratio(self) -> float | None:
@@ -176,9 +179,13 @@ class CostChange:
 def compare_costs(base: list[CostRow], cur: list[CostRow]) -> list[CostChange]:
     """The behaviors and sizes both runs measured a cost of."""
     have = {(r.behavior, r.packet_size): r for r in base if r.ns_per_packet is not None}
-    return [CostChange(r.behavior, r.packet_size, have[(r.behavior, r.packet_size)]
-                       .ns_per_packet, r.ns_per_packet)
-            for r in cur if r.ns_per_packet is not None and (r.behavior, r.packet_size) in have]
+    out = []
+    for r in cur:
+        b = have.get((r.behavior, r.packet_size))
+        if r.ns_per_packet is not None and b is not None:
+            out.append(CostChange(r.behavior, r.packet_size, b.ns_per_packet, r.ns_per_packet,
+                                  b.ns_min, r.ns_min))
+    return out
 
 
 def format_cost_changes(changes: list[CostChange]) -> list[str]:
@@ -188,12 +195,14 @@ def format_cost_changes(changes: list[CostChange]) -> list[str]:
         return []
     lines = ["Per-packet cost without a generator (BPF_PROG_RUN median ns; informative, "
              "not judged):", "",
-             "| behavior | size | baseline ns | current ns | current / baseline |",
-             "|---|---:|---:|---:|---:|"]
+             "| behavior | size | baseline ns | current ns | current / baseline "
+             "| fastest ns baseline -> current |",
+             "|---|---:|---:|---:|---:|---|"]
     for c in changes:
         ratio = "-" if c.ratio is None else f"{c.ratio:.2f}"
         lines.append(f"| {c.behavior} | {c.packet_size} | {_ns(c.baseline_ns)} "
-                     f"| {_ns(c.current_ns)} | {ratio} |")
+                     f"| {_ns(c.current_ns)} | {ratio} "
+                     f"| {_ns(c.baseline_min)} -> {_ns(c.current_min)} |")
     return lines
 
 

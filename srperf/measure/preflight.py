@@ -15,9 +15,10 @@ testbed kind or driver gets it too:
   on either link (sent or emitted) fits ``addressing.link_mtu``;
 * the tester's driver exists in this srperf (``srperf.traffic.generators.DRIVERS``);
 * what runs on this host exists here (:func:`check_local`): a TRex release
-  srperf starts on a local tester holds an executable ``t-rex-64`` and no other
+  srperf starts on a local tester holds an executable ``t-rex-64``, is trusted as a whole
+  (:mod:`srperf.safety.programs`: root runs it), and no other
   testbed's server from it listens on this one's ports where it will, a virtual
-  SUT's ``sut.vpp_binary`` is an executable file, and the CPUs named for what
+  SUT's ``sut.vpp_binary`` is a trusted executable file, and the CPUs named for what
   runs here (``tester.cpu``, and ``sut.cpu`` of a virtual testbed) exist;
 * an SSH SUT's host key is in known_hosts (never learnt while connecting).
 
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from srperf.config.model import Experiment, TestbedConfig
 from srperf.errors import ConfigError
+from srperf.safety import programs
 from srperf.util.host import host_cpus
 
 if TYPE_CHECKING:
@@ -96,6 +98,7 @@ def check_local(tb: TestbedConfig) -> None:
         if not (binary.is_file() and os.access(binary, os.X_OK)):
             raise ConfigError(tb.source, "tester.options.release", release,
                               f"{binary} is not an executable file: not a TRex release")
+        programs.check_trex_release(tb.source, str(release))   # root runs it
         check_trex_ports(tb, Path(str(release)))
     vpp = tb.sut.vpp_binary
     if vpp and tb.kind == "virtual":
@@ -104,6 +107,7 @@ def check_local(tb: TestbedConfig) -> None:
             raise ConfigError(tb.source, "sut.vpp_binary", vpp, "no such file on this host")
         if not os.access(path, os.X_OK):
             raise ConfigError(tb.source, "sut.vpp_binary", vpp, "not executable")
+        programs.check_vpp(tb.source, vpp)   # root runs it
 
 
 def check_trex_ports(tb: TestbedConfig, release: Path) -> None:

@@ -1,0 +1,35 @@
+"""Programs srperf runs as root from a path a testbed file names: the read gate for them.
+
+A virtual testbed's ``sut.vpp_binary`` (and the ``vppctl`` beside it) and a local tester's
+TRex release (``tester.options.release``: its ``t-rex-64`` script, the libraries and
+scripts it loads, and the pid file whose process group srperf signals) are run by root.
+Each must be trusted by :mod:`srperf.safety.read_gate` as any kernel tree or image is:
+root's or the invoking user's along the whole path, writable by no one else, of the
+expected kind; a TRex release as a whole tree.  Checked at ``validate`` (and the start of
+a run, :func:`srperf.measure.preflight.check_local`) and again just before the program
+starts.  A violation is an :class:`~srperf.safety.read_gate.Untrusted` (exit 2) naming
+the testbed file, the key and the path.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from srperf.safety import read_gate
+
+
+def check_trex_release(file: str, release: str) -> None:
+    """The TRex release directory ``release`` (on this host) as a trusted tree."""
+    read_gate.trusted_tree(release, file, "tester.options.release")
+
+
+def check_vpp(file: str, binary: str) -> None:
+    """The VPP binary, and the ``vppctl`` beside it when there, as trusted files."""
+    read_gate.trusted_file(binary, file, "sut.vpp_binary")
+    vppctl = Path(binary).parent / "vppctl"
+    if os.path.lexists(vppctl):
+        read_gate.trusted_file(vppctl, file, "sut.vpp_binary")
+
+
+__all__ = ["check_trex_release", "check_vpp"]

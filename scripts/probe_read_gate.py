@@ -641,6 +641,13 @@ def _(d):
     return ["validate", str(virtual_tb(d, tester=trex_opts(rel)))]
 
 
+@case("TRex client_path (Python root imports) owned by nobody", "validate", "HIGH")
+def _(d):
+    cl = mkdir(d / "client", owner=NOBODY)
+    write(cl / "trex" / "__init__.py", f"open({str(PWNED)!r}, 'w')\n")
+    return ["validate", str(virtual_tb(d, tester="  options: {client_path: %s, low_end: true}\n" % cl))]
+
+
 @case("cache package entry planted by nobody, right name (provision --dry-run)",
       "provision --kernel", "HIGH")
 def _(d):

@@ -275,3 +275,33 @@ def test_ssh_files_are_checked_again_when_paramiko_opens_them(tmp_path: Path,
             transport.run(["true"], timeout=2.0)
     finally:
         transport.close()
+
+
+# -- the TRex client's Python, imported by root ---------------------------------------------
+def _client(tmp_path: Path, ran: Path) -> Path:
+    client = tmp_path / "client"
+    (client / "trex").mkdir(parents=True)
+    (client / "trex" / "__init__.py").write_text(f"open({str(ran)!r}, 'w').close()\n")
+    _nobody(client)
+    return client
+
+
+def test_validate_refuses_a_trex_client_path_of_another_user(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    client = _client(tmp_path, tmp_path / "ran")
+    code, out, err = call_main(["validate", str(_virtual(tmp_path, tester={
+        "driver": "trex", "options": {"client_path": str(client), "low_end": True}}))], capsys)
+    assert code == 2, out + err
+    assert "tester.options.client_path" in err and "nobody" in err
+
+
+def test_trex_client_of_another_user_is_never_imported(tmp_path: Path) -> None:
+    """At use: the client process (whose sys.path starts with client_path) is not
+    started, so nobody's ``trex/__init__.py`` never runs as root."""
+    from srperf.drivers.trex import TrexWorker
+
+    ran = tmp_path / "ran"
+    client = _client(tmp_path, ran)
+    with pytest.raises(ConfigError, match="client_path.*nobody"):
+        TrexWorker(str(client), timeout_s=5.0)
+    assert not ran.exists()

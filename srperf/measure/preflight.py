@@ -88,6 +88,9 @@ def check_local(tb: TestbedConfig) -> None:
     for key, cpu in local_cpus:
         if cpu is not None and cpu not in cpus:
             raise ConfigError(tb.source, key, cpu, f"no such CPU: {where}")
+    client = tb.tester.options.get("client_path") if tb.tester.driver == "trex" else None
+    if client:   # this host's Python, imported by root
+        programs.check_trex_client(tb.source, str(client))
     release = tb.tester.options.get("release") if tb.tester.driver == "trex" else None
     if release and tester_is_local(tb):
         binary = Path(str(release)) / "t-rex-64"

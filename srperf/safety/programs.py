@@ -1,8 +1,10 @@
 """Programs srperf runs as root from a path a testbed file names: the read gate for them.
 
-A virtual testbed's ``sut.vpp_binary`` (and the ``vppctl`` beside it) and a local tester's
+A virtual testbed's ``sut.vpp_binary`` (and the ``vppctl`` beside it), a local tester's
 TRex release (``tester.options.release``: its ``t-rex-64`` script, the libraries and
-scripts it loads, and the pid file whose process group srperf signals) are run by root.
+scripts it loads, and the pid file whose process group srperf signals) and the TRex
+client srperf imports (``tester.options.client_path``: Python put first on the
+client process's ``sys.path``) are run by root.
 Each must be trusted by :mod:`srperf.safety.read_gate` as any kernel tree or image is:
 root's or the invoking user's along the whole path, writable by no one else, of the
 expected kind; a TRex release as a whole tree.  Checked at ``validate`` (and the start of
@@ -24,6 +26,20 @@ def check_trex_release(file: str, release: str) -> None:
     read_gate.trusted_tree(release, file, "tester.options.release")
 
 
+def check_trex_client(file: str, client_path: str) -> None:
+    """The TRex client directory whose Python root imports, as a trusted tree; when it
+    is missing (the import then fails), its nearest existing parent as a trusted
+    directory, so that no other user can make it in between."""
+    path = Path(os.path.abspath(client_path))
+    there = path
+    while not os.path.lexists(there) and there != there.parent:
+        there = there.parent
+    if there == path:
+        read_gate.trusted_tree(path, file, "tester.options.client_path")
+    else:
+        read_gate.trusted_dir(there, file, "tester.options.client_path")
+
+
 def check_vpp(file: str, binary: str) -> None:
     """The VPP binary, and the ``vppctl`` beside it when there, as trusted files."""
     read_gate.trusted_file(binary, file, "sut.vpp_binary")
@@ -32,4 +48,4 @@ def check_vpp(file: str, binary: str) -> None:
         read_gate.trusted_file(vppctl, file, "sut.vpp_binary")
 
 
-__all__ = ["check_trex_release", "check_vpp"]
+__all__ = ["check_trex_client", "check_trex_release", "check_vpp"]

@@ -648,6 +648,15 @@ def _(d):
     return ["validate", str(virtual_tb(d, tester="  options: {client_path: %s, low_end: true}\n" % cl))]
 
 
+@case("experiment forwarder vpp, options.vppctl a program of nobody (virtual SUT)", "validate",
+      "HIGH")
+def _(d):
+    ctl = exe(mkdir(d / "nd", owner=NOBODY) / "vppctl", NOBODY)
+    e = write(d / "exp.yaml", f"name: p4pe\nbehaviors: [end]\nforwarder: vpp\n"
+              f"options: {{vppctl: {ctl}}}\n")
+    return ["validate", str(e), "--testbed", str(virtual_tb(d))]
+
+
 @case("cache package entry planted by nobody, right name (provision --dry-run)",
       "provision --kernel", "HIGH")
 def _(d):

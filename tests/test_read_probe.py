@@ -305,3 +305,34 @@ def test_trex_client_of_another_user_is_never_imported(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="client_path.*nobody"):
         TrexWorker(str(client), timeout_s=5.0)
     assert not ran.exists()
+
+
+# -- an experiment's vppctl, run by the CFG script in a namespace of this host --------------
+def _vppctl_of_nobody(tmp_path: Path) -> Path:
+    d = tmp_path / "nd"
+    d.mkdir()
+    _nobody(d)
+    return _nobody(_exe(d / "vppctl"))
+
+
+def test_validate_refuses_an_experiment_vppctl_of_another_user(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(yaml.safe_dump({"name": "p4pe", "behaviors": ["end"], "forwarder": "vpp",
+                                   "options": {"vppctl": str(_vppctl_of_nobody(tmp_path))}}))
+    code, out, err = call_main(["validate", str(exp), "--testbed", str(_virtual(tmp_path))],
+                               capsys)
+    assert code == 2, out + err
+    assert "options.vppctl" in err and "nobody" in err
+
+
+def test_virtual_sut_refuses_a_vppctl_of_another_user_at_use(tmp_path: Path) -> None:
+    from srperf.config.loader import load_testbed
+    from srperf.forwarders import registry as forwarders
+    from srperf.forwarders.vpp import VppOptions
+    from srperf.testbeds import registry as testbeds
+
+    testbed = testbeds.create(load_testbed(_virtual(tmp_path)))
+    options = VppOptions(vppctl=str(_vppctl_of_nobody(tmp_path)))
+    with pytest.raises(ConfigError, match="options.vppctl.*nobody"):
+        testbed.sut(forwarders.get("vpp"), options)

@@ -184,6 +184,16 @@ def check_run(exp: Experiment, tb: TestbedConfig) -> None:
     check_latency(exp, tb)
     check_frames(exp, tb)
     check_engine(exp, tb)
+    check_programs(exp, tb)
+
+
+def check_programs(exp: Experiment, tb: TestbedConfig) -> None:
+    """A program the experiment names by path that root runs on this host: VPP's
+    ``options.vppctl`` when the SUT is a namespace here (virtual testbed without
+    srperf's own VPP, whose vppctl is the one beside ``sut.vpp_binary``)."""
+    if exp.forwarder == "vpp" and tb.kind == "virtual" and tb.sut.vpp_binary is None:
+        programs.check_program(exp.source, "options.vppctl",
+                               str(exp.options.get("vppctl", "")))
 
 
 def check_engine(exp: Experiment, tb: TestbedConfig) -> None:

@@ -4,7 +4,8 @@ A virtual testbed's ``sut.vpp_binary`` (and the ``vppctl`` beside it), a local t
 TRex release (``tester.options.release``: its ``t-rex-64`` script, the libraries and
 scripts it loads, and the pid file whose process group srperf signals) and the TRex
 client srperf imports (``tester.options.client_path``: Python put first on the
-client process's ``sys.path``) are run by root.
+client process's ``sys.path``) are run by root, and so is an experiment's VPP
+``options.vppctl`` on a virtual testbed (the CFG script runs it in the SUT namespace).
 Each must be trusted by :mod:`srperf.safety.read_gate` as any kernel tree or image is:
 root's or the invoking user's along the whole path, writable by no one else, of the
 expected kind; a TRex release as a whole tree.  Checked at ``validate`` (and the start of
@@ -40,6 +41,13 @@ def check_trex_client(file: str, client_path: str) -> None:
         read_gate.trusted_dir(there, file, "tester.options.client_path")
 
 
+def check_program(file: str, key: str, program: str) -> None:
+    """A program named by path (``/`` in it) that root runs on this host, as a trusted
+    file; a bare name is found on root's own ``PATH``."""
+    if "/" in program:
+        read_gate.trusted_file(program, file, key)
+
+
 def check_vpp(file: str, binary: str) -> None:
     """The VPP binary, and the ``vppctl`` beside it when there, as trusted files."""
     read_gate.trusted_file(binary, file, "sut.vpp_binary")
@@ -48,4 +56,4 @@ def check_vpp(file: str, binary: str) -> None:
         read_gate.trusted_file(vppctl, file, "sut.vpp_binary")
 
 
-__all__ = ["check_trex_client", "check_trex_release", "check_vpp"]
+__all__ = ["check_program", "check_trex_client", "check_trex_release", "check_vpp"]

@@ -16,7 +16,7 @@ testbed kind or driver gets it too:
 * the tester's driver exists in this srperf (``srperf.traffic.generators.DRIVERS``);
 * what runs on this host exists here (:func:`check_local`): a TRex release
   srperf starts on a local tester holds an executable ``t-rex-64``, is trusted as a whole
-  (:mod:`srperf.safety.programs`: root runs it), and no other
+  (root runs it: :func:`check_local_programs`), and no other
   testbed's server from it listens on this one's ports where it will, a virtual
   SUT's ``sut.vpp_binary`` is a trusted executable file, and the CPUs named for what
   runs here (``tester.cpu``, and ``sut.cpu`` of a virtual testbed) exist;
@@ -66,6 +66,24 @@ def check_testbed(tb: TestbedConfig) -> None:
                 check_host_known(tb.source, host.host, host.port, host.known_hosts,
                                  f"endpoints.{side}.transport.ssh")
     check_local(tb)
+    check_local_programs(tb)
+
+
+def check_local_programs(tb: TestbedConfig) -> None:
+    """What else of the testbed root runs on this host (:mod:`srperf.safety.programs`):
+    the TRex client's Python (``tester.options.client_path``), and the whole of a local
+    TRex release and a virtual SUT's ``vppctl`` beside ``sut.vpp_binary`` (the same
+    checks as when they start)."""
+    if _is_model(tb):
+        return
+    client = tb.tester.options.get("client_path") if tb.tester.driver == "trex" else None
+    if client:   # this host's Python, imported by root
+        programs.check_trex_client(tb.source, str(client))
+    release = tb.tester.options.get("release") if tb.tester.driver == "trex" else None
+    if release and tester_is_local(tb) and os.path.lexists(str(release)):
+        programs.check_trex_release(tb.source, str(release))
+    if tb.sut.vpp_binary and tb.kind == "virtual" and os.path.lexists(tb.sut.vpp_binary):
+        programs.check_vpp(tb.source, tb.sut.vpp_binary)
 
 
 def tester_is_local(tb: TestbedConfig) -> bool:
@@ -88,9 +106,6 @@ def check_local(tb: TestbedConfig) -> None:
     for key, cpu in local_cpus:
         if cpu is not None and cpu not in cpus:
             raise ConfigError(tb.source, key, cpu, f"no such CPU: {where}")
-    client = tb.tester.options.get("client_path") if tb.tester.driver == "trex" else None
-    if client:   # this host's Python, imported by root
-        programs.check_trex_client(tb.source, str(client))
     release = tb.tester.options.get("release") if tb.tester.driver == "trex" else None
     if release and tester_is_local(tb):
         binary = Path(str(release)) / "t-rex-64"
@@ -101,7 +116,9 @@ def check_local(tb: TestbedConfig) -> None:
         if not (binary.is_file() and os.access(binary, os.X_OK)):
             raise ConfigError(tb.source, "tester.options.release", release,
                               f"{binary} is not an executable file: not a TRex release")
-        programs.check_trex_release(tb.source, str(release))   # root runs it
+        from srperf.safety import read_gate   # root runs what is in it: root's only
+
+        read_gate.trusted_tree(str(release), tb.source, "tester.options.release")
         check_trex_ports(tb, Path(str(release)))
     vpp = tb.sut.vpp_binary
     if vpp and tb.kind == "virtual":
@@ -110,7 +127,9 @@ def check_local(tb: TestbedConfig) -> None:
             raise ConfigError(tb.source, "sut.vpp_binary", vpp, "no such file on this host")
         if not os.access(path, os.X_OK):
             raise ConfigError(tb.source, "sut.vpp_binary", vpp, "not executable")
-        programs.check_vpp(tb.source, vpp)   # root runs it
+        from srperf.safety import read_gate   # root runs it: another user's is refused
+
+        read_gate.trusted_file(path, tb.source, "sut.vpp_binary")
 
 
 def check_trex_ports(tb: TestbedConfig, release: Path) -> None:
@@ -361,6 +380,7 @@ def replace_algorithm(exp: Experiment, algorithm: str | None, file: str) -> Expe
     return dataclasses.replace(exp, search=dataclasses.replace(exp.search, algorithm=algorithm))
 
 
-__all__ = ["check_host_known", "check_local", "host_cpus", "tester_is_local",
+__all__ = ["check_host_known", "check_local", "check_local_programs", "host_cpus",
+           "tester_is_local",
            "check_run", "check_search", "check_frames", "check_engine", "check_testbed",
            "replace_algorithm"]

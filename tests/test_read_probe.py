@@ -336,3 +336,41 @@ def test_virtual_sut_refuses_a_vppctl_of_another_user_at_use(tmp_path: Path) -> 
     options = VppOptions(vppctl=str(_vppctl_of_nobody(tmp_path)))
     with pytest.raises(ConfigError, match="options.vppctl.*nobody"):
         testbed.sut(forwarders.get("vpp"), options)
+
+
+# -- SSH key and known_hosts at validate (whole path) ----------------------------------------
+KNOWN = ("127.0.0.1 ssh-ed25519 "
+         "AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n")
+
+
+@pytest.mark.parametrize("which", ["known_hosts", "key_file"])
+def test_validate_refuses_ssh_files_in_a_directory_another_user_may_change(
+        tmp_path: Path, which: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Root's own known_hosts or key, in a directory of nobody's (known_hosts) or one
+    everyone may write (key_file): that user could swap it before root connects."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    if which == "known_hosts":
+        _nobody(shared)
+    else:
+        shared.chmod(0o777)
+    files = {"known_hosts": (shared if which == "known_hosts" else tmp_path) / "kh",
+             "key_file": (shared if which == "key_file" else tmp_path) / "id"}
+    files["known_hosts"].write_text(KNOWN)
+    files["key_file"].write_text("x\n")
+    files["key_file"].chmod(0o600)
+    data = {"name": "p4ps", "kind": "ssh",
+            "tester": {"driver": "linux", "tx": {"name": "t0", "mac": "02:5e:00:00:01:01"},
+                       "rx": {"name": "t1", "mac": "02:5e:00:00:02:01"},
+                       "line_rate_pps": 1000000, "cpu": 0},
+            "sut": {"forwarder": "linux", "in": {"name": "s0", "mac": "02:5e:00:00:01:02"},
+                    "out": {"name": "s1", "mac": "02:5e:00:00:02:02"},
+                    "transport": {"kind": "ssh", "ssh": {
+                        "host": "127.0.0.1", "user": "root", "timeout_s": 5,
+                        "known_hosts": str(files["known_hosts"]),
+                        "key_file": str(files["key_file"])}}}}
+    path = tmp_path / "ssh.yaml"
+    path.write_text(yaml.safe_dump(data))
+    code, out, err = call_main(["validate", str(path)], capsys)
+    assert code == 2, out + err
+    assert f"sut.transport.ssh.{which}" in err and "Traceback" not in err

@@ -67,6 +67,30 @@ def check_testbed(tb: TestbedConfig) -> None:
                                  f"endpoints.{side}.transport.ssh")
     check_local(tb)
     check_local_programs(tb)
+    check_ssh_files(tb)
+
+
+def check_ssh_files(tb: TestbedConfig) -> None:
+    """Each SSH block's ``known_hosts`` (whom root trusts; ``~/.ssh/known_hosts`` when
+    unset) and ``key_file`` (as whom root logs in) trusted by the read gate along their
+    whole path, as OpenSSH's StrictModes wants: another user who could replace one
+    between now and the connection would choose the host root talks to.  The
+    transport checks them again just before connecting."""
+    from srperf.safety import read_gate
+
+    blocks = [("sut.transport.ssh", tb.sut.transport.ssh)]
+    if tb.tester.transport is not None:
+        blocks.append(("tester.transport.ssh", tb.tester.transport.ssh))
+    if tb.endpoints is not None:
+        blocks += [(f"endpoints.{side}.transport.ssh", getattr(tb.endpoints, side).transport.ssh)
+                   for side in ("client", "server")]
+    for block, ssh in blocks:
+        if ssh is None:
+            continue
+        known = ssh.known_hosts or str(Path("~/.ssh/known_hosts").expanduser())
+        for name, path in (("known_hosts", known), ("key_file", ssh.key_file)):
+            if path and os.path.lexists(path):
+                read_gate.trusted_file(path, tb.source, f"{block}.{name}")
 
 
 def check_local_programs(tb: TestbedConfig) -> None:
@@ -380,7 +404,8 @@ def replace_algorithm(exp: Experiment, algorithm: str | None, file: str) -> Expe
     return dataclasses.replace(exp, search=dataclasses.replace(exp.search, algorithm=algorithm))
 
 
-__all__ = ["check_host_known", "check_local", "check_local_programs", "host_cpus",
+__all__ = ["check_host_known", "check_local", "check_local_programs", "check_ssh_files",
+           "host_cpus",
            "tester_is_local",
            "check_run", "check_search", "check_frames", "check_engine", "check_testbed",
            "replace_algorithm"]

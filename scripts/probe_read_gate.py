@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -106,7 +105,8 @@ sut:
             f"      known_hosts: {write(d / 'default_kh', KNOWN)}\n"))
 
 
-KNOWN = "127.0.0.1 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n"
+KNOWN = ("127.0.0.1 ssh-ed25519 "
+         "AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n")
 
 
 @dataclass
@@ -207,7 +207,8 @@ def _(d):
 
 @case("experiment file owned by nobody", "run")
 def _(d):
-    return ["run", str(nob(write(d / "exp.yaml", EXP + "zzz_parsed: 1\n"))), "--testbed", str(kernel_tb(d))]
+    exp = nob(write(d / "exp.yaml", EXP + "zzz_parsed: 1\n"))
+    return ["run", str(exp), "--testbed", str(kernel_tb(d))]
 
 
 @case("experiment's testbed key names a nobody file", "validate")
@@ -223,7 +224,8 @@ def _(d):
 
 @case("nightly suite owned by nobody", "nightly")
 def _(d):
-    p = nob(write(d / "suite.yaml", f"name: s\nexperiments: [quick]\nresults: {d}/res\nzzz_parsed: 1\n"))
+    p = nob(write(d / "suite.yaml",
+                  f"name: s\nexperiments: [quick]\nresults: {d}/res\nzzz_parsed: 1\n"))
     return ["nightly", str(p)]
 
 
@@ -317,7 +319,8 @@ def _(d):
 @case("base_config is /proc/self/environ", "kernel build --dry-run")
 def _(d):
     return ["kernel", "build", "--dry-run",
-            str(kernel_tb(d, build_block(tree(d / "src"), "    base_config: /proc/self/environ\n")))]
+            str(kernel_tb(d, build_block(tree(d / "src"),
+                                         "    base_config: /proc/self/environ\n")))]
 
 
 @case("base_config through a root symlink to a nobody file", "kernel build --dry-run", "HIGH")
@@ -325,7 +328,8 @@ def _(d):
     t = nob(write(d / "nobody.config", "CONFIG_X=y\n"))
     (d / "base.config").symlink_to(t)
     return ["kernel", "build", "--dry-run",
-            str(kernel_tb(d, build_block(tree(d / "src"), f"    base_config: {d / 'base.config'}\n")))]
+            str(kernel_tb(d, build_block(tree(d / "src"),
+                                         f"    base_config: {d / 'base.config'}\n")))]
 
 
 @case("source tree with a nobody-owned Makefile", "kernel build --dry-run", "HIGH")
@@ -645,7 +649,8 @@ def _(d):
 def _(d):
     cl = mkdir(d / "client", owner=NOBODY)
     write(cl / "trex" / "__init__.py", f"open({str(PWNED)!r}, 'w')\n")
-    return ["validate", str(virtual_tb(d, tester="  options: {client_path: %s, low_end: true}\n" % cl))]
+    opts = "  options: {client_path: %s, low_end: true}\n" % cl
+    return ["validate", str(virtual_tb(d, tester=opts))]
 
 
 @case("experiment forwarder vpp, options.vppctl a program of nobody (virtual SUT)", "validate",

@@ -130,6 +130,12 @@ def check_local(tb: TestbedConfig) -> None:
     for key, cpu in local_cpus:
         if cpu is not None and cpu not in cpus:
             raise ConfigError(tb.source, key, cpu, f"no such CPU: {where}")
+    if tb.kind == "kernel" and tb.kernel is not None:
+        from srperf.kernel.target import KernelTarget, check_host, check_present
+
+        target = KernelTarget.from_mapping(tb.source, tb.kernel)
+        check_present(target)
+        check_host(target, tb.tester.cpu)
     release = tb.tester.options.get("release") if tb.tester.driver == "trex" else None
     if release and tester_is_local(tb):
         binary = Path(str(release)) / "t-rex-64"
@@ -284,6 +290,11 @@ def check_latency(exp: Experiment, tb: TestbedConfig) -> None:
                f"(testbed {tb.source})")
     if why is not None:
         raise ConfigError(exp.source, "latency.enabled", True, why)
+    line = tb.tester.line_rate_pps
+    if exp.latency.stream_pps > line:
+        raise ConfigError(exp.source, "latency.stream_pps", exp.latency.stream_pps,
+                          f"above the line rate of testbed {tb.name} ({line:.0f} pps, "
+                          "tester.line_rate_pps): the probe stream is sent within the load")
 
 
 def check_stateful(exp: Experiment, tb: TestbedConfig) -> None:

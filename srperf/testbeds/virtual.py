@@ -111,6 +111,11 @@ class VirtualTestbed(Testbed):
 
             self._vpp_sut = VppSutControl(forwarder, self.node("sut"), self.config, options)
             return self._vpp_sut
+        if forwarder.name == "vpp":   # the CFG script runs it as root here: checked again
+            from srperf.safety import programs
+
+            programs.check_program("<experiment>", "options.vppctl",
+                                   str(getattr(options, "vppctl", "")))
         return super().sut(forwarder, options)
 
     def environment(self, forwarder: Forwarder | None = None) -> dict[str, Any]:

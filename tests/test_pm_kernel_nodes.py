@@ -246,6 +246,22 @@ def test_ipset_detach_destroys_only_its_sets() -> None:
         ["ipset", "destroy", "srperf_pm_ei0_c0"], ["ipset", "destroy", "srperf_pm_ei0_c1"]]
 
 
+def test_ipset_destroy_waits_only_while_the_set_is_in_use() -> None:
+    tries = []
+
+    def runner(argv: list[str]) -> str:
+        tries.append(argv)
+        if len(tries) < 3:
+            raise RuntimeError("ipset v7.17: Set cannot be destroyed: it is in use by a "
+                               "kernel component")
+        return ""
+    ipset_node.destroy(runner, "srperf_pm_ii0_c0", sleep=lambda s: None)
+    assert len(tries) == 3
+    with pytest.raises(RuntimeError, match="does not exist"):
+        ipset_node.destroy(FakeRunner(fail={"destroy": "The set does not exist"}), "x",
+                           sleep=lambda s: None)
+
+
 # --- unsupported ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("name, fail, said", [

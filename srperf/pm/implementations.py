@@ -4,55 +4,26 @@ Each :class:`Implementation` says which roles it can take (``ingress``: count an
 the packets it sends on; ``egress``: count per colour the packets it receives) and how to
 attach it to an interface of a node, giving a :class:`~srperf.pm.counters.CounterNode`.
 The eBPF implementations are here; the kernel-path ones (ip6tables, nftables, ipset)
-register themselves from their own modules through :func:`register`.  ``none`` (the
+are built in their own modules (:mod:`.ip6tables_node`, :mod:`.nft_node`,
+:mod:`.ipset_node`) and registered here; :class:`Implementation` itself is in
+:mod:`.impl_spec`.  ``none`` (the
 base case of a throughput experiment: nothing counts) is not an implementation: callers
 attach nothing for it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional
 
 from srperf.errors import ConfigError
+from srperf.pm import ip6tables_node, ipset_node, nft_node
 from srperf.pm.counters import CounterNode, EbpfNode
+from srperf.pm.impl_spec import (Attach, CheckFlows, Implementation, Probe, check_flows,
+                                 probe)
 from srperf.pm.maps import Runner
-from srperf.pm.model import Flow
 from srperf.pm.node import attach_egress, attach_ingress
 
 ROLES = ("ingress", "egress")
-
-Attach = Callable[[Runner, str, str, Path], CounterNode]
-"""``attach(runner, role, dev, obj_dir)``: attach on ``dev`` of the node ``runner`` runs
-on, in ``role``; ``obj_dir`` is where the node has the PF-PLM objects (eBPF only)."""
-
-
-Probe = Callable[[Runner, str, str], Optional[str]]
-"""``probe(runner, role, dev)``: None when the implementation can be attached in ``role``
-on ``dev`` of that node, else why not in the node's tool's or kernel's own words (an
-``unsupported`` result); it leaves nothing behind."""
-
-CheckFlows = Callable[[list[Flow], str], None]
-"""``check_flows(flows, source)``: ConfigError (naming ``source`` and the key) for flows
-the implementation cannot tell apart or hold; run before anything is configured."""
-
-
-@dataclass(frozen=True)
-class Implementation:
-    """One way of counting: its name, the roles it takes, and how to attach it;
-    optionally how to find out whether a node can run it (``probe``; None: no probe,
-    attaching says), how many flows it holds (``max_flows``; None: pm_flows' size) and
-    which flows it refuses (``check_flows``)."""
-
-    name: str
-    roles: tuple[str, ...]
-    attach: Attach
-    summary: str
-    probe: Probe | None = None
-    max_flows: int | None = None
-    check_flows: CheckFlows | None = None
-
 
 def _ebpf_tc(runner: Runner, role: str, dev: str, obj_dir: Path) -> CounterNode:
     return EbpfNode(runner, attach_ingress(runner, dev, obj_dir / "pm_tc_ingress.o"))
@@ -93,22 +64,10 @@ def lookup(name: str, role: str, source: str, key: str = "pm.implementation") ->
     return impl
 
 
-def check_flows(impl: Implementation, flows: list[Flow], source: str) -> None:
-    """``impl``'s refusals of ``flows`` (more than it holds, flows it cannot tell apart)."""
-    cap = impl.max_flows
-    if cap is not None and len(flows) > cap:
-        raise ConfigError(source, "pm.flows", len(flows),
-                          f"{impl.name} counts at most {cap} flows")
-    if impl.check_flows is not None:
-        impl.check_flows(flows, source)
+# The kernel-path implementations, each built in its own module.
+for _impl in (ip6tables_node.IMPLEMENTATION, nft_node.IMPLEMENTATION, ipset_node.IMPLEMENTATION):
+    register(_impl)
 
 
-def probe(impl: Implementation, runner: Runner, role: str, dev: str) -> str | None:
-    """Why ``impl`` cannot be attached there (None: it can, or it has no probe)."""
-    return impl.probe(runner, role, dev) if impl.probe is not None else None
-
-
-# The kernel-path implementations register themselves (they import register above).
-from srperf.pm import ip6tables_node, ipset_node, nft_node  # noqa: E402,F401
-
-__all__ = ["Attach", "CheckFlows", "Probe", "check_flows", "probe", "IMPLEMENTATIONS", "Implementation", "ROLES", "lookup", "register"]
+__all__ = ["Attach", "CheckFlows", "IMPLEMENTATIONS", "Implementation", "Probe", "ROLES",
+           "check_flows", "lookup", "probe", "register"]

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from srperf.pm import xtables
-from srperf.pm.implementations import Implementation, check_flows, register
+from srperf.pm.impl_spec import Implementation, check_flows
 from srperf.pm.kernel_base import COLOUR_TC_BIT, KernelNode, PmUnsupported, srh_segments, words
 from srperf.pm.maps import Runner
 from srperf.pm.model import Count, Flow, c_limits
@@ -169,7 +169,6 @@ IMPLEMENTATION = Implementation(
     "ip6tables rules in mangle POSTROUTING/PREROUTING, one per flow and colour (srh + u32 "
     "match of the whole SID list; the TOS target colours)",
     probe=probe, max_flows=c_limits()["PM_MAX_FLOWS"])
-register(IMPLEMENTATION)
 
 __all__ = ["IMPLEMENTATION", "Ip6tablesNode", "attach", "attach_lines", "colour_lines", "flow_lines",
            "flow_match", "probe"]

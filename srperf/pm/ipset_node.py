@@ -32,12 +32,14 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from srperf.errors import ConfigError
 from srperf.pm import xtables
-from srperf.pm.implementations import Implementation, check_flows, register
+from srperf.pm.impl_spec import Implementation, check_flows
 from srperf.pm.kernel_base import COLOUR_TC_BIT, KernelNode, PmUnsupported, feed, ours, words
 from srperf.pm.maps import Runner
 from srperf.pm.model import Count, Flow, c_limits
@@ -125,6 +127,23 @@ def set_names(runner: Runner, base: str) -> list[str]:
     return [n for n in runner(["ipset", "list", "-n"]).split() if ours(n, base)]
 
 
+DESTROY_TRIES = 20
+"""Tries of ``ipset destroy`` 0.1 s apart: the nf_tables backend of ip6tables may drop
+its reference to a set a moment after the rule is gone ("in use by a kernel component")."""
+
+
+def destroy(runner: Runner, name: str, sleep: Callable[[float], None] = time.sleep) -> None:
+    """``ipset destroy name``, again while the kernel still holds the set."""
+    for attempt in range(DESTROY_TRIES):
+        try:
+            runner(["ipset", "destroy", name])
+            return
+        except Exception as exc:  # noqa: BLE001 - only "in use" is waited for
+            if "in use" not in str(exc) or attempt == DESTROY_TRIES - 1:
+                raise
+            sleep(0.1)
+
+
 def probe(runner: Runner, role: str, dev: str) -> str | None:
     """None when ipset and ip6tables and the kernel have what the node uses (a set of
     the type above, the set, rt and tos matches, the TOS target); else their words.  A
@@ -146,7 +165,7 @@ def probe(runner: Runner, role: str, dev: str) -> str | None:
         try:
             xtables.remove(runner, base)
             if base in set_names(runner, base):
-                runner(["ipset", "destroy", base])
+                destroy(runner, base)
         except Exception as exc:  # noqa: BLE001
             log.warning("pm: could not remove the probe %s: %s", base, exc)
     return None
@@ -174,7 +193,7 @@ class IpsetNode(KernelNode):
         removed = xtables.remove(self.runner, self.base)
         sets = set_names(self.runner, self.base)
         for name in sets:
-            self.runner(["ipset", "destroy", name])
+            destroy(self.runner, name)
         if removed or sets:
             log.info("pm: ipset node %s removed (sets %s)", self.base, ", ".join(sets))
 
@@ -202,7 +221,6 @@ IMPLEMENTATION = Implementation(
     "ipset hash:net counters keyed by the flow's first SID (the outer destination), one "
     "set per colour, hooked by ip6tables in mangle (the TOS target colours)",
     probe=probe, max_flows=c_limits()["PM_MAX_FLOWS"], check_flows=refuse)
-register(IMPLEMENTATION)
 
 __all__ = ["IMPLEMENTATION", "IpsetNode", "attach", "attach_lines", "colour_lines",
-           "flow_lines", "parse_counts", "probe", "refuse"]
+           "destroy", "flow_lines", "parse_counts", "probe", "refuse"]

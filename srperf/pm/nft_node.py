@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from srperf.pm.implementations import Implementation, check_flows, register
+from srperf.pm.impl_spec import Implementation, check_flows
 from srperf.pm.kernel_base import KernelNode, PmUnsupported, srh_segments, words
 from srperf.pm.maps import Runner
 from srperf.pm.model import Count, Flow, c_limits
@@ -209,7 +209,6 @@ IMPLEMENTATION = Implementation(
     "nftables rules in a table of srperf's own (postrouting/prerouting), one per flow and "
     "colour (srh exthdr match of the whole SID list; a raw payload write colours)",
     probe=probe, max_flows=c_limits()["PM_MAX_FLOWS"])
-register(IMPLEMENTATION)
 
 __all__ = ["IMPLEMENTATION", "NftNode", "attach", "attach_commands", "colour_commands",
            "flow_commands", "flow_match", "nft", "parse_counts", "probe", "tables"]

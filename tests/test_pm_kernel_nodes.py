@@ -579,3 +579,20 @@ def test_flips_while_traffic_flows_lose_nothing(chain: Chain) -> None:
     for f in sent:
         assert sum(x.sent.packets for x in losses if x.flow == f) == sent[f]
         assert sum(x.received.packets for x in losses if x.flow == f) == seen[f] == sent[f]
+
+
+@pytest.mark.netns
+def test_probes_find_this_kernel_able_and_leave_nothing() -> None:
+    """This kernel has the srh, u32, rt, tos, set matches, the TOS target, hash:net
+    with counters and nft's srh exthdr: every probe says so, and leaves nothing."""
+    from srperf.util.netns import veth_pair_namespace
+
+    with veth_pair_namespace("m4k") as ns:
+        run = runner_in(ns)
+        for name in KERNEL:
+            for role in ("ingress", "egress"):
+                assert IMPLEMENTATIONS[name].probe(run, role, "t0") is None, (name, role)
+        left = [line for argv in (["ip6tables-save"], ["nft", "list", "ruleset"],
+                                  ["ipset", "list", "-n"])
+                for line in run(argv).splitlines() if "srperf_pm" in line]
+        assert left == []

@@ -86,6 +86,12 @@ def check_local(tb: TestbedConfig) -> None:
     for key, cpu in local_cpus:
         if cpu is not None and cpu not in cpus:
             raise ConfigError(tb.source, key, cpu, f"no such CPU: {where}")
+    if tb.kind == "kernel" and tb.kernel is not None:
+        from srperf.kernel.target import KernelTarget, check_host, check_present
+
+        target = KernelTarget.from_mapping(tb.source, tb.kernel)
+        check_present(target)
+        check_host(target, tb.tester.cpu)
     release = tb.tester.options.get("release") if tb.tester.driver == "trex" else None
     if release and tester_is_local(tb):
         binary = Path(str(release)) / "t-rex-64"
@@ -96,6 +102,9 @@ def check_local(tb: TestbedConfig) -> None:
         if not (binary.is_file() and os.access(binary, os.X_OK)):
             raise ConfigError(tb.source, "tester.options.release", release,
                               f"{binary} is not an executable file: not a TRex release")
+        from srperf.safety import read_gate   # root runs what is in it: root's only
+
+        read_gate.trusted_tree(str(release), tb.source, "tester.options.release")
         check_trex_ports(tb, Path(str(release)))
     vpp = tb.sut.vpp_binary
     if vpp and tb.kind == "virtual":
@@ -104,6 +113,9 @@ def check_local(tb: TestbedConfig) -> None:
             raise ConfigError(tb.source, "sut.vpp_binary", vpp, "no such file on this host")
         if not os.access(path, os.X_OK):
             raise ConfigError(tb.source, "sut.vpp_binary", vpp, "not executable")
+        from srperf.safety import read_gate   # root runs it: another user's is refused
+
+        read_gate.trusted_file(path, tb.source, "sut.vpp_binary")
 
 
 def check_trex_ports(tb: TestbedConfig, release: Path) -> None:
@@ -224,6 +236,11 @@ def check_latency(exp: Experiment, tb: TestbedConfig) -> None:
                f"(testbed {tb.source})")
     if why is not None:
         raise ConfigError(exp.source, "latency.enabled", True, why)
+    line = tb.tester.line_rate_pps
+    if exp.latency.stream_pps > line:
+        raise ConfigError(exp.source, "latency.stream_pps", exp.latency.stream_pps,
+                          f"above the line rate of testbed {tb.name} ({line:.0f} pps, "
+                          "tester.line_rate_pps): the probe stream is sent within the load")
 
 
 def check_stateful(exp: Experiment, tb: TestbedConfig) -> None:

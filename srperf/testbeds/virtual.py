@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from srperf.safety import safe_paths
+from srperf.safety import bounded_read, safe_paths
 from srperf.config.model import TestbedConfig
 from srperf.errors import ConfigError
 from srperf.forwarders.base import Forwarder
@@ -167,10 +167,7 @@ class VirtualTestbed(Testbed):
 
     def record(self) -> dict[str, Any] | None:
         """The settings the testbed now up was made with (None: no record)."""
-        try:
-            data = json.loads(self.record_path.read_text())
-        except (OSError, ValueError):
-            return None
+        data = bounded_read.read_record(self.record_path)
         return data.get("settings") if isinstance(data, dict) else None
 
     def differences(self) -> dict[str, tuple[Any, Any]]:

@@ -4,38 +4,26 @@ Each :class:`Implementation` says which roles it can take (``ingress``: count an
 the packets it sends on; ``egress``: count per colour the packets it receives) and how to
 attach it to an interface of a node, giving a :class:`~srperf.pm.counters.CounterNode`.
 The eBPF implementations are here; the kernel-path ones (ip6tables, nftables, ipset)
-register themselves from their own modules through :func:`register`.  ``none`` (the
+are built in their own modules (:mod:`.ip6tables_node`, :mod:`.nft_node`,
+:mod:`.ipset_node`) and registered here; :class:`Implementation` itself is in
+:mod:`.impl_spec`.  ``none`` (the
 base case of a throughput experiment: nothing counts) is not an implementation: callers
 attach nothing for it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from srperf.errors import ConfigError
+from srperf.pm import ip6tables_node, ipset_node, nft_node
 from srperf.pm.counters import CounterNode, EbpfNode
+from srperf.pm.impl_spec import (Attach, CheckFlows, Implementation, Probe, check_flows,
+                                 probe)
 from srperf.pm.maps import Runner
 from srperf.pm.node import attach_egress, attach_ingress
 
 ROLES = ("ingress", "egress")
-
-Attach = Callable[[Runner, str, str, Path], CounterNode]
-"""``attach(runner, role, dev, obj_dir)``: attach on ``dev`` of the node ``runner`` runs
-on, in ``role``; ``obj_dir`` is where the node has the PF-PLM objects (eBPF only)."""
-
-
-@dataclass(frozen=True)
-class Implementation:
-    """One way of counting: its name, the roles it takes, and how to attach it."""
-
-    name: str
-    roles: tuple[str, ...]
-    attach: Attach
-    summary: str
-
 
 def _ebpf_tc(runner: Runner, role: str, dev: str, obj_dir: Path) -> CounterNode:
     return EbpfNode(runner, attach_ingress(runner, dev, obj_dir / "pm_tc_ingress.o"))
@@ -76,4 +64,10 @@ def lookup(name: str, role: str, source: str, key: str = "pm.implementation") ->
     return impl
 
 
-__all__ = ["Attach", "IMPLEMENTATIONS", "Implementation", "ROLES", "lookup", "register"]
+# The kernel-path implementations, each built in its own module.
+for _impl in (ip6tables_node.IMPLEMENTATION, nft_node.IMPLEMENTATION, ipset_node.IMPLEMENTATION):
+    register(_impl)
+
+
+__all__ = ["Attach", "CheckFlows", "IMPLEMENTATIONS", "Implementation", "Probe", "ROLES",
+           "check_flows", "lookup", "probe", "register"]

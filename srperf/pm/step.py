@@ -7,7 +7,9 @@ first.  :func:`loss_trial` then runs the monitor for ``pm.loss.blocks`` blocks a
 load, one generator trial of ``pm.period_s`` per block, the colour flipped between
 blocks and both sides' counters read after each (the trial has ended, so every packet
 of the block has arrived): each flow's loss per block, beside the generator's own sent
-and received counts of that block.
+and received counts of that block.  Counting only (``marking: false``), nothing is
+coloured: every block is counted in colour 0 and told from the next by time (the
+trials follow each other), which is exact here and only here.
 
 The other side of the loss trial: for the SUT as **ingress** node, the egress counter
 ``ebpf_xdp`` on the tester's rx port, through the tester's transport, in place of the
@@ -20,6 +22,7 @@ of what it sent).  A side that cannot be had is said in the trial's note, with n
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import logging
@@ -171,7 +174,10 @@ def loss_trial(case: PmCase, sut_node: CounterNode, flows: list[Flow], gen: Any,
             on_trial(trial)
         if isinstance(other, GeneratorNode):
             other.add_trial(trial.sent)
-        block, losses = monitor.read(monitor.flip())
+        ended = monitor.flip()
+        if not case.marking:   # nothing coloured: every block is in colour 0, told from
+            ended = dataclasses.replace(ended, colour=0)   # the next by time (trials)
+        block, losses = monitor.read(ended)
         out.blocks.append({"index": block.index, "colour": block.colour,
                            "gen_sent": trial.sent, "gen_received": trial.received,
                            "losses": losses})
@@ -183,8 +189,6 @@ def run_case_loss_trial(session: Any, behavior: Any, key: Any, result: Any,
     """The loss trial of ``behavior``'s case after its search ``result`` (None when
     ``pm.loss.enabled`` is false); its trials are stored with the search (extra
     ``purpose: pm_loss``)."""
-    import dataclasses
-
     from srperf.pm.generator_node import GeneratorNode
     from srperf.pm.implementations import lookup
 

@@ -120,6 +120,9 @@ class Comparison:
     """True when either run came from the simulated SUT (a model, not a measurement)."""
     stateful: list[StatefulChange] = field(default_factory=list)
     """Stateful metrics (goodput, requests/s, latency...) compared like the PDRs."""
+    loss: list[dict[str, Any]] = field(default_factory=list)
+    """Loss per block of the loss-monitoring cases both runs have loss trials of
+    (:func:`srperf.results.pm_compare.compare_loss`): shown, not judged."""
 
     @property
     def verdict(self) -> str:
@@ -376,6 +379,10 @@ def compare_runs(store: ResultStore, baseline: str, current: str,
     base_lat, cur_lat = latency_samples(bstore, baseline), latency_samples(store, current)
     if not (base_lat.empty and cur_lat.empty):
         result.stateful += compare_stateful(base_lat, cur_lat, threshold_pct, method)
+    from srperf.results.pm_compare import compare_loss
+
+    result.loss = compare_loss(bstore.frame("pm_blocks", baseline),
+                               store.frame("pm_blocks", current))
     return result
 
 
@@ -485,6 +492,10 @@ def format_markdown(c: Comparison) -> str:
         if not c.changes:  # a stateful-only run: no empty PDR table
             del lines[-2:]
         lines += ["", *format_stateful_markdown(c.stateful)]
+    if c.loss:
+        from srperf.results.pm_compare import format_loss_markdown
+
+        lines += format_loss_markdown(c.loss)
     return "\n".join(lines)
 
 

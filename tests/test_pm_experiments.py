@@ -194,7 +194,12 @@ def test_change_against_none_brackets_and_welch() -> None:
                               ("h_encaps.ebpf_tc.f4.mark", 905e3, 920e3)]))
     row = two[two["implementation"] == "ebpf_tc"].iloc[0]
     assert row["method"] == "welch" and row["n"] == 2
-    assert row["low_pct"] < row["change_pct"] < row["high_pct"]
+    from srperf.results.stats import welch_diff
+
+    want = welch_diff([1000e3, 1010e3], [900e3, 905e3], baseline_halfwidths=[10e3, 10e3],
+                      current_halfwidths=[9e3, 7.5e3])
+    assert (row["change_pct"], row["low_pct"], row["high_pct"]) == pytest.approx(
+        (want.delta_pct, want.low_pct, want.high_pct))
     text = format_pm_table(two)
     assert "ebpf_tc" in text and "welch" in text
     none = two[two["implementation"] == "none"].iloc[0]

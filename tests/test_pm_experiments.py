@@ -245,6 +245,22 @@ def test_store_pm_blocks_table_and_compare(tmp_path: Path) -> None:
     assert "| h_encaps.ebpf_tc.f2.mark |" in "\n".join(format_loss_markdown(loss))
 
 
+def test_compare_tells_two_implementations_apart() -> None:
+    from srperf.results.pm_compare import compare_costs, format_costs_markdown
+
+    base = _searches([("h_encaps.none.f4", 1000e3, 1020e3),
+                      ("h_encaps.ebpf_tc.f4.mark", 900e3, 918e3)])
+    cur = _searches([("h_encaps.none.f4", 1000e3, 1020e3),
+                     ("h_encaps.ip6tables.f4.mark", 600e3, 612e3)])
+    costs = compare_costs(base, cur)
+    assert list(zip(costs["run"], costs["implementation"])) == [("baseline", "ebpf_tc"),
+                                                                ("current", "ip6tables")]
+    assert list(costs["change_pct"]) == pytest.approx([-10.0, -40.0])
+    text = "\n".join(format_costs_markdown(costs))
+    assert "| ingress | 4 | colour | current | ip6tables |" in text
+    assert compare_costs(base, _searches([("ipv6", 1e6, 1.1e6)])).empty
+
+
 def test_block_rows_keep_truth_beside_monitor() -> None:
     case = C.PmCase("egress", "ebpf_xdp", 2)
     rows = block_rows(_trial("egress", 2), case.monitored(TB))

@@ -33,7 +33,7 @@ def per_block(blocks: pd.DataFrame) -> pd.DataFrame:
 def loss_png(table: pd.DataFrame, title: str) -> str:
     """PNG data URI: grouped bars per block (x: case / repetition / block), the monitor's
     lost packets and the generator's."""
-    labels = [f"{r.behavior} r{r.repetition} b{r.block}" for r in table.itertuples()]
+    labels = [f"{r.behavior} r{int(r.repetition)} b{int(r.block)}" for r in table.itertuples()]
     x = range(len(labels))
     fig, ax = plt.subplots(figsize=(min(16.0, max(6.0, 0.35 * len(labels) + 2)), 4.0))
     ax.bar([i - 0.2 for i in x], table["lost"], width=0.4, color=COLORS[0],
@@ -42,6 +42,8 @@ def loss_png(table: pd.DataFrame, title: str) -> str:
            label="generator: sent - received (end to end)")
     ax.set_xticks(list(x))
     ax.set_xticklabels(labels, rotation=70, ha="right", fontsize=6)
+    top = max([1, *table["lost"].tolist(), *table["gen_lost"].tolist()])
+    ax.set_ylim(0, top * 1.15)   # a block that lost nothing is a bar of 0, not a gap
     ax.set_ylabel("packets lost per block")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7)

@@ -114,8 +114,8 @@ def format_pm_table(table: pd.DataFrame) -> str:
     head = (f"{'implementation':<14} {'flows':>5} {'marking':<7} {'n':>2} {'PDR kpps':>9} "
             f"{'change %':>8} {'95 % interval':>17}  loss trial (monitor / generator lost)")
     lines = [head, "-" * len(head)]
-    order = table.sort_values(["threshold_pct", "flows", "implementation", "marking"],
-                              kind="stable")
+    order = table.assign(_base=table["implementation"] != "none").sort_values(
+        ["threshold_pct", "flows", "_base", "implementation", "marking"], kind="stable")
     for _, r in order.iterrows():
         pdr = "-" if math.isnan(r["pdr_kpps"]) else f"{r['pdr_kpps']:.1f}"
         interval = "" if r["implementation"] == "none" else \

@@ -227,6 +227,9 @@ def run_case_loss_trial(session: Any, behavior: Any, key: Any, result: Any,
             stack.close()
             return LossTrial(rate, case.role, note=f"no egress counter on the tester's rx "
                              f"port ({exc}): not measured")
+        except BaseException:
+            stack.close()   # the generator's sink back on its port, then on up
+            raise
     else:
         gen_flows = session.flows
 

@@ -154,6 +154,72 @@ def test_egress_flows_vary_the_first_segment() -> None:
         flow_frames(bytes(catalogue.get("end").build_frame(TB, 64)), Flows(2, ("segment",)))
 
 
+# --- attach and detach around the search ---------------------------------------------
+
+class _FakeNode:
+    role = "ingress"
+
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    def set_flows(self, flows: list[Flow]) -> None:
+        self.log.append(f"flows {len(flows)}")
+
+    def set_colour(self, colour: int, marking: bool) -> None:
+        self.log.append(f"colour {colour} {marking}")
+
+    def read(self) -> dict[int, Count]:
+        return {}
+
+    def detach(self) -> None:
+        self.log.append("detach")
+
+
+def _fake_impl(monkeypatch: pytest.MonkeyPatch, log: list[str], fail: str = "") -> None:
+    from srperf.pm import implementations, step
+    from srperf.pm.step import PmStepError
+
+    def attach(run: Any, role: str, dev: str, obj_dir: Path) -> _FakeNode:
+        if fail:
+            raise PmStepError(fail)
+        log.append(f"attach {role} {dev}")
+        return _FakeNode(log)
+
+    impl = implementations.Implementation("fake", ("ingress",), attach, "a test double")
+    monkeypatch.setattr(implementations, "lookup", lambda *a, **k: impl)
+    monkeypatch.setattr(step, "sweep", lambda *a: [])
+    monkeypatch.setattr(step, "objects_on", lambda transport: Path("/nowhere"))
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, RuntimeError])
+def test_detached_whatever_ends_the_search(monkeypatch: pytest.MonkeyPatch,
+                                           error: type[BaseException]) -> None:
+    from srperf.pm.step import attached
+
+    log: list[str] = []
+    _fake_impl(monkeypatch, log)
+    case = C.PmCase("ingress", "fake", 2, True)
+    with pytest.raises(error):
+        with attached(case, object(), "s1", "s0", case.monitored(TB)) as node:
+            assert node is not None
+            raise error()
+    assert log == ["attach ingress s1", "flows 2", "colour 0 True", "detach"]
+    with attached(C.PmCase("ingress", "none", 2), object(), "s1", "s0", []) as node:
+        assert node is None   # the base case attaches nothing
+
+
+def test_attach_refused_is_unsupported_with_the_nodes_words(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from srperf.errors import UnsupportedBehavior
+    from srperf.pm.step import attach_case
+
+    _fake_impl(monkeypatch, [], fail="ip6tables: Couldn't load match `srh'")
+    case = C.PmCase("ingress", "fake", 1, True)
+    with pytest.raises(UnsupportedBehavior) as err:
+        attach_case(case, object(), "s1", "s0", case.monitored(TB))
+    assert "Couldn't load match `srh'" in str(err.value) and "s1" in str(err.value)
+
+
 # --- the generator as the ingress node ----------------------------------------------
 
 def test_generator_node_counts_and_colours() -> None:

@@ -167,8 +167,7 @@ def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = N
           f"{orch.exp.search.algorithm}; rates in kpps; n = repetitions):")
     print(format_table(report.summary))
     if exp.pm is not None:
-        print_pm_table(report, cli_results.store_location(args)
-                       or str(Path(args.results) / "srperf.sqlite"))
+        print_pm_table(report, cli_results.store_location(args))
     vrf = vrf_note(report.outcomes)
     if vrf:
         print(vrf)

@@ -6,5 +6,8 @@ reads the inactive colour's counters of both nodes at T/2 after the flip, which 
 exact loss of each block.  Modules: :mod:`.build` (the objects), :mod:`.model`
 (dataclasses), :mod:`.maps` (bpftool over a runner), :mod:`.node` (attach/detach),
 :mod:`.counters` (the node seam the monitor drives), :mod:`.implementations` (by name),
-:mod:`.monitor` (flip, read, loss).  See docs/loss-monitoring.md.
+:mod:`.monitor` (flip, read, loss); for experiments (``pm:``), :mod:`.cases` (the cases
+and the behaviors they are searched as), :mod:`.step` (attach around the search, the loss
+trial), :mod:`.generator_node` (the generator as an ingress node).  See
+docs/loss-monitoring.md.
 """

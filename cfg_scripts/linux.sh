@@ -6,6 +6,7 @@
 #   ipv4 ipv6 h_insert h_encaps h_encaps_v4 h_encaps_l2 h_encaps_red
 #   h_encaps_l2_red end end_x end_t end_dx2 end_dx4 end_dx6 end_dt4 end_dt6
 #   end_dt6_vrf end_dt46 end_b6_encaps end_next_csid
+#   h_encaps_flows (loss monitoring's ingress node: H.Encaps, one SID list per flow)
 #   (catalogue entry end_dt46_v4 is end_dt46 measured with inner IPv4)
 #
 # The contract (exit codes, no defaults, idempotence, `functions`) is
@@ -32,6 +33,8 @@
 #   SRPERF_SID_SUT           the SUT's local SID (no C-SID behaviors)
 #   SRPERF_SID_PREFIX        prefix of all other SIDs (routed to the tester rx)
 #   SRPERF_ENCAP_SEGS        comma-separated SID list of the H.Encaps* policies
+#   SRPERF_PM_ROUTES         h_encaps_flows: one H.Encaps route per monitored flow,
+#                            DST=SID,SID;DST=SID,SID;... (srperf.pm.cases)
 #   SRPERF_INSERT_SEGS       comma-separated SID list of the H.Insert policy
 #   SRPERF_B6_SEGS           comma-separated SID list of the End.B6.Encaps policy
 #   SRPERF_TABLE             routing table of End.T / End.DT* (number)
@@ -48,7 +51,7 @@ set -euo pipefail
 readonly PROG="linux.sh"
 readonly BEHAVIORS=(ipv4 ipv6 h_insert h_encaps h_encaps_v4 h_encaps_l2
 	h_encaps_red h_encaps_l2_red end end_x end_t end_dx2 end_dx4 end_dx6
-	end_dt4 end_dt6 end_dt6_vrf end_dt46 end_b6_encaps end_next_csid)
+	end_dt4 end_dt6 end_dt6_vrf end_dt46 end_b6_encaps end_next_csid h_encaps_flows)
 readonly HELPERS=()
 # shellcheck source=SCRIPTDIR/contract.bash
 source "$(dirname "${BASH_SOURCE[0]}")/contract.bash"
@@ -94,6 +97,15 @@ del_routes() {
 	done
 }
 
+# flush_within FAMILY PREFIX TABLE: delete every route inside PREFIX (more specific
+# ones: h_encaps_flows' per-flow routes); nothing to do when there is none.
+flush_within() {
+	local family="$1" prefix="$2" table="$3"
+	if [[ -n "$(ip "-$family" route show root "$prefix" table "$table" 2>/dev/null)" ]]; then
+		run ip "-$family" route flush root "$prefix" table "$table"
+	fi
+}
+
 # Route every SID under SRPERF_SID_PREFIX (other than the SUT's) to the tester.
 sid_route() {
 	local table="${1:-main}"
@@ -131,6 +143,7 @@ clean() {
 		del_routes 6 "$SRPERF_SID_SUT/128" "$table"
 		del_routes 6 "$SRPERF_SID_PREFIX" "$table"
 		del_routes 6 "$SRPERF_DST_PREFIX6" "$table"
+		flush_within 6 "$SRPERF_DST_PREFIX6" "$table"
 		del_routes 4 "$SRPERF_DST_PREFIX4" "$table"
 		del_routes 6 "$SRPERF_CSID_PREFIX" "$table"
 		del_routes 6 "$SRPERF_CSID_BLOCK_PREFIX" "$table"
@@ -196,6 +209,28 @@ h_encaps_red() {
 	clean
 	sid_route
 	encap_route 6 "$SRPERF_DST_PREFIX6" encap.red "$SRPERF_ENCAP_SEGS"
+}
+
+# The ingress node of loss monitoring: H.Encaps as h_encaps does, plus one route per
+# monitored flow (its destination, a /128 inside SRPERF_DST_PREFIX6) with the flow's
+# own SID list, so N flows leave with N distinct SID lists.
+h_encaps_flows() {
+	need "${CLEAN_VARS[@]}" SRPERF_ENCAP_SEGS SRPERF_PM_ROUTES SRPERF_DST_PREFIX6 \
+		SRPERF_SID_PREFIX SRPERF_TESTER_RX_IP6 SRPERF_OUT_IF
+	local -a entries
+	local entry
+	IFS=';' read -r -a entries <<<"$SRPERF_PM_ROUTES"
+	for entry in "${entries[@]}"; do
+		if [[ ! "$entry" =~ ^[0-9a-fA-F:]+=[0-9a-fA-F:,]+$ ]]; then
+			usage_error "SRPERF_PM_ROUTES: '$entry' is not DST=SID,SID"
+		fi
+	done
+	clean
+	sid_route
+	encap_route 6 "$SRPERF_DST_PREFIX6" encap "$SRPERF_ENCAP_SEGS"
+	for entry in "${entries[@]}"; do
+		encap_route 6 "${entry%%=*}/128" encap "${entry#*=}"
+	done
 }
 
 # H.Encaps.L2: the kernel pushes the received Ethernet header back and

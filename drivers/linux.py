@@ -79,6 +79,7 @@ are the parts that would move out (drivers/srgen.py) if a second driver used the
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -89,7 +90,7 @@ import time
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from srperf.safety import safe_paths
 from srperf.build import ensure_built
@@ -430,25 +431,36 @@ class LinuxGenerator(TrafficGenerator):
         sends.  Captures are for verification only: under load they lose frames,
         counters do not.
         """
-        from srperf.drivers import linux_sink
-
         if not frames:
             return []
+        with self.rx_without_sink():
+            try:
+                received = send_and_capture(self.ns, self.tx, self.rx, frames, timeout_s,
+                                            gap_s=gap_s)
+            except OSError as exc:
+                raise GeneratorError(f"capture in {self.ns or 'this namespace'} on "
+                                     f"{self.tx}/{self.rx} failed: {exc}") from exc
+        log.debug("capture: sent %d frames, received %d", len(frames), len(received))
+        return received
+
+    @contextlib.contextmanager
+    def rx_without_sink(self) -> Iterator[str]:
+        """The rx port without the XDP sink for the ``with`` block (yields its name), so
+        that a capture or another XDP program (loss monitoring's egress counter) can
+        have it; the plain sink is attached again afterwards, whatever happens (when rx
+        had no XDP program, none is).  ``received`` stays rx_packets, which counts the
+        frames XDP passes as well as those it drops."""
+        from srperf.drivers import linux_sink
+
         had_sink = linux_sink.sink_prog_id(self.ns, self.rx) is not None
         if had_sink:
             linux_sink.detach_sink(self.ns, self.rx)
         try:
-            received = send_and_capture(self.ns, self.tx, self.rx, frames, timeout_s,
-                                        gap_s=gap_s)
-        except OSError as exc:
-            raise GeneratorError(f"capture in {self.ns or 'this namespace'} on "
-                                 f"{self.tx}/{self.rx} failed: {exc}") from exc
+            yield self.rx
         finally:
             if had_sink:
                 linux_sink.attach_sink(self.ns, self.rx)
                 self._probe_sink = False
-        log.debug("capture: sent %d frames, received %d", len(frames), len(received))
-        return received
 
     def max_rate_pps(self) -> float | None:
         """The unpaced maximum measured by :meth:`measure_max_rate` (pps), else None."""

@@ -350,6 +350,12 @@ def test_cfg_env_has_every_variable_linux_sh_reads():
     assert all(k.startswith("SRPERF_") and isinstance(v, str) and v for k, v in env.items())
     used = set(re.findall(r"\bSRPERF_[A-Z0-9_]+", SCRIPT.read_text()))
     assert used, "linux.sh reads no SRPERF_* variable?"
+    from srperf.forwarders.linux import FORWARDER
+
+    # the one per-behavior variable: a loss-monitoring ingress case's routes (srperf.pm)
+    case_env = FORWARDER.behavior_env(TB, FORWARDER.parse_options({}), "h_encaps.none.f2")
+    assert set(case_env) == {"SRPERF_PM_ROUTES"}
+    env = {**env, **case_env}
     assert used <= set(env), f"missing from cfg_env: {sorted(used - set(env))}"
 
 

@@ -73,7 +73,12 @@ def catalogue_functions(forwarder: str) -> set[str]:
         from srperf.forwarders import pipes
 
         return set(pipes.BEHAVIOR_FUNCTIONS)
-    return {B.get(name).cfg_function for name in forwarders.get(forwarder).behaviors}
+    functions = {B.get(name).cfg_function for name in forwarders.get(forwarder).behaviors}
+    if forwarder == "linux":   # loss monitoring's ingress node (srperf.pm.cases)
+        from srperf.pm.cases import INGRESS_CFG
+
+        functions.add(INGRESS_CFG)
+    return functions
 
 
 # --- static ------------------------------------------------------------------------
@@ -147,8 +152,11 @@ def full_env() -> dict[str, str]:
 
     xdp = {**xdp_env(TB, XdpOptions(), "xdp_enc_mon_fw"),
            "SRPERF_XDP_FRAME": "00" * 60, "SRPERF_XDP_REPEAT": "2"}
+    from srperf.forwarders.linux import FORWARDER as LINUX
+
+    pm = LINUX.behavior_env(TB, LINUX.parse_options({}), "h_encaps.ebpf_tc.f4.mark")
     return {**pipes_env, **srnk_env(TB, SrnkOptions()), **vpp_env(TB, VppOptions()),
-            **xdp, **local_env(TB)}
+            **xdp, **pm, **local_env(TB)}
 
 
 def script(name: str, *args: str, env: dict[str, str] | None = None,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 from pathlib import Path
 
 from srperf import resources
@@ -100,6 +101,20 @@ def _common_run_args(p: argparse.ArgumentParser) -> None:
                         "options.proxy.age_s=0 (VALUE is YAML; repeatable)")
 
 
+def print_pm_table(report: Any, location: str) -> None:
+    """A loss-monitoring run's cases: PDR and change against the base case, loss trials."""
+    from srperf.results.pm_summary import format_pm_table, pm_table
+    from srperf.results.store import ResultStore
+
+    with ResultStore(location) as store:
+        table = pm_table(store.frame("searches", report.run_id),
+                         store.frame("pm_blocks", report.run_id))
+    print(f"\nloss monitoring (SUT as {table['role'].iloc[0] if len(table) else '?'} node): "
+          "PDR per implementation and monitored flows, change against the base case "
+          "(none, same flows) with its 95 % interval:")
+    print(format_pm_table(table))
+
+
 def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = None,
          recipe: dict | None = None, resume: str | None = None) -> int:
     from srperf.config.loader import resolve_testbed
@@ -151,6 +166,8 @@ def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = N
     print(f"summary of run {report.run_id} ({exp.forwarder}, algorithm "
           f"{orch.exp.search.algorithm}; rates in kpps; n = repetitions):")
     print(format_table(report.summary))
+    if exp.pm is not None:
+        print_pm_table(report, cli_results.store_location(args))
     vrf = vrf_note(report.outcomes)
     if vrf:
         print(vrf)

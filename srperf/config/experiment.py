@@ -75,6 +75,13 @@ def experiment_from_mapping(data: dict[str, Any], file: str) -> Experiment:
         raise ConfigError(file, "traffic.flows.count", traffic.flows.count,
                           "many flows are not sent with the 'imix' packet size")
     kind = str(data.get("kind", "pdr"))
+    pm = None
+    if "pm" in data:
+        from srperf.config.pm import PmConfig
+        from srperf.pm.cases import check_pm
+
+        pm = _block(file, "pm", PmConfig, data["pm"])
+        check_pm(file, pm, data)
     latency = _block(file, "latency", LatencyConfig, data.get("latency"))
     profile = _block(file, "profile", ProfileConfig, data.get("profile"))
     stateful = _stateful_blocks(file, data, kind)
@@ -86,7 +93,7 @@ def experiment_from_mapping(data: dict[str, Any], file: str) -> Experiment:
         repetitions=int(data.get("repetitions", 1)), testbed=data.get("testbed"),
         verify=bool(data.get("verify", True)), options=options,
         conformance=str(data.get("conformance", "off")),
-        latency=latency, profile=profile, source=file)
+        latency=latency, profile=profile, pm=pm, source=file)
 
 
 S = TypeVar("S", bound=Settings)

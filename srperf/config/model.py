@@ -456,9 +456,11 @@ class FlowsConfig(Settings):
                          schema={"type": "integer", "minimum": 1, "maximum": 65536})
     vary: tuple[str, ...] = setting(
         ("src_port", "src_addr", "dst_addr"), "fields that differ from flow to flow (inner "
-        "packet's src_port, src_addr, dst_addr; outermost IPv6 outer_src_addr, flow_label)",
+        "packet's src_port, src_addr, dst_addr; outermost IPv6 outer_src_addr, flow_label; "
+        "segment: the SRH's first, already visited segment)",
         schema={"type": "array", "minItems": 1, "uniqueItems": True, "items": {
-            "enum": ["src_port", "src_addr", "dst_addr", "outer_src_addr", "flow_label"]}},
+            "enum": ["src_port", "src_addr", "dst_addr", "outer_src_addr", "flow_label",
+                     "segment"]}},
         parse=tuple)
 
 
@@ -500,6 +502,9 @@ class Experiment:
     """The ``goodput:`` block (read when ``kind`` is ``goodput``)."""
     http: HttpConfig = HttpConfig()
     """The ``http:`` block (read when ``kind`` is ``http``)."""
+    pm: Any = None
+    """The ``pm:`` block (:class:`srperf.config.pm.PmConfig`): loss monitoring on the SUT,
+    searched case by case (:mod:`srperf.pm.cases`); None: no loss monitoring."""
     pipes: tuple[PipesCase, ...] = ()
     """The ``pipes:`` block's SRv6Pipes configurations (kind ``http``): when set, the run
     measures these chains (:mod:`srperf.stateful.pipes_plan`), not the testbed's SUT."""

@@ -13,6 +13,7 @@ from typing import Any
 
 from srperf.config.model import (Addressing, LatencyConfig, ProfileConfig, SearchConfig,
                                  TrafficConfig)
+from srperf.config.pm import PmConfig
 from srperf.config.provision import ProvisionSettings
 from srperf.config.rates import MAX_PPS
 from srperf.forwarders.registry import names as forwarder_names
@@ -122,6 +123,7 @@ EXPERIMENT_SCHEMA: dict[str, Any] = {
         "http": HttpConfig.json_schema(),
         "pipes": PIPES_SCHEMA,
         "traffic": TrafficConfig.json_schema(),
+        "pm": PmConfig.json_schema(),
     },
 }
 

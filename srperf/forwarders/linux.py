@@ -10,6 +10,8 @@ the kernel's own words).
 
 from __future__ import annotations
 
+from srperf.config.model import TestbedConfig
+from srperf.config.settings import Settings
 from srperf.forwarders.base import Forwarder
 
 
@@ -32,6 +34,17 @@ class LinuxForwarder(Forwarder):
         if not self.offers(behavior) and catalogue.get(behavior).kind == "proxy":
             return "mainline Linux has no SR proxy behaviors (forwarders ebpf, srnk, vpp)"
         return super().why_not(behavior)
+
+    def behavior_env(self, tb: TestbedConfig, options: Settings,
+                     behavior: str) -> dict[str, str]:
+        """A loss-monitoring ingress case with flows (srperf.pm.cases): its per-flow
+        H.Encaps routes in ``SRPERF_PM_ROUTES``."""
+        from srperf.pm.cases import parse_name
+
+        case = parse_name(behavior)
+        if case is None or case.role != "ingress" or case.flows < 1:
+            return {}
+        return {"SRPERF_PM_ROUTES": case.routes(tb)}
 
 
 FORWARDER = LinuxForwarder()

@@ -105,7 +105,12 @@ class Orchestrator:
         self.settings = search_settings(exp, tb)
         self.behaviors = [] if exp.pipes else [catalogue.get(name) for name in exp.behaviors]
         """The catalogue behaviors searched (none for SRv6Pipes chains: their behaviors
-        are bytestream functions, srperf.forwarders.pipes)."""
+        are bytestream functions, srperf.forwarders.pipes; for a ``pm`` block, its cases,
+        each searched as a behavior of its own: srperf.pm.cases)."""
+        if exp.pm is not None:
+            from srperf.pm import cases as pm_cases
+
+            self.behaviors = [pm_cases.behavior(c) for c in pm_cases.expand(exp.pm)]
         if IMIX_SIZE in exp.packet_sizes and tb.tester.driver not in MIX_DRIVERS:
             raise ConfigError(exp.source, "packet_sizes", "imix",
                               f"an IMIX needs a driver that sends several frame sizes "
@@ -115,7 +120,9 @@ class Orchestrator:
     # -- top level ---------------------------------------------------------------
     def plan(self) -> dict[str, Any]:
         """What the run will do, as stored in its environment and compared on resume."""
-        return {"forwarder": self.exp.forwarder, "behaviors": list(self.exp.behaviors),
+        return {"forwarder": self.exp.forwarder,
+                "behaviors": [b.name for b in self.behaviors] if self.exp.pm is not None
+                else list(self.exp.behaviors),
                 "packet_sizes": list(self.exp.packet_sizes), "repetitions": self.exp.repetitions,
                 "algorithm": self.exp.search.algorithm,
                 "search": json.loads(json.dumps(dataclasses.asdict(self.settings), default=str))}
@@ -377,6 +384,10 @@ class Orchestrator:
             for p in result.latency:
                 self.progress(f"{key.behavior}: latency at {p.fraction:.0%} of PDR: "
                               + describe_latency(p))
+            if result.pm_loss is not None:
+                from srperf.results.pm_summary import describe_loss_trial
+
+                self.progress(f"{key.behavior}: {describe_loss_trial(result.pm_loss)}")
             if result.profile is not None:
                 from srperf.profile.describe import describe_profile
 

@@ -290,7 +290,16 @@ class MeasurementSession:
                 on_cost: Callable[[Any], None] | None = None) -> SearchResult:
         """Configure, verify (once), measure the per-packet cost without a generator
         (once, where the forwarder has one), search, unconfigure: one search of
-        ``behavior`` (with its latency and profile trials when asked for)."""
+        ``behavior`` (with its latency and profile trials, and a loss-monitoring case's
+        loss trial, when asked for)."""
+        case = getattr(behavior, "case", None)
+        if case is not None:   # a loss-monitoring case sends the flows it monitors
+            if not hasattr(self, "_flows_outside_pm"):
+                self._flows_outside_pm = self.flows
+            flows = case.generator_flows()
+            self.flows = flows if flows is not None and flows.count > 1 else None
+        elif hasattr(self, "_flows_outside_pm"):
+            self.flows = self._flows_outside_pm
         try:
             self.configure(behavior)
             what = self.verify(behavior, key.packet_size, key.search_seq)
@@ -299,16 +308,53 @@ class MeasurementSession:
             cost = self.packet_cost(behavior, key)
             if cost is not None and on_cost is not None:
                 on_cost(cost)
-            self.prepare(behavior, key.packet_size, key.search_seq)
-            result = self.search(behavior, dataclasses.replace(settings, seed=key.search_seq),
-                                 algorithm, key)
-            if latency is not None and latency.enabled:
-                result.latency = self.latency(behavior, key, result, latency)
-            if profile is not None and profile.enabled:
-                result.profile = self.profile(behavior, key, result, profile)
+            frame = self.prepare(behavior, key.packet_size, key.search_seq)
+            with self._monitoring(case) as pm:
+                result = self.search(behavior,
+                                     dataclasses.replace(settings, seed=key.search_seq),
+                                     algorithm, key)
+                if pm is not None:
+                    result.pm_loss = self.pm_loss(behavior, key, result, pm, frame)
+                if latency is not None and latency.enabled:
+                    result.latency = self.latency(behavior, key, result, latency)
+                if profile is not None and profile.enabled:
+                    result.profile = self.profile(behavior, key, result, profile)
             return result
         finally:
             self.unconfigure(behavior)
+
+    def _monitoring(self, case: Any) -> Any:
+        """The case's implementation attached on the SUT for the ``with`` block
+        (:func:`srperf.pm.step.attached`; nothing for a non-pm behavior)."""
+        import contextlib
+
+        if case is None:
+            return contextlib.nullcontext(None)
+        from srperf.pm.step import attached
+
+        transport = getattr(self.sut, "transport", None)
+        if transport is None:
+            raise UnsupportedBehavior(case.name, "the SUT is a model: nothing to attach a "
+                                      "loss monitor to")
+        tb = self.testbed.config
+        flows = case.monitored(tb)
+        sut = tb.sut
+        return _Monitored(case, attached(case, transport, sut.out_port.name,
+                                         sut.in_port.name, flows), flows)
+
+    def pm_loss(self, behavior: Any, key: TrialKey, result: SearchResult, pm: Any,
+                frame: bytes) -> Any:
+        """The case's loss trial (:func:`srperf.pm.step.run_case_loss_trial`), stored in
+        ``pm_blocks``."""
+        from srperf.pm.step import run_case_loss_trial
+
+        node, flows = pm
+        if node is None:
+            return None
+        trial = run_case_loss_trial(self, behavior, key, result, node, flows, frame)
+        if trial is not None and self.store is not None and self.run_id is not None:
+            self.store.add_pm_trial(self.run_id, key, behavior.case, trial, flows)
+        return trial
 
     def latency(self, behavior: Any, key: TrialKey, result: SearchResult,
                 cfg: LatencyConfig) -> list[LatencyPoint]:
@@ -374,6 +420,19 @@ class MeasurementSession:
         if self.store is not None and self.run_id is not None:
             self.store.add_profile(self.run_id, key, prof)
         return prof
+
+
+class _Monitored:
+    """``with``: (the attached node or None, the monitored flows)."""
+
+    def __init__(self, case: Any, cm: Any, flows: list[Any]) -> None:
+        self.case, self.cm, self.flows = case, cm, flows
+
+    def __enter__(self) -> tuple[Any, list[Any]]:
+        return self.cm.__enter__(), self.flows
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self.cm.__exit__(*exc)
 
 
 __all__ = ["MeasurementSession", "Measure"]

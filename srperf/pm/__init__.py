@@ -8,5 +8,8 @@ exact loss of each block.  Modules: :mod:`.build` (the objects), :mod:`.model`
 :mod:`.counters` (the node seam the monitor drives), :mod:`.impl_spec` (what an
 implementation is), :mod:`.implementations` (by name), the kernel-path nodes
 :mod:`.ip6tables_node`, :mod:`.nft_node`, :mod:`.ipset_node` (with :mod:`.kernel_base`
-and :mod:`.xtables`), :mod:`.monitor` (flip, read, loss).  See docs/loss-monitoring.md.
+and :mod:`.xtables`), :mod:`.monitor` (flip, read, loss); for experiments (``pm:``),
+:mod:`.cases` (the cases and the behaviors they are searched as), :mod:`.step` (attach
+around the search, the loss trial), :mod:`.generator_node` (the generator as an ingress
+node).  See docs/loss-monitoring.md.
 """

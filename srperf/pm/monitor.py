@@ -45,6 +45,16 @@ class LossMonitor:
         self.colour = 0
         self.ingress.set_colour(0, self.settings.marking)
 
+    def zero(self) -> None:
+        """Take both nodes' counters as they are now as the zero of the blocks to come
+        (the nodes counted before: e.g. during a throughput search)."""
+        for side, node in (("ingress", self.ingress), ("egress", self.egress)):
+            now = node.read()
+            for flow in self.flows:
+                for colour in (0, 1):
+                    idx = flow.index * 2 + colour
+                    self._last[(side, idx)] = now.get(idx, Count())
+
     def flip(self) -> Block:
         """Mark the other colour from now on; the block that just ended."""
         ended = Block(self.blocks_done, self.colour, self.clock())

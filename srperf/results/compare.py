@@ -123,6 +123,12 @@ class Comparison:
     costs: list[Any] = field(default_factory=list)
     """Per-packet costs without a generator both runs have
     (:class:`srperf.results.costs.CostChange`): side by side, not judged."""
+    loss: list[dict[str, Any]] = field(default_factory=list)
+    """Loss per block of the loss-monitoring cases both runs have loss trials of
+    (:func:`srperf.results.pm_compare.compare_loss`): shown, not judged."""
+    pm_costs: Any = None
+    """Each run's loss-monitoring implementations against its own ``none`` case
+    (:func:`srperf.results.pm_compare.compare_costs`; None or empty: not both runs)."""
 
     @property
     def verdict(self) -> str:
@@ -382,6 +388,12 @@ def compare_runs(store: ResultStore, baseline: str, current: str,
     base_lat, cur_lat = latency_samples(bstore, baseline), latency_samples(store, current)
     if not (base_lat.empty and cur_lat.empty):
         result.stateful += compare_stateful(base_lat, cur_lat, threshold_pct, method)
+    from srperf.results.pm_compare import compare_costs, compare_loss
+
+    result.loss = compare_loss(bstore.frame("pm_blocks", baseline),
+                               store.frame("pm_blocks", current))
+    result.pm_costs = compare_costs(frames.searches(bstore, baseline),
+                                    frames.searches(store, current))
     return result
 
 
@@ -495,6 +507,14 @@ def format_markdown(c: Comparison) -> str:
         from srperf.results.costs import format_cost_changes
 
         lines += ["", *format_cost_changes(c.costs)]
+    if c.pm_costs is not None and not c.pm_costs.empty:
+        from srperf.results.pm_compare import format_costs_markdown
+
+        lines += format_costs_markdown(c.pm_costs)
+    if c.loss:
+        from srperf.results.pm_compare import format_loss_markdown
+
+        lines += format_loss_markdown(c.loss)
     return "\n".join(lines)
 
 

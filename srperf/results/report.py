@@ -159,6 +159,9 @@ class ReportData:
     (CostRow)."""
     latency_graphs: list[dict[str, Any]] = field(default_factory=list)
     """HDR latency graphs (``title``, ``png``), one per behavior and run with latency."""
+    loss: list[dict[str, Any]] = field(default_factory=list)
+    """Per run with loss-monitoring trials (:func:`srperf.results.pm_plot.loss_sections`):
+    its cases' PDR and change against ``none``, per-block losses and the chart."""
     search_plots: list[dict[str, Any]] = field(default_factory=list)
     """Per search with trials, the data its two plots are drawn from in the browser
     (:func:`srperf.results.plots.search_plot_data`; :attr:`SearchView.plot` indexes it)."""
@@ -327,7 +330,15 @@ def collect(store: ResultStore, run_ids: Iterable[str], title: str = "",
         costs=_costs(store, ids, labels),
         stateful=_stateful(frames.stateful_samples(store, ids), labels,
                            with_plots=plots_per_search),
+        loss=loss_sections(store, ids, labels, plots_per_search),
         search_plots=plot_data)
+
+
+def loss_sections(store: ResultStore, ids: list[str], labels: dict[str, str],
+                  with_plots: bool) -> list[dict[str, Any]]:
+    from srperf.results.pm_plot import loss_sections as sections
+
+    return sections(store, ids, labels, with_plots)
 
 
 def _profiles(store: ResultStore, ids: list[str], labels: dict[str, str],

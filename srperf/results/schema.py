@@ -172,6 +172,30 @@ failed | unsupported with its reason, ``metrics`` (JSON: metric name with its un
 ``counters`` (JSON: the proxy's counter deltas and Table I columns, or empty);
 ``started``/``finished`` bound the measurement (UTC ISO 8601)."""
 
+pm_blocks = sa.Table(
+    "pm_blocks", metadata,
+    *_row_of("repetition", "search_seq"),
+    sa.Column("implementation", sa.Text), sa.Column("role", sa.Text),
+    sa.Column("flows", sa.Integer), sa.Column("marking", sa.Integer),
+    sa.Column("rate_pps", sa.Float), sa.Column("period_s", sa.Float),
+    sa.Column("block", sa.Integer), sa.Column("colour", sa.Integer),
+    sa.Column("flow", sa.Integer), sa.Column("sids", sa.Text),
+    sa.Column("sent", sa.BigInteger), sa.Column("received", sa.BigInteger),
+    sa.Column("lost", sa.BigInteger), sa.Column("sent_bytes", sa.BigInteger),
+    sa.Column("received_bytes", sa.BigInteger),
+    sa.Column("gen_sent", sa.BigInteger), sa.Column("gen_received", sa.BigInteger),
+    sa.Column("status", sa.Text), sa.Column("note", sa.Text),
+)
+"""One row per monitored flow and block of a loss trial (srperf.pm.step), after the
+search ``search_seq`` of a loss-monitoring case (``behavior`` is the case's name):
+the SUT's ``role`` (ingress | egress), ``implementation``, monitored ``flows``,
+``marking`` (1: coloured), the trial's load (pps) and block length (s); per block its
+``colour`` and per flow its SID list, packets ``sent`` (counted by the ingress side),
+``received`` (the egress side), ``lost`` = sent - received, and their bytes (IPv6
+length); ``gen_sent``/``gen_received``: the generator's own counts of that block, all
+flows together (the truth).  ``status`` ok, or not_measured with ``note`` saying why
+(one row, no block, no figures)."""
+
 version_table = sa.Table(
     "schema_version", metadata,
     sa.Column("version", sa.Integer, primary_key=True),
@@ -179,7 +203,7 @@ version_table = sa.Table(
 )
 
 TABLES = ("runs", "trials", "searches", "outcomes", "conformance", "stateful_samples",
-          "profiles", "costs")
+          "profiles", "costs", "pm_blocks")
 """Tables a run's data lives in (``comparisons`` refers to runs)."""
 
 
@@ -246,6 +270,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               _create(profiles)),
     Migration(9, "costs (per-packet cost without a generator: BPF_PROG_RUN of a chain)",
               _create(costs)),
+    Migration(10, "pm_blocks (per-flow, per-block loss of a loss-monitoring case's loss trial)",
+              _create(pm_blocks)),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
 

@@ -269,6 +269,25 @@ class ResultStore:
             frame_bytes=c.frame_bytes, step_stats=c.step_stats, note=redact(c.note or ""),
             detail=json.dumps(c.detail_dict(), sort_keys=True)))
 
+    def add_pm_trial(self, run_id: str, key: TrialKey, case: Any, trial: Any,
+                     flows: list[Any]) -> None:
+        """Store a loss-monitoring case's loss trial (:class:`srperf.pm.step.LossTrial`)
+        in ``pm_blocks``: one row per flow and block, or one ``not_measured`` row saying
+        why there is no figure."""
+        from srperf.pm.step import block_rows
+
+        head = dict(run_id=run_id, time=_now(), behavior=key.behavior,
+                    forwarder=key.forwarder, packet_size=key.packet_size,
+                    repetition=key.repetition, search_seq=key.search_seq,
+                    implementation=case.implementation, role=case.role, flows=case.flows,
+                    marking=int(case.marking), rate_pps=trial.rate_pps,
+                    period_s=case.period_s)
+        rows = [dict(head, status="ok", note="", **r) for r in block_rows(trial, flows)]
+        if not rows:
+            rows = [dict(head, status="not_measured",
+                         note=redact(trial.note or "no block was measured"))]
+        self._insert(schema.pm_blocks, rows)
+
     def add_outcome(self, run_id: str, behavior: str, forwarder: str, packet_size: int,
                     status: str, reason: str = "", repetition: int | None = None,
                     search_seq: int | None = None) -> None:
@@ -290,7 +309,8 @@ class ResultStore:
         dropped: dict[str, int] = {}
         try:
             with self.engine.begin() as conn:
-                for table in (schema.trials, schema.searches, schema.profiles, schema.costs):
+                for table in (schema.trials, schema.searches, schema.profiles, schema.costs,
+                              schema.pm_blocks):
                     res = conn.execute(table.delete().where(
                         table.c.run_id == run_id, table.c.search_seq.not_in(ended)))
                     dropped[table.name] = int(res.rowcount or 0)

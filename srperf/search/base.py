@@ -227,6 +227,9 @@ class SearchResult:
     profile: Any = None
     """The profile trial after the search (:class:`srperf.profile.model.Profile`), or
     None when none was asked for."""
+    pm_loss: Any = None
+    """A loss-monitoring case's loss trial after the search
+    (:class:`srperf.pm.step.LossTrial`), or None."""
 
     @property
     def trial_seconds(self) -> float:

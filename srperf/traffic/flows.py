@@ -13,7 +13,11 @@ field (the field's value in the frame is flow 0), so ``count`` flows are
 - ``outer_src_addr``: the outermost IPv6 source (a SUT's NIC hashes the outer
   header of an SRv6 frame for RSS: varying it spreads End-type behaviors; in a
   frame with one IP header it is ``src_addr``);
-- ``flow_label``: the low 16 bits of the outermost IPv6 flow label.
+- ``flow_label``: the low 16 bits of the outermost IPv6 flow label;
+- ``segment``: the SRH's first segment (its last entry, the SID the packet visited
+  first), so that N flows carry N distinct SID lists to the same active SID (the
+  egress node of loss monitoring tells flows by SID list); refused when that segment
+  is the active one (the packet's destination).
 
 Every flow's checksums are right: each is updated for the varied words (RFC
 1624), and the first, second and last flows are checked against scapy's own
@@ -34,7 +38,7 @@ if TYPE_CHECKING:
     from scapy.packet import Packet
 
 
-VARY_FIELDS = ("src_port", "src_addr", "dst_addr", "outer_src_addr", "flow_label")
+VARY_FIELDS = ("src_port", "src_addr", "dst_addr", "outer_src_addr", "flow_label", "segment")
 """Fields a flow may vary (see the module docstring)."""
 MAX_FLOWS = 65536
 """Most flows (the varied part of a field is 16 bits)."""
@@ -128,6 +132,20 @@ def _srh_between(layers: list[Packet], frame: bytes, l3: int,
     return None
 
 
+def _first_segment(layers: list[Packet], frame: bytes) -> int:
+    """Offset of the last 16 bits of the outermost SRH's last entry (the first segment
+    of the path); ValueError when the frame has no SRH or that segment is active."""
+    from scapy.layers.inet6 import IPv6ExtHdrSegmentRouting
+
+    srh = next((x for x in layers if isinstance(x, IPv6ExtHdrSegmentRouting)), None)
+    if srh is None:
+        raise ValueError("flows.vary segment: the frame has no SRH")
+    if srh.segleft >= srh.lastentry:
+        raise ValueError("flows.vary segment: the SRH's first segment is the active one "
+                         "(Segments Left = Last Entry); it would change the destination")
+    return _offset(frame, srh) + 8 + 16 * srh.lastentry + 14
+
+
 def flow_fields(frame: bytes, flows: Flows) -> list[FlowField]:
     """The varied fields of ``frame`` (ValueError naming a field the frame lacks, or a
     range of flows that would leave the field's 16 bits)."""
@@ -159,6 +177,8 @@ def flow_fields(frame: bytes, flows: Flows) -> list[FlowField]:
             if name == "dst_addr" and srh is not None:
                 off = srh + 8 + 14        # the final segment: the packet's destination
             checksums = (udp_ck if place is not None else ()) + ((l3 + 10,) if v4 else ())
+        elif name == "segment":
+            off = _first_segment(layers, frame)
         else:
             outer = next((x for x in layers if isinstance(x, IPv6)), None)
             if outer is None:

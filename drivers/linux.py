@@ -124,7 +124,8 @@ at any rate on the 2-vCPU VM here (bench/search_b2.py --queue-pkts 0 vs 4096).""
 def build_srgen() -> Path:
     """Compile srgen (warning-free, ``gcc -O2 -Wall -Wextra``) and return its path."""
     src = generator_dir() / "srgen.c"
-    return ensure_built("srgen", [src], ["gcc", *SRGEN_CFLAGS, "-o", "{out}", str(src)])
+    return ensure_built("srgen", [src, generator_dir() / "probe_rx.h"],
+                        ["gcc", *SRGEN_CFLAGS, "-o", "{out}", str(src)])
 
 
 @dataclass(frozen=True)

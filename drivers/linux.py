@@ -94,8 +94,9 @@ from typing import Any
 from srperf.safety import safe_paths
 from srperf.build import ensure_built
 from srperf.config.settings import Settings, setting
-from srperf.drivers.base import TrafficGenerator, TrialResult, beyond_generator
-from srperf.drivers.linux_engine import ENGINES, Traffic, port_driver, xdp_refusal
+from srperf.drivers.base import MixUnsupported, TrafficGenerator, TrialResult, beyond_generator
+from srperf.drivers.linux_engine import (ENGINES, PACKET_MIX_REFUSAL, XDP_MAX_FRAME_BYTES,
+                                         Traffic, port_driver, xdp_refusal)
 from srperf.errors import GeneratorError
 from srperf.traffic.flows import Flows, flow_frames
 from srperf.traffic.packet_socket import send_and_capture
@@ -222,9 +223,9 @@ class LinuxGeneratorOptions(Settings):
                             "ended (the SUT recovers from its load)", unit="s",
                             schema={"type": "number", "minimum": 0, "maximum": 10})
     engine: str = setting("packet", "send engine: packet (srgen, AF_PACKET), xdp (xdpgen, "
-                          "BPF_PROG_RUN live frames: one flow, no latency probes, a veth TX "
-                          "port, frames up to 3500 bytes, no generator queue) or auto (xdp "
-                          "where the trial's traffic allows it, else packet)",
+                          "BPF_PROG_RUN live frames: a veth TX port, frames up to 3500 "
+                          "bytes, no generator queue; the only engine that sends an IMIX) "
+                          "or auto (xdp where the trial's traffic allows it, else packet)",
                           schema={"enum": list(ENGINES)})
 
 
@@ -303,6 +304,7 @@ class LinuxGenerator(TrafficGenerator):
         self._counter_offset: int | None = None
         self._flows: Flows | None = None
         self._flow_count = 1  # frames in the frame file
+        self._mix: tuple[tuple[int, int], ...] | None = None  # IMIX: (length, weight)
         self._max_rate_pps: float | None = None
         self.resident, self.settle_s, self.rest_s = resident, settle_s, rest_s
         self._last_end: float | None = None  # when the last trial ended
@@ -323,6 +325,7 @@ class LinuxGenerator(TrafficGenerator):
         self._write_frames([frame])
         self._counter_offset = None
         self._flows = None
+        self._mix = None
         self.base_frame, self._probe_file = bytes(frame), None
 
     def use_probes(self, probe: bytes) -> None:
@@ -383,6 +386,24 @@ class LinuxGenerator(TrafficGenerator):
             self.prepare(frame)
         self._write_frames(variants)
         self._flows = flows
+
+    def prepare_mix(self, frames: list[tuple[bytes, int]]) -> None:
+        """Send a mix of frames (frame, weight), by xdpgen only (srgen sends one size):
+        packet i is the frame a smooth weighted round robin of the weights gives
+        (xdpgen.c ``mix_pattern``: each frame ``weight`` times in every ``sum(weights)``
+        packets, spread evenly); rates are packets per second of the whole mix."""
+        if self.engine == "packet":
+            raise MixUnsupported(PACKET_MIX_REFUSAL)
+        if not frames or any(w < 1 for _, w in frames):
+            raise GeneratorError("a mix needs frames with positive weights")
+        for frame, _ in frames:
+            if not 14 <= len(frame) <= XDP_MAX_FRAME_BYTES:
+                raise GeneratorError(f"frame of {len(frame)} bytes in the mix: must be "
+                                     f"14..{XDP_MAX_FRAME_BYTES}")
+        self.prepare(frames[0][0])
+        self._write_frames([frame for frame, _ in frames])
+        self._flow_count = 1
+        self._mix = tuple((len(frame), weight) for frame, weight in frames)
 
     def trial(self, rate_pps: float, duration_s: float, *,
               stop_lost: int | None = None) -> TrialResult:
@@ -513,6 +534,8 @@ class LinuxGenerator(TrafficGenerator):
             argv += ["-V", str(self._counter_offset)]
         if self._flow_count > 1:
             argv += ["-k", str(self._flow_count)]
+        if self._mix is not None:
+            argv += ["-I", ",".join(f"{n}:{w}" for n, w in self._mix)]
         if self._probe_file is not None:
             argv += ["-p", str(self._probe_file)]
         return argv
@@ -684,8 +707,9 @@ class LinuxGenerator(TrafficGenerator):
         assert self._frame_file is not None
         if self._tx_driver is None:
             self._tx_driver = port_driver(self._in_ns, self.tx)
-        size = self._frame_file.stat().st_size // max(self._flow_count, 1)
-        return Traffic(frame_bytes=size, flows=self._flow_count,
+        size = (max(n for n, _ in self._mix) if self._mix is not None
+                else self._frame_file.stat().st_size // max(self._flow_count, 1))
+        return Traffic(frame_bytes=size, flows=self._flow_count, mix=self._mix is not None,
                        latency=self._probe_file is not None or self.probe_pps > 0,
                        send_mode=self.mode, tx_driver=self._tx_driver)
 
@@ -693,9 +717,17 @@ class LinuxGenerator(TrafficGenerator):
         """The engine of the next trial: ``packet`` or ``xdp`` (``auto``: xdp when
         :func:`xdp_refusal` allows it, each choice and its reason logged once;
         ``xdp`` where it cannot send raises GeneratorError)."""
+        traffic = self.traffic()
+        if traffic.mix:
+            if self.engine == "packet":
+                raise GeneratorError(PACKET_MIX_REFUSAL)
+            why = xdp_refusal(traffic)
+            if why is not None:
+                raise GeneratorError(f"an IMIX needs xdpgen, and {why}")
+            return "xdp"
         if self.engine == "packet":
             return "packet"
-        why = xdp_refusal(self.traffic())
+        why = xdp_refusal(traffic)
         if self.engine == "xdp":
             if why is not None:
                 raise GeneratorError(f"tester.options.engine = 'xdp': {why}")
@@ -836,6 +868,7 @@ class LinuxGenerator(TrafficGenerator):
                  "attempts_refused": rep.attempts_refused,
                  "distinct_frames": self._counter_offset is not None,
                  "flows": self._flows.as_dict() if self._flows is not None else None,
+                 "mix": [list(m) for m in self._mix] if self._mix is not None else None,
                  "resident": self.resident, "drained_ns": int(rep.raw.get("drained_ns", 0)),
                  "rx_between_trials": int(rep.raw.get("rx_between_trials", 0)),
                  "qdisc_dropped_delta": rep.qdisc_dropped_delta,

@@ -106,10 +106,13 @@ class Orchestrator:
         self.behaviors = [] if exp.pipes else [catalogue.get(name) for name in exp.behaviors]
         """The catalogue behaviors searched (none for SRv6Pipes chains: their behaviors
         are bytestream functions, srperf.forwarders.pipes)."""
-        if IMIX_SIZE in exp.packet_sizes and tb.tester.driver not in MIX_DRIVERS:
+        if IMIX_SIZE in exp.packet_sizes and tb.tester.driver not in MIX_DRIVERS and not (
+                tb.tester.driver == "linux"
+                and tb.tester.options.get("engine", "packet") != "packet"):
             raise ConfigError(exp.source, "packet_sizes", "imix",
                               f"an IMIX needs a driver that sends several frame sizes "
-                              f"({', '.join(MIX_DRIVERS)}); {tb.source} uses "
+                              f"({', '.join(MIX_DRIVERS)}, or linux with "
+                              f"tester.options.engine xdp or auto); {tb.source} uses "
                               f"tester.driver {tb.tester.driver!r}")
 
     # -- top level ---------------------------------------------------------------

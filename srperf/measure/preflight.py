@@ -181,30 +181,32 @@ def check_run(exp: Experiment, tb: TestbedConfig) -> None:
 
 def check_engine(exp: Experiment, tb: TestbedConfig) -> None:
     """``tester.options.engine: xdp`` where xdpgen cannot send the experiment's traffic
-    (latency probes, several flows, IMIX or a frame above its page limit, srgen's ring
-    mode, a TX port that is not a veth) is refused before anything starts
-    (drivers/linux_engine.py; ``auto`` falls back to srgen there instead)."""
-    if tb.tester.driver != "linux" or tb.tester.options.get("engine", "packet") != "xdp" \
-            or _is_model(tb):
+    (a frame above its page limit, srgen's ring mode, a TX port that is not a veth) is
+    refused before anything starts (drivers/linux_engine.py; ``auto`` falls back to
+    srgen there instead).  An IMIX, which only xdpgen sends, is refused the same way
+    under ``auto`` too."""
+    engine = tb.tester.options.get("engine", "packet")
+    mix = 0 in exp.packet_sizes
+    if tb.tester.driver != "linux" or engine == "packet" or _is_model(tb) \
+            or (engine == "auto" and not mix):
         return
     from srperf.drivers.linux_engine import Traffic, port_driver, xdp_refusal
 
-    if 0 in exp.packet_sizes:
-        raise ConfigError(tb.source, "tester.options.engine", "xdp",
-                          f"xdpgen sends one frame size, not imix ({exp.source}: packet_sizes)")
     if tb.kind == "virtual":
         driver = "veth"      # a virtual testbed's tester ports are veths it makes
     elif tester_is_local(tb):
         driver = port_driver([], tb.tester.tx.name)
     else:
         driver = ""
-    why = xdp_refusal(Traffic(frame_bytes=max(exp.packet_sizes) - 4,
+    sizes = [s for s in exp.packet_sizes if s] + ([s for s, _ in exp.imix] if mix else [])
+    why = xdp_refusal(Traffic(frame_bytes=max(sizes) - 4,
                               flows=exp.traffic.flows.count, latency=exp.latency.enabled,
                               send_mode=str(tb.tester.options.get("mode", "mmsg")),
-                              tx_driver=driver))
+                              tx_driver=driver, mix=mix))
     if why is not None:
-        raise ConfigError(tb.source, "tester.options.engine", "xdp",
-                          f"{why} ({exp.source} asks for it)")
+        what = "imix, which only xdpgen sends, " if engine == "auto" else ""
+        raise ConfigError(tb.source, "tester.options.engine", engine,
+                          f"{why} ({exp.source} asks for {what}it)")
 
 
 def check_latency(exp: Experiment, tb: TestbedConfig) -> None:

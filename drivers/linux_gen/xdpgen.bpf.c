@@ -11,7 +11,9 @@
  * device of ctx_in (the TX port): the frame leaves through its ndo_xdp_xmit.
  * The slot is srgen's: two 16-bit words x, ~x then y, ~y, so the UDP checksum
  * stays valid whatever the counter (see srgen.c, -V).  Packets past count, or
- * after userspace set stop, are dropped without being offered.
+ * after userspace set stop, are dropped without being offered.  Before the
+ * counter, shape_frame() picks and writes the packet's frame (flows, IMIX,
+ * latency probes; see below).
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>

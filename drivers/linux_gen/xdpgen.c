@@ -38,9 +38,21 @@
  *     every STOP_POLL_NS during the run and, once more than STOP_LOST were
  *     refused, sets the program's stop flag: the remaining repeats are
  *     dropped unoffered ("stopped": 1, "offered" the packets before it).
+ *   - Frames (see "variants" below and xdpgen.bpf.c, shape_frame): -k FLOWS
+ *     (the frame file holds FLOWS frames of one length; packet i is frame
+ *     i % FLOWS, as srgen), -I LEN:WEIGHT,... (an IMIX: the file holds frames of
+ *     those lengths; packet i is the one a smooth weighted round robin of the
+ *     weights gives) and -p PROBE_FILE (srgen's latency probes: a trial of
+ *     PROBE_PPS, -a or the serve command's sixth field, replaces the packets
+ *     srgen's is_probe picks by a probe, stamped by the program with the
+ *     transmit time on CLOCK_REALTIME; received by srgen's code, probe_rx.h).
+ *     Every packet gets its frame's first 256 bytes (and the span where the
+ *     variants' ends differ) written anew: the page it is built in may hold
+ *     another variant, or what the SUT wrote into it in place (it forwards this
+ *     very page: a router's new Ethernet header, a decremented hop limit).
  *   - Drain, -s SETTLE_US, the counters of TX and RX (sysfs) and serve mode
- *     are as in srgen.  Not supported here (exit 2): -m ring, -Q, -H, -k > 1,
- *     -p (latency probes); the caller uses srgen for those.
+ *     are as in srgen.  Not supported here (exit 2): -m ring, -Q, -H; the
+ *     caller uses srgen for those.
  *   - Cleanup: nothing is pinned; the program and its map are file
  *     descriptors of this process only, so the kernel frees them when it
  *     exits, however it ends (kill -9 included).

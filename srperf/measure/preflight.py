@@ -297,8 +297,13 @@ def check_frames(exp: Experiment, tb: TestbedConfig) -> None:
     if exp.pipes:
         return
     mtu = tb.addressing.link_mtu
+    sizes = []
     for i, size in enumerate(exp.packet_sizes):
-        key = f"packet_sizes[{i}]"
+        if size == 0:     # IMIX_SIZE: the mix's sizes
+            sizes += [(f"imix[{j}]", s) for j, (s, _) in enumerate(exp.imix)]
+        else:
+            sizes.append((f"packet_sizes[{i}]", size))
+    for key, size in sizes:
         if size > mtu:
             raise ConfigError(exp.source, key, size,
                               f"larger than the link MTU {mtu} bytes of {tb.source} "

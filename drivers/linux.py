@@ -95,8 +95,7 @@ from srperf.safety import safe_paths
 from srperf.build import ensure_built
 from srperf.config.settings import Settings, setting
 from srperf.drivers.base import MixUnsupported, TrafficGenerator, TrialResult, beyond_generator
-from srperf.drivers.linux_engine import (ENGINES, PACKET_MIX_REFUSAL, XDP_MAX_FRAME_BYTES,
-                                         Traffic, port_driver, xdp_refusal)
+from srperf.drivers.linux_engine import ENGINES, Traffic, port_driver, xdp_refusal
 from srperf.errors import GeneratorError
 from srperf.traffic.flows import Flows, flow_frames
 from srperf.traffic.packet_socket import send_and_capture
@@ -125,7 +124,7 @@ at any rate on the 2-vCPU VM here (bench/search_b2.py --queue-pkts 0 vs 4096).""
 def build_srgen() -> Path:
     """Compile srgen (warning-free, ``gcc -O2 -Wall -Wextra``) and return its path."""
     src = generator_dir() / "srgen.c"
-    return ensure_built("srgen", [src, generator_dir() / "probe_rx.h"],
+    return ensure_built("srgen", [src, generator_dir() / "probe_rx.h", generator_dir() / "mix.h"],
                         ["gcc", *SRGEN_CFLAGS, "-o", "{out}", str(src)])
 
 
@@ -224,8 +223,7 @@ class LinuxGeneratorOptions(Settings):
                             schema={"type": "number", "minimum": 0, "maximum": 10})
     engine: str = setting("packet", "send engine: packet (srgen, AF_PACKET), xdp (xdpgen, "
                           "BPF_PROG_RUN live frames: a veth TX port, frames up to 3500 "
-                          "bytes, no generator queue; the only engine that sends an IMIX) "
-                          "or auto (xdp where the trial's traffic allows it, else packet)",
+                          "bytes, no generator queue) or auto (xdp where the trial's traffic allows it, else packet)",
                           schema={"enum": list(ENGINES)})
 
 
@@ -388,18 +386,20 @@ class LinuxGenerator(TrafficGenerator):
         self._flows = flows
 
     def prepare_mix(self, frames: list[tuple[bytes, int]]) -> None:
-        """Send a mix of frames (frame, weight), by xdpgen only (srgen sends one size):
-        packet i is the frame a smooth weighted round robin of the weights gives
-        (xdpgen.c ``mix_pattern``: each frame ``weight`` times in every ``sum(weights)``
-        packets, spread evenly); rates are packets per second of the whole mix."""
-        if self.engine == "packet":
-            raise MixUnsupported(PACKET_MIX_REFUSAL)
+        """Send a mix of frames (frame, weight), by either engine (``-I``): packet i is
+        the frame a smooth weighted round robin of the weights gives (linux_gen/mix.h:
+        each frame ``weight`` times in every ``sum(weights)`` packets, spread evenly);
+        rates are packets per second of the whole mix.  srgen sends a mix with mode
+        ``mmsg`` only."""
+        if self.mode != "mmsg" and self.engine != "xdp":
+            raise MixUnsupported(f"srgen sends a mix with mode 'mmsg' only, not "
+                                 f"{self.mode!r} (tester.options.mode)")
         if not frames or any(w < 1 for _, w in frames):
             raise GeneratorError("a mix needs frames with positive weights")
         for frame, _ in frames:
-            if not 14 <= len(frame) <= XDP_MAX_FRAME_BYTES:
+            if not 14 <= len(frame) <= MAX_FRAME_BYTES:
                 raise GeneratorError(f"frame of {len(frame)} bytes in the mix: must be "
-                                     f"14..{XDP_MAX_FRAME_BYTES}")
+                                     f"14..{MAX_FRAME_BYTES}")
         self.prepare(frames[0][0])
         self._write_frames([frame for frame, _ in frames])
         self._flow_count = 1
@@ -718,13 +718,6 @@ class LinuxGenerator(TrafficGenerator):
         :func:`xdp_refusal` allows it, each choice and its reason logged once;
         ``xdp`` where it cannot send raises GeneratorError)."""
         traffic = self.traffic()
-        if traffic.mix:
-            if self.engine == "packet":
-                raise GeneratorError(PACKET_MIX_REFUSAL)
-            why = xdp_refusal(traffic)
-            if why is not None:
-                raise GeneratorError(f"an IMIX needs xdpgen, and {why}")
-            return "xdp"
         if self.engine == "packet":
             return "packet"
         why = xdp_refusal(traffic)

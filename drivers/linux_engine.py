@@ -3,8 +3,7 @@
 ``tester.options.engine`` is ``auto``, ``xdp`` or ``packet``.  xdpgen
 (drivers/xdpgen.py) sends by BPF_PROG_RUN live frames and counts through the TX
 port's veth ``xdp_xmit`` counters, so it cannot do everything srgen does (ring
-mode, frames above a page, a TX port other than veth); srgen in turn sends no
-IMIX, which xdpgen does.  :func:`xdp_refusal` says why it cannot send a given
+mode, frames above a page, a TX port other than veth).  :func:`xdp_refusal` says why it cannot send a given
 traffic (None: it can); ``auto`` then falls back to srgen, and ``xdp`` is refused
 (before the run by srperf/measure/preflight.py, at the trial otherwise).
 """
@@ -18,8 +17,6 @@ from pathlib import Path
 from typing import Any, Mapping
 
 ENGINES = ("auto", "xdp", "packet")
-PACKET_MIX_REFUSAL = "srgen sends one frame size: an IMIX needs xdpgen (engine xdp or auto)"
-"""Why the ``packet`` engine cannot send a mix."""
 """Values of ``tester.options.engine``."""
 XDP_MAX_FRAME_BYTES = 3500
 """Largest frame (no FCS) xdpgen sends: one page with headroom and skb_shared_info
@@ -36,7 +33,7 @@ class Traffic:
     latency: bool = False
     send_mode: str = "mmsg"
     mix: bool = False
-    """Several frame sizes (IMIX): srgen cannot send them, xdpgen can."""
+    """Several frame sizes (IMIX), which both engines send (linux_gen/mix.h)."""
     tx_driver: str = "veth"
     """The TX port's kernel driver (``ethtool -i``), "" when it cannot be read."""
 
@@ -92,5 +89,5 @@ def describe(options: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-__all__ = ["ENGINES", "PACKET_MIX_REFUSAL", "XDP_MAX_FRAME_BYTES", "Traffic", "describe", "port_driver",
+__all__ = ["ENGINES", "XDP_MAX_FRAME_BYTES", "Traffic", "describe", "port_driver",
            "xdp_refusal"]

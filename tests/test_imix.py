@@ -44,13 +44,13 @@ def test_parse_refuses_empty() -> None:
         parse_imix([])
 
 
-def test_imix_on_the_linux_driver_is_refused_before_anything_starts(tmp_path: Path) -> None:
+def test_imix_on_the_simulated_testbed_is_refused_before_anything_starts(tmp_path: Path) -> None:
     exp = Experiment(name="x", behaviors=("end",), packet_sizes=(IMIX_SIZE,),
                      imix=PROFILES["simple"], search=SearchConfig(algorithm="bisect"))
     tb = TestbedConfig(name="sim", kind="simulated", source="tb.yaml")
     with pytest.raises(ConfigError, match="IMIX needs a driver that sends several frame "
-                                          "sizes \\(trex, or linux with tester.options.engine "
-                                          "xdp or auto\\); tb.yaml uses tester.driver"):
+                                          "sizes \\(trex, linux, not the model of a "
+                                          "simulated testbed\\); tb.yaml uses tester.driver"):
         Orchestrator(exp, tb, tmp_path)
     assert not (tmp_path / "srperf.sqlite").exists()
 
@@ -63,14 +63,12 @@ MIX = ((64, 7), (594, 4), (1400, 1))
 @pytest.mark.netns
 @pytest.mark.parametrize("engine", ["packet", "xdp"])
 def test_imix_on_the_wire(engine: str) -> None:
-    """srgen sends one frame size, so engine packet refuses the mix before sending
-    anything; xdpgen (engine xdp) sends it: each packet one of the mix's frames, byte for
-    byte, every checksum right, and per sum(weights) packets each frame weight times
-    (the bytes the rx port counted say so exactly, whatever a capture misses)."""
+    """Both engines send the mix (linux_gen/mix.h): each packet one of the mix's frames,
+    byte for byte, every checksum right, and per sum(weights) packets each frame weight
+    times (the bytes the rx port counted say so exactly, whatever a capture misses)."""
     import socket
 
     from srperf.behaviors import catalogue
-    from srperf.drivers.base import MixUnsupported
     from srperf.drivers.linux import LinuxGenerator
     from srperf.measure.bench_support import EBPF_TB
     from srperf.traffic import packets as P
@@ -88,13 +86,8 @@ def test_imix_on_the_wire(engine: str) -> None:
         sock = ns_packet_socket(ns, "t1")
         sock.setsockopt(socket.SOL_SOCKET, getattr(socket, "SO_RCVBUFFORCE", 33), 64 << 20)
         try:
-            if engine == "packet":
-                with pytest.raises(MixUnsupported, match="one frame size"):
-                    gen.prepare_mix(frames)
-                assert link_stats(ns, "t0")["tx_packets"] == 0   # nothing was sent
-                return
             gen.prepare_mix(frames)
-            gen.trial(10_000, 0.01)            # starts xdpgen (its one-frame check)
+            gen.trial(10_000, 0.01)            # starts the engine (xdpgen's one-frame check)
             receive_frames(sock, timeout_s=0.3, count=10_000)
             before = link_stats(ns, "t1")
             t = gen.trial(20_000, n / 20_000)
@@ -103,7 +96,7 @@ def test_imix_on_the_wire(engine: str) -> None:
         finally:
             sock.close()
             gen.close()
-    assert t.extra["engine"] == "xdp" and t.extra["mix"] == [[len(f), w] for f, w in frames]
+    assert t.extra["engine"] == engine and t.extra["mix"] == [[len(f), w] for f, w in frames]
     assert t.intended == t.sent == t.received == n
     assert after["rx_bytes"] - before["rx_bytes"] == rounds * sum(len(f) * w for f, w in frames)
     assert len(got) >= 0.9 * n, f"captured {len(got)} of {n}"

@@ -73,6 +73,10 @@
  *     to back (built by the caller, each with its own valid checksums: they
  *     differ in the fields that make a flow, e.g. a port or an address);
  *     packet i is frame i % FLOWS.  -V still works on every one of them.
+ *   - -I LEN:WEIGHT,... (IMIX): the frame file holds the mix's frames, of
+ *     those lengths, back to back; packet i is frame pattern[i % sum(weights)],
+ *     mix.h's smooth weighted round robin (as xdpgen's).  Only with -m mmsg,
+ *     without -k and -V.
  *   - Drain: after the last offer srgen waits for the path before it reads
  *     the counters: DRAIN_MS at most; with -s SETTLE_US, it stops earlier,
  *     as soon as the RX port has counted every sent packet, or the TX port
@@ -185,6 +189,7 @@ struct opts {
 	long counter_off;     /* -1: every packet the same; else see -V */
 	uint64_t stop_lost;   /* -L: stop once more were refused (NO_STOP: never) */
 	const char *probe_path; /* -p: the probe frame (NULL: no latency probes) */
+	const char *mix;      /* -I: the frame file holds an IMIX's frames (mix.h) */
 	double probe_pps;     /* -a: probes per second of a one-shot trial */
 };
 
@@ -200,6 +205,7 @@ struct sender {
 	unsigned char *bufs;  /* -V, mmsg: one copy of the frame per message */
 	unsigned char *frames; /* the flows' frames, len bytes each, back to back */
 	uint64_t flows;       /* how many */
+	struct mix *mix;      /* -I: an IMIX (NULL: none); len is then its longest frame */
 	size_t len;           /* of the frame */
 	long counter_off;     /* -1: no counter; else its offset in the frame */
 	unsigned char *map;
@@ -257,7 +263,8 @@ static void usage(void)
 	fputs("usage: srgen -f FRAME -r RATE_PPS -n COUNT -t TX_DEV -x RX_DEV\n"
 	      "             [-c CPU] [-P FIFO_PRIO] [-d DRAIN_MS] [-b BATCH] [-l MAX_LAG_US]\n"
 	      "             [-q QUANTUM_US] [-m mmsg|ring] [-Q QUEUE_PKTS | -H HOLD_PKTS]\n"
-	      "             [-V COUNTER_OFFSET] [-k FLOWS] [-s SETTLE_US] [-L STOP_LOST]\n"
+	      "             [-V COUNTER_OFFSET] [-k FLOWS | -I LEN:WEIGHT,...] [-s SETTLE_US]\n"
+	      "             [-L STOP_LOST]\n"
 	      "             [-p PROBE_FILE -a PROBE_PPS]\n"
 	      "       srgen -S -f FRAME -t TX_DEV -x RX_DEV [the options above]\n"
 	      "  RATE_PPS 0 = unpaced; BATCH 1..256 (16); DRAIN_MS (200); MAX_LAG_US (1000);\n"
@@ -267,6 +274,7 @@ static void usage(void)
 	      "  -H retry refused packets, up to HOLD_PKTS waiting at a time (0: never)\n"
 	      "  -V write packet i's counter into the counter slot at byte COUNTER_OFFSET\n"
 	      "  -k the frame file holds FLOWS frames of one length; packet i is frame i % FLOWS\n"
+	      "  -I the frame file holds an IMIX's frames of these lengths (mix.h)\n"
 	      "  -s end the drain once RX has counted every sent packet, or TX has and\n"
 	      "     neither moved for SETTLE_US (0: wait the whole DRAIN_MS)\n"
 	      "  -L end the trial once more than STOP_LOST packets were refused\n"
@@ -286,6 +294,7 @@ static uint64_t now_ns(void)
 }
 
 #include "probe_rx.h"  /* the probes' receive side (uses die, now_ns) */
+#include "mix.h"       /* -I: an IMIX's frames and order, as xdpgen's */
 
 static uint64_t parse_u64(const char *s, const char *what)
 {
@@ -358,7 +367,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	o->counter_off = -1;
 	o->flows = 1;
 	o->stop_lost = NO_STOP;
-	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:m:Q:H:V:k:s:L:p:a:Sh")) != -1) {
+	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:m:Q:H:V:k:I:s:L:p:a:Sh")) != -1) {
 		switch (c) {
 		case 'f': o->frame_path = optarg; break;
 		case 'r': {
@@ -392,6 +401,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 				die("bad probe rate: '%s'", optarg);
 			break;
 		}
+		case 'I': o->mix = optarg; break;
 		case 'k':
 			o->flows = parse_u64(optarg, "flows");
 			if (o->flows < 1 || o->flows > MAX_FLOWS)
@@ -426,6 +436,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		die("-p (latency probes) works only with -m mmsg");
 	if (o->probe_pps > 0 && !o->probe_path)
 		die("-a needs -p PROBE_FILE");
+	if (o->mix && (o->flows > 1 || o->counter_off >= 0 || o->mode == MODE_RING))
+		die("-I (a mix of sizes) works only with -m mmsg, without -k and -V");
 }
 
 /* Read the frame file: FLOWS frames of one length, back to back.  Returns
@@ -455,10 +467,48 @@ static unsigned char *load_frames(const char *path, uint64_t flows, size_t *len)
 	return realloc(buf, total);
 }
 
-/* The frame of packet number seq. */
+/* The frame of packet number seq, and its length. */
 static inline const unsigned char *frame_of(const struct sender *s, uint64_t seq)
 {
+	if (s->mix)
+		return s->frames + s->mix->off[s->mix->pattern[seq % s->mix->plen]];
 	return s->flows > 1 ? s->frames + (size_t)(seq % s->flows) * s->len : s->frames;
+}
+
+static inline size_t len_of(const struct sender *s, uint64_t seq)
+{
+	return s->mix ? s->mix->len[s->mix->pattern[seq % s->mix->plen]] : s->len;
+}
+
+/* -I: read the mix's frames; sets *len to the longest. */
+static unsigned char *load_mix(const char *path, const char *spec, struct mix *m, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	unsigned char *buf = malloc(MAX_FRAMES_BYTES);
+	const char *why;
+	size_t total;
+	uint32_t i;
+
+	if (!buf)
+		die("out of memory for the frames");
+	if (!f)
+		die("cannot open frame file %s: %s", path, strerror(errno));
+	total = fread(buf, 1, MAX_FRAMES_BYTES, f);
+	if (ferror(f) || !feof(f))
+		die("cannot read %s (or more than %u bytes)", path, MAX_FRAMES_BYTES);
+	fclose(f);
+	why = mix_parse(m, spec, total);
+	if (why)
+		die("bad mix '%s' for %s: %s", spec, path, why);
+	*len = 0;
+	for (i = 0; i < m->n; i++) {
+		if (m->len[i] < ETH_HLEN || m->len[i] > MAX_FRAME)
+			die("frame %u of the mix is %zu bytes: must be %d..%d", i, m->len[i], ETH_HLEN,
+			    MAX_FRAME);
+		if (m->len[i] > *len)
+			*len = m->len[i];
+	}
+	return realloc(buf, total);
 }
 
 #define COUNTER_LEN 8
@@ -692,7 +742,7 @@ static uint64_t offer_mmsg(struct sender *s, uint64_t n, uint64_t seq, uint64_t 
 				s->iov[i].iov_len = s->probe_len;
 				continue;
 			}
-			s->iov[i].iov_len = s->len;
+			s->iov[i].iov_len = len_of(s, seq + i);
 			if (s->counter_off >= 0) {
 				buf = s->bufs + i * s->len;
 				if (s->flows > 1)
@@ -712,11 +762,13 @@ static uint64_t offer_mmsg(struct sender *s, uint64_t n, uint64_t seq, uint64_t 
 				memcpy(s->bufs + i * s->len, frame_of(s, seq + i), s->len);
 			put_counter(s->bufs + i * s->len + s->counter_off, (uint32_t)(seq + i));
 		}
-	} else if (s->flows > 1) {
+	} else if (s->flows > 1 || s->mix) {
 		uint64_t i;
 
-		for (i = 0; i < n; i++)
+		for (i = 0; i < n; i++) {
 			s->iov[i].iov_base = (void *)frame_of(s, seq + i);
+			s->iov[i].iov_len = len_of(s, seq + i);
+		}
 	}
 	ret = sendmmsg(s->fd, s->msgs, (unsigned int)n, s->send_flags);
 
@@ -1013,7 +1065,7 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 	       ", \"rate_pps\": %.3f, \"frame_len\": %zu, \"batch\": %u, \"calls\": %" PRIu64
 	       ", \"mode\": \"%s\", \"ring_frames\": %u, \"queue_pkts\": %" PRIu64
 	       ", \"hold_pkts\": %" PRIu64 ", \"held_max\": %" PRIu64
-	       ", \"counter_offset\": %ld, \"flows\": %" PRIu64
+	       ", \"counter_offset\": %ld, \"flows\": %" PRIu64 ", \"mix\": \"%s\""
 	       ", \"attempts_refused\": %" PRIu64
 	       ", \"max_lag_ns\": %" PRIu64 ", \"max_lag_bound_ns\": %" PRIu64
 	       ", \"slipped_ns\": %" PRIu64 ", \"drain_ns\": %" PRIu64
@@ -1026,6 +1078,7 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 	       t->rate_pps, snd->len, o->batch, snd->calls,
 	       o->mode == MODE_RING ? "ring" : "mmsg", snd->nframes,
 	       o->queue_pkts, o->hold_pkts, held_max, o->counter_off, snd->flows,
+	       o->mix ? o->mix : "",
 	       snd->attempts_refused, max_lag, o->max_lag_ns, slipped, t->drain_ns,
 	       t->settle_ns, drained_ns, o->cpu, between,
 	       after.tx_packets - before.tx_packets, after.tx_dropped - before.tx_dropped,
@@ -1062,7 +1115,14 @@ static void setup(struct gen *g)
 			die("SCHED_FIFO %d: %s", o->fifo, strerror(errno));
 	}
 	snd->flows = o->flows;
-	snd->frames = load_frames(o->frame_path, o->flows, &snd->len);
+	if (o->mix) {
+		static struct mix mix;
+
+		snd->mix = &mix;
+		snd->frames = load_mix(o->frame_path, o->mix, &mix, &snd->len);
+	} else {
+		snd->frames = load_frames(o->frame_path, o->flows, &snd->len);
+	}
 	if (o->counter_off >= 0)
 		for (f = 0; f < o->flows; f++)
 			check_counter_slot(frame_of(snd, f), snd->len, o->counter_off);

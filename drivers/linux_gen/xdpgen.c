@@ -117,10 +117,10 @@ struct xdpgen_cfg {              /* as in xdpgen.bpf.c */
 static void die(const char *fmt, ...);
 static uint64_t now_ns(void);
 #include "probe_rx.h"  /* the probes' receive side, as srgen's (uses die, now_ns) */
+#include "mix.h"       /* an IMIX's frames and order, as srgen's */
 
 #define MAX_REGION 256          /* as in xdpgen.bpf.c */
 #define MAX_VARIANTS 65537u      /* srgen's 65536 flows, and the probe */
-#define MAX_PATTERN 65536u
 #define MAX_FILE_BYTES (64u * 1024 * 1024)
 
 struct xdpgen_var {              /* as in xdpgen.bpf.c */
@@ -137,7 +137,7 @@ struct xdpgen_shape {            /* as in xdpgen.bpf.c */
 struct shape {
 	unsigned char *frames;       /* the variants, back to back */
 	size_t *off, *len;           /* of each variant in frames */
-	uint32_t *weight;            /* IMIX weights (NULL: flows, each once) */
+	struct mix mix;              /* -I: the mix (mix.h) */
 	uint32_t ntest, nvar;        /* test variants; all (with the probe) */
 	uint32_t base;               /* the longest variant: the page's frame */
 	uint32_t *pattern, plen;     /* packet i is test variant pattern[i % plen] */
@@ -481,65 +481,6 @@ static void check_counter_slot(const unsigned char *frame, size_t n, long off)
 			bad("no counter slot at offset %ld of the frame", off);
 }
 
-/* -I LEN:WEIGHT,...: the lengths and weights of the test variants. */
-static void parse_mix(struct shape *sh, const char *spec, size_t total)
-{
-	const char *p = spec;
-	size_t sum = 0;
-	uint64_t weights = 0;
-
-	sh->ntest = 0;
-	while (*p) {
-		char *end;
-		unsigned long len = strtoul(p, &end, 10), w;
-
-		if (end == p || *end != ':')
-			bad("bad mix '%s' (LEN:WEIGHT,...)", spec);
-		p = end + 1;
-		w = strtoul(p, &end, 10);
-		if (end == p || (*end && *end != ',') || !w || !len || sh->ntest >= MAX_VARIANTS - 1)
-			bad("bad mix '%s' (LEN:WEIGHT,..., weights >= 1)", spec);
-		sh->len[sh->ntest] = len;
-		sh->weight[sh->ntest++] = (uint32_t)w;
-		sum += len;
-		weights += w;
-		p = *end ? end + 1 : end;
-	}
-	if (!sh->ntest || sum != total)
-		bad("the mix '%s' does not describe the %zu bytes of the frame file", spec, total);
-	if (weights > MAX_PATTERN)
-		bad("the mix's weights add up to %" PRIu64 ", more than %u", weights, MAX_PATTERN);
-}
-
-/* Smooth weighted round robin (as nginx's): sum(weights) packets in which each
- * variant comes weight times, spread as evenly as the weights allow. */
-static void mix_pattern(struct shape *sh)
-{
-	int64_t *cur = calloc(sh->ntest, sizeof(*cur)), total = 0;
-	uint32_t i, k;
-
-	if (!cur)
-		die("out of memory");
-	for (i = 0; i < sh->ntest; i++)
-		total += sh->weight[i];
-	sh->plen = (uint32_t)total;
-	sh->pattern = calloc(sh->plen, sizeof(uint32_t));
-	if (!sh->pattern)
-		die("out of memory");
-	for (k = 0; k < sh->plen; k++) {
-		uint32_t best = 0;
-
-		for (i = 0; i < sh->ntest; i++) {
-			cur[i] += sh->weight[i];
-			if (cur[i] > cur[best])
-				best = i;
-		}
-		cur[best] -= total;
-		sh->pattern[k] = best;
-	}
-	free(cur);
-}
-
 /* The regions every packet rewrites: the head (all headers, whatever the SUT did to
  * the page), and one tail span that covers every other byte where a variant differs
  * from the base, the counter slot and the probe's trailer. */
@@ -585,11 +526,16 @@ static void load_frame(struct gen *g)
 
 	sh->len = calloc(MAX_VARIANTS, sizeof(size_t));
 	sh->off = calloc(MAX_VARIANTS, sizeof(size_t));
-	sh->weight = calloc(MAX_VARIANTS, sizeof(uint32_t));
-	if (!sh->len || !sh->off || !sh->weight)
+	if (!sh->len || !sh->off)
 		die("out of memory");
 	if (o->mix) {
-		parse_mix(sh, o->mix, total);
+		const char *why = mix_parse(&sh->mix, o->mix, total);
+
+		if (why)
+			bad("bad mix '%s': %s", o->mix, why);
+		sh->ntest = sh->mix.n;
+		for (v = 0; v < sh->ntest; v++)
+			sh->len[v] = sh->mix.len[v];
 	} else {
 		if (total % o->flows)
 			bad("frame file %s of %zu bytes does not hold %" PRIu64 " frames of one length",
@@ -633,7 +579,8 @@ static void load_frame(struct gen *g)
 	g->len = sh->len[sh->base];
 	memcpy(g->frame, sh->frames + sh->off[sh->base], g->len);
 	if (o->mix) {
-		mix_pattern(sh);
+		sh->pattern = sh->mix.pattern;
+		sh->plen = sh->mix.plen;
 	} else {
 		sh->plen = sh->ntest;
 		sh->pattern = calloc(sh->plen, sizeof(uint32_t));

@@ -181,14 +181,12 @@ def check_run(exp: Experiment, tb: TestbedConfig) -> None:
 
 def check_engine(exp: Experiment, tb: TestbedConfig) -> None:
     """``tester.options.engine: xdp`` where xdpgen cannot send the experiment's traffic
-    (a frame above its page limit, srgen's ring mode, a TX port that is not a veth) is
-    refused before anything starts (drivers/linux_engine.py; ``auto`` falls back to
-    srgen there instead).  An IMIX, which only xdpgen sends, is refused the same way
-    under ``auto`` too."""
+    (a frame above its page limit, of an IMIX's sizes too, srgen's ring mode, a TX port
+    that is not a veth) is refused before anything starts (drivers/linux_engine.py;
+    ``auto`` falls back to srgen there instead)."""
     engine = tb.tester.options.get("engine", "packet")
     mix = 0 in exp.packet_sizes
-    if tb.tester.driver != "linux" or engine == "packet" or _is_model(tb) \
-            or (engine == "auto" and not mix):
+    if tb.tester.driver != "linux" or engine != "xdp" or _is_model(tb):
         return
     from srperf.drivers.linux_engine import Traffic, port_driver, xdp_refusal
 
@@ -204,9 +202,8 @@ def check_engine(exp: Experiment, tb: TestbedConfig) -> None:
                               send_mode=str(tb.tester.options.get("mode", "mmsg")),
                               tx_driver=driver, mix=mix))
     if why is not None:
-        what = "imix, which only xdpgen sends, " if engine == "auto" else ""
         raise ConfigError(tb.source, "tester.options.engine", engine,
-                          f"{why} ({exp.source} asks for {what}it)")
+                          f"{why} ({exp.source} asks for it)")
 
 
 def check_latency(exp: Experiment, tb: TestbedConfig) -> None:

@@ -43,6 +43,8 @@ The queue is part of what is measured: say its size with every result.
 it hands the kernel, checksum-neutrally (see srgen.c).
 :meth:`LinuxGenerator.prepare_flows` sends many flows: packet i is the frame
 of flow i % count, each built with its own checksums (:mod:`srperf.traffic.flows`).
+:meth:`LinuxGenerator.prepare_mix` sends an IMIX: packet i is the frame of the
+mix's smooth weighted round robin (``linux_gen/mix.h``, the same in xdpgen).
 
 *Resident* (``resident``, the default): one srgen process (``srgen -S``) stays
 up from one trial to the next, with its socket, TX ring, frames and counter
@@ -223,7 +225,8 @@ class LinuxGeneratorOptions(Settings):
                             schema={"type": "number", "minimum": 0, "maximum": 10})
     engine: str = setting("packet", "send engine: packet (srgen, AF_PACKET), xdp (xdpgen, "
                           "BPF_PROG_RUN live frames: a veth TX port, frames up to 3500 "
-                          "bytes, no generator queue) or auto (xdp where the trial's traffic allows it, else packet)",
+                          "bytes, no generator queue) or auto (xdp where the trial's "
+                          "traffic allows it, else packet)",
                           schema={"enum": list(ENGINES)})
 
 

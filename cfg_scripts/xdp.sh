@@ -16,6 +16,9 @@
 #   clean       detach the dispatcher, stop the pin holder, remove pins and our routes
 #   counters    JSON dump of fp_stats (nothing when no fast path is attached)
 #   flows       JSON dump of pm_counters, the mon step's per-flow counters (idem)
+#   steps       JSON dump of fp_steps, the per-step statistics (runs, ns per program id;
+#               zero unless SRPERF_XDP_STEP_STATS asked for them; nothing when no fast
+#               path is attached)
 #   prog_run    BPF_PROG_RUN of the attached dispatcher (the whole chain) over the frame
 #               SRPERF_XDP_FRAME, SRPERF_XDP_REPEAT single runs: prints JSON, bpftool's
 #               result of each run (retval, duration in ns) and data_out (the frame
@@ -41,12 +44,14 @@
 #   SRPERF_XDP_FLOWS      mon: monitored flows, SID lists in SRH order (SIDs comma-
 #                         separated, flows ';'-separated; flow i gets index i), or none
 #   SRPERF_XDP_MARK       mon: 1 = colour packets with colour 0, 0 = count only
+#   SRPERF_XDP_STEP_STATS per-step statistics in fp_steps (FP_F_* of xdp_fp.h): 0 off,
+#                         1 runs, 3 runs and ns
 #   SRPERF_XDP_FRAME      prog_run: the frame, hex;  SRPERF_XDP_REPEAT: runs (1..20000)
 #
 # Per function:
 #   xdp_chain   all of the above but SRPERF_XDP_FRAME and SRPERF_XDP_REPEAT
 #   prog_run    SRPERF_XDP_FRAME SRPERF_XDP_REPEAT
-#   clean, counters, flows   none
+#   clean, counters, flows, steps   none
 #
 # Pins: /sys/fs/bpf/srperf-xdp-<netns name, or "default">.  The program array must
 # keep a pin (the kernel empties a PROG_ARRAY when its last pin or file descriptor
@@ -55,12 +60,18 @@
 # a shell loop) in the command's mount namespace, its PID in /run/srperf-xdp-<netns>.pid;
 # `clean` stops it (the namespace, its bpffs and the pins go with it).  `counters`,
 # `flows`, `prog_run` and `clean` find the programs through the attachment, never
-# through the pins.
+# through the pins.  Every object this script loads says whose it is: fp_conf.owner =
+# "srperf-xdp:<netns name>"; `clean` also sweeps what the attachment no longer shows
+# (a holder whose PID file was lost, a detached dispatcher): the holders of this
+# namespace by their command line, and the programs whose fp_conf names this
+# namespace, whose fp_progs it empties (the kernel then frees the programs and maps
+# once nothing else holds them).  Objects of other namespaces or programs are never
+# touched.
 set -euo pipefail
 
 readonly PROG="xdp.sh"
 readonly BEHAVIORS=(xdp_chain)
-readonly HELPERS=(counters flows prog_run)
+readonly HELPERS=(counters flows steps prog_run)
 # shellcheck source=SCRIPTDIR/contract.bash
 source "$(dirname "${BASH_SOURCE[0]}")/contract.bash"
 
@@ -71,6 +82,7 @@ readonly ROUTE_PROTO=84   # routes of this script carry this protocol number
 readonly DISPATCHER=fp_dispatch
 readonly MAX_STEPS=8      # FP_MAX_STEPS
 readonly MAX_SIDS=8       # FP_MAX_SIDS
+readonly MAX_PROGS=8      # FP_MAX_PROGS (fp_progs slots)
 readonly MAX_FLOWS=1024   # PM_MAX_FLOWS
 readonly MAX_FLOW_SIDS=8  # PM_MAX_SEGS
 # FP_PROGS of xdp_fp.h: slot -> program
@@ -79,7 +91,8 @@ readonly ID_ENC=2 ID_MON=3 ID_FW=4
 
 readonly CHAIN_VARS=(SRPERF_IN_IF SRPERF_OUT_IF SRPERF_TESTER_RX_MAC SRPERF_TESTER_RX_IP6
     SRPERF_SID_PREFIX SRPERF_DST_PREFIX6 SRPERF_TUNSRC SRPERF_XDP_SIDS SRPERF_XDP_OBJ
-    SRPERF_XDP_MODE SRPERF_XDP_CHAIN SRPERF_XDP_ROUTE SRPERF_XDP_FLOWS SRPERF_XDP_MARK)
+    SRPERF_XDP_MODE SRPERF_XDP_CHAIN SRPERF_XDP_ROUTE SRPERF_XDP_FLOWS SRPERF_XDP_MARK
+    SRPERF_XDP_STEP_STATS)
 
 # --- reporting -------------------------------------------------------------------
 
@@ -113,6 +126,25 @@ ns_name() {
 pin_dir() { echo "$BPFFS/$PIN_PREFIX$(ns_name)"; }
 
 pid_file() { echo "/run/$PIN_PREFIX$(ns_name).pid"; }
+
+# fp_conf.owner of the objects this namespace's xdp_chain loads (FP_OWNER_LEN bytes).
+readonly OWNER_LEN=32
+owner_text() { echo "srperf-xdp:$(ns_name)"; }
+
+# owner_bytes: "73 72 ..." (hex, NUL-padded to OWNER_LEN; the text cut to OWNER_LEN - 1)
+owner_bytes() {
+    local text i out=""
+    text=$(owner_text)
+    text=${text:0:$((OWNER_LEN - 1))}
+    for ((i = 0; i < OWNER_LEN; i++)); do
+        if ((i < ${#text})); then
+            out+=$(printf '%02x ' "'${text:i:1}")
+        else
+            out+="00 "
+        fi
+    done
+    echo "${out% }"
+}
 
 # --- byte encoding for bpftool ----------------------------------------------------
 
@@ -226,6 +258,10 @@ chain_checks() {
         0 | 1) ;;
         *) invalid SRPERF_XDP_MARK "0 or 1" ;;
     esac
+    case "$SRPERF_XDP_STEP_STATS" in
+        0 | 1 | 3) ;;
+        *) invalid SRPERF_XDP_STEP_STATS "0 (off), 1 (runs) or 3 (runs and ns)" ;;
+    esac
     if ! [[ "$SRPERF_XDP_ROUTE" =~ ^[0-9a-fA-F:]+/[0-9]{1,3}$ ]] ||
         ! ip6_bytes "${SRPERF_XDP_ROUTE%/*}" >/dev/null ||
         ((10#${SRPERF_XDP_ROUTE#*/} > 128)); then
@@ -271,12 +307,12 @@ map_commands() {
         echo "map update pinned $maps/fp_progs key hex $(le32 "$i") value pinned $dir/${STEP_PROGS[i]}"
     done
     echo "map update pinned $maps/fp_conf key hex $(le32 0) value hex $(ip6_bytes "$SRPERF_TUNSRC") \
-$(mac_bytes "$SRPERF_TESTER_RX_MAC") $(mac_bytes "$out_mac") $(zeros 4)"
+$(mac_bytes "$SRPERF_TESTER_RX_MAC") $(mac_bytes "$out_mac") $(zeros 4) $(owner_bytes)"
     for ((i = 0; i < ${#SIDS[@]}; i++)); do
         echo "map update pinned $maps/fp_sids key hex $(le32 "$i") value hex $(ip6_bytes "${SIDS[i]}")"
     done
     echo "map update pinned $maps/fp_tx key hex $(le32 0) value hex $(le32 "$out_ifindex")"
-    value="$(le32 ${#STEPS[@]}) $(le32 0)"
+    value="$(le32 ${#STEPS[@]}) $(le32 "$SRPERF_XDP_STEP_STATS")"
     for ((i = 0; i < MAX_STEPS; i++)); do
         if ((i < ${#STEPS[@]})); then
             step=${STEPS[i]}
@@ -376,10 +412,15 @@ attached() {
         done
 }
 
+# the ids of the maps program PROG uses, comma-separated.
+map_ids() {
+    bpftool prog show id "$1" 2>/dev/null | sed -n 's/.*map_ids \([0-9,]*\).*/\1/p'
+}
+
 # the map of id MAP name NAME used by program PROG.
 map_of() {
     local prog=$1 name=$2 id
-    for id in $(bpftool prog show id "$prog" | sed -n 's/.*map_ids \([0-9,]*\).*/\1/p' | tr ',' ' '); do
+    for id in $(map_ids "$prog" | tr ',' ' '); do
         if [[ "$(bpftool map show id "$id")" == *" name $name "* ]]; then
             echo "$id"
             return 0
@@ -404,6 +445,57 @@ stop_holder() {
     rm -f "$file"
 }
 
+# ids of the programs (any fp_* name) loaded by this namespace's xdp_chain: those using
+# an fp_conf whose owner is ours, and every program sharing their fp_ctx (one object).
+own_programs() {
+    local want id conf ctx prog
+    local -a confs=() ctxs=()
+    want=$(owner_bytes | sed 's/\([0-9a-f][0-9a-f]\)/"0x\1"/g; s/ /,/g')
+    for id in $(bpftool map show 2>/dev/null | sed -n 's/^\([0-9]*\): array  name fp_conf .*/\1/p'); do
+        if [[ "$(bpftool -j map lookup id "$id" key hex 00 00 00 00 2>/dev/null)" == *"$want"* ]]; then
+            confs+=("$id")
+        fi
+    done
+    ((${#confs[@]})) || return 0
+    for prog in $(bpftool prog show 2>/dev/null | sed -n 's/^\([0-9]*\): xdp  name fp_.*/\1/p'); do
+        for conf in "${confs[@]}"; do
+            if [[ ",$(map_ids "$prog")," == *",$conf,"* ]]; then
+                ctx=$(map_of "$prog" fp_ctx) && ctxs+=("$ctx")
+            fi
+        done
+    done
+    ((${#ctxs[@]})) || return 0
+    for prog in $(bpftool prog show 2>/dev/null | sed -n 's/^\([0-9]*\): xdp  name fp_.*/\1/p'); do
+        for ctx in "${ctxs[@]}"; do
+            if [[ ",$(map_ids "$prog")," == *",$ctx,"* ]]; then
+                echo "$prog"
+                break
+            fi
+        done
+    done
+}
+
+# What the attachment and the PID file no longer show: this namespace's holders (by
+# their command line) ended, and the fp_progs of its programs emptied.
+sweep() {
+    local ns pid prog progs i
+    local -a key=()
+    ns=$(ns_name)
+    if [[ "$ns" != default ]]; then
+        for pid in $(pgrep -f "^$HOLDER_NAME -c while \[ -e /run/netns/$ns \]; do " 2>/dev/null); do
+            kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true
+        done
+    fi
+    command -v bpftool >/dev/null 2>&1 || return 0
+    for prog in $(own_programs | sort -u); do
+        progs=$(map_of "$prog" fp_progs) || continue
+        for ((i = 0; i < MAX_PROGS; i++)); do
+            read -r -a key <<<"$(le32 "$i")"
+            bpftool map delete id "$progs" key hex "${key[@]}" >/dev/null 2>&1 || true
+        done
+    done
+}
+
 clean() {
     local dev prog mode
     if command -v bpftool >/dev/null 2>&1; then
@@ -415,6 +507,7 @@ clean() {
         done < <(attached)
     fi
     stop_holder
+    sweep
     ip -6 route flush proto "$ROUTE_PROTO" 2>/dev/null || true
     if [[ "$(stat -f -c %T "$BPFFS" 2>/dev/null)" == "bpf_fs" ]]; then
         rm -rf "$(pin_dir)"
@@ -457,6 +550,8 @@ dump_map() {
 counters() { dump_map fp_stats; }
 
 flows() { dump_map pm_counters fp_mon; }
+
+steps() { dump_map fp_steps; }
 
 # prog_run: SRPERF_XDP_REPEAT single BPF_PROG_RUNs of the dispatcher over the frame, in
 # one bpftool batch (a run with bpftool's own `repeat N` would run the chain again over

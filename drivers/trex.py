@@ -134,7 +134,10 @@ class TrexWorker:
                  netns: str | None = None) -> None:
         env = dict(os.environ)
         env.pop("SRPERF_TREX_CLIENT_PATH", None)
-        if client_path:
+        if client_path:   # root imports its Python: trusted as a whole (again, at use)
+            from srperf.safety import programs
+
+            programs.check_trex_client("<testbed>", client_path)
             env["SRPERF_TREX_CLIENT_PATH"] = client_path
         self.timeout_s = timeout_s
         # A server whose RPC ports only listen inside a local namespace (the virtual

@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 import posixpath
 import re
 import time
@@ -193,8 +194,30 @@ class TrexServer:
             interfaces, cores=self.opt.cores, low_end=self.opt.low_end, prefix=self.prefix,
             zmq_rpc_port=self.opt.sync_port, zmq_pub_port=self.opt.async_port, **extra)
 
+    def _release_untrusted(self) -> str | None:
+        """Why root may not run or signal what the release holds (None: it may): on this
+        host the whole release must pass the read gate (another user who can change it
+        would choose what root runs, or which process group it kills through the pid
+        file); a release on another host is that host's."""
+        from srperf.transports.netns import NetnsTransport
+
+        if not isinstance(self.node, NetnsTransport):
+            return None
+        from srperf.safety import programs
+
+        try:
+            programs.check_trex_release(self.source, self.opt.release or "")
+        except ConfigError as exc:
+            return str(exc)
+        return None
+
     def pid(self) -> int | None:
-        """The server's PID (its process group) if it runs, else None."""
+        """The server's PID (its process group) if it runs, else None (also when the
+        release on this host is not trusted: its pid file is then not believed)."""
+        why = self._release_untrusted()
+        if why:
+            log.warning("not reading the TRex pid file: %s", why)
+            return None
         r = self.node.run(["cat", self.pid_path], timeout=15.0)
         if not r.ok or not r.stdout.strip().isdigit():
             return None
@@ -202,7 +225,13 @@ class TrexServer:
         return pid if self.node.run(["kill", "-0", str(pid)], timeout=15.0).ok else None
 
     def start(self) -> bool:
-        """Start the server unless it runs; True when this call started it."""
+        """Start the server unless it runs; True when this call started it.  A release on
+        this host that the read gate does not trust is refused (ConfigError, exit 2)."""
+        from srperf.safety import programs
+        from srperf.transports.netns import NetnsTransport
+
+        if isinstance(self.node, NetnsTransport) and os.path.lexists(self.opt.release or ""):
+            programs.check_trex_release(self.source, self.opt.release or "")   # a missing one: below
         if self.pid() is not None:
             log.info("TRex server of testbed %s already running on %s", self.testbed,
                      self.node.where)

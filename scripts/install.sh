@@ -14,6 +14,8 @@ VENV="${SRPERF_VENV:-.venv}"
 APT_PACKAGES+=(chromium postgresql)
 # Stateful experiments (goodput, http) and profile trials use the real programs.
 APT_PACKAGES+=(iperf3 wrk lighttpd nginx-light linux-perf curl)
+# Loss monitoring's kernel-path nodes count with ip6tables (srh, u32, TOS) and ipset.
+APT_PACKAGES+=(iptables ipset)
 # The delay line's tests and bench measure the round trip it adds with ping.
 APT_PACKAGES+=(iputils-ping)
 # Kernel targets: QEMU boots a named kernel (TCG where KVM cannot) from an initramfs of

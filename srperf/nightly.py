@@ -133,6 +133,8 @@ def load_suite(path: str | Path) -> Suite:
     from srperf.config.applicability import check_suite_experiments
 
     check_suite_experiments(file, exps)
+    trend = _trend_settings(file, data.get("trend") or {})
+    _check_trend_block(file, data, exps)
     reps = data.get("repetitions")
     cmp: dict[str, Any] = data.get("compare") or {}
     thr = cmp.get("threshold_pct", DEFAULT_THRESHOLD_PCT)
@@ -144,7 +146,32 @@ def load_suite(path: str | Path) -> Suite:
                  database=data.get("database"),
                  reports=str(data.get("reports", "nightly-reports")),
                  verdict=str(data.get("verdict", "trend")),
-                 trend=_trend_settings(file, data.get("trend") or {}))
+                 trend=trend)
+
+
+def _check_trend_block(file: str, data: dict[str, Any], experiments: list[str]) -> None:
+    """A ``trend`` block the suite's verdict ignores (``verdict: baseline``) is refused,
+    and so is a ``trend.reference`` that no experiment of the suite measures (every
+    relative figure would be missing)."""
+    trend = data.get("trend")
+    if trend is not None and data.get("verdict", "trend") != "trend":
+        raise ConfigError(file, "trend", trend, f"verdict {data.get('verdict')!r} ignores "
+                          "the trend block: set verdict: trend, or remove the block")
+    reference = (trend or {}).get("reference") if isinstance(trend, dict) else None
+    if not reference:
+        return
+    from srperf import resources
+
+    measured: set[str] = set()
+    for name in experiments:
+        try:
+            found = resources.find_config(name, "experiment")
+            measured.update(load_experiment(found).behaviors)
+        except ConfigError:
+            return   # the experiment's own error is reported where it is loaded
+    if reference not in measured:
+        raise ConfigError(file, "trend.reference", reference, "no experiment of the suite "
+                          f"measures it (they measure {', '.join(sorted(measured))})")
 
 
 def _trend_settings(file: str, data: dict[str, Any]) -> TrendSettings:

@@ -50,6 +50,7 @@ def test_good_testbed_loads(tmp_path: Path) -> None:
 
 def test_ssh_testbed_loads(tmp_path: Path) -> None:
     (tmp_path / "k").write_text("")
+    (tmp_path / "k").chmod(0o600)   # a private key others may read is refused (as OpenSSH)
     (tmp_path / "kh").write_text("")
     data = {"name": "hw", "kind": "ssh",
             "sut": {"forwarder": "ebpf", "in": {"name": "eth1", "mac": "02:00:00:00:00:01"},

@@ -27,6 +27,7 @@ def _write(tmp_path: Path, ssh: dict[str, Any]) -> Path:
 def keys(tmp_path: Path) -> Path:
     (tmp_path / "keys").mkdir()
     (tmp_path / "keys" / "id").write_text("not checked at load time\n")
+    (tmp_path / "keys" / "id").chmod(0o600)   # as OpenSSH, a key others may read is refused
     (tmp_path / "keys" / "known_hosts").write_text("")
     return tmp_path / "keys"
 

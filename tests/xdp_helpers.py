@@ -17,7 +17,8 @@ from srperf.forwarders.xdp.forwarder import FORWARDER, XdpOptions
 from srperf.resources import cfg_script
 
 STEP_NAMES = ("fp_dispatch", "fp_nop", "fp_end", "fp_enc", "fp_mon", "fp_fw", "fp_pass")
-MAP_NAMES = ("fp_routes", "fp_progs", "fp_ctx", "fp_sids", "fp_conf", "fp_tx", "fp_stats")
+MAP_NAMES = ("fp_routes", "fp_progs", "fp_ctx", "fp_sids", "fp_conf", "fp_tx", "fp_stats",
+             "fp_steps")
 """The object's own maps (its pm_* maps share names with other monitors' objects)."""
 
 

@@ -72,19 +72,12 @@ def settings_of(args: argparse.Namespace) -> dict[str, Any]:
     data: dict[str, Any] = {}
     src = "<command line>"
     if args.file:
-        import yaml
+        from srperf.config.yamlfile import read_mapping
 
         src = str(args.file)
-        try:
-            loaded = yaml.safe_load(Path(args.file).read_text())
-        except OSError as exc:
-            raise ConfigError(src, "file", args.file, f"cannot be read: {exc.strerror}") \
-                from None
-        except yaml.YAMLError as exc:
-            raise ConfigError(src, "file", args.file, f"is not YAML: {exc}") from None
-        if not isinstance(loaded, dict):
-            raise ConfigError(src, "file", args.file, "must be a mapping of " +
-                              ", ".join(AB_KEYS))
+        # as every config file: root's or the user's, a regular file (no FIFO or device
+        # read), bounded, strict YAML whose errors quote no line of the file
+        loaded = read_mapping(Path(args.file))
         for k in loaded:
             if k not in AB_KEYS:
                 raise ConfigError(src, str(k), loaded[k], "unknown key; known: " +

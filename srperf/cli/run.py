@@ -171,6 +171,7 @@ def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = N
         print("\nprofile trials (ns of the SUT's forwarding per forwarded packet: its "
               "threads' CPU time, else its CPU's busy time; medians over repetitions):")
         print(format_profiles(rows))
+    print_costs(cli_results.store_location(args), report.run_id)
     print(f"\ntrials: {report.store_where}  summary: {report.summary_csv}")
     if orch.testbed.is_model:
         print("NOTE: the testbed is a simulated SUT model; these are not measurements.")
@@ -186,6 +187,20 @@ def _run(exp: Experiment, args: argparse.Namespace, tb: TestbedConfig | None = N
     failed = [k for k, (st, _) in report.outcomes.items()
               if st in ("verify_failed", "error", "nonconformant")]
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def print_costs(store_location: str, run_id: str) -> None:
+    """The run's per-packet costs without a generator (the xdp forwarder's
+    BPF_PROG_RUN of each chain), when it has some."""
+    from srperf.results.costs import cost_rows, format_costs
+    from srperf.results.store import ResultStore
+
+    with ResultStore(store_location) as store:
+        rows = cost_rows(store, run_id)
+    if rows:
+        print("\nper-packet cost without a generator (BPF_PROG_RUN of the chain over its "
+              "test frame on the SUT; ns, median of single runs; not a throughput):")
+        print(format_costs(rows))
 
 
 def vrf_note(outcomes: dict[tuple[str, int], tuple[str, str]]) -> str:

@@ -55,9 +55,21 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]"
     return {"trend": cmd_trend}
 
 
+def check_names(args: argparse.Namespace) -> None:
+    """A selection given as an empty name (``--testbed ''``) is refused (exit 2), not
+    read as "every testbed"; so is an empty ``--html`` file name."""
+    for flag in ("--testbed", "--suite", "--experiment", "--html"):
+        value = getattr(args, flag[2:], None)
+        if value is not None and not str(value).strip():
+            what = "a file name" if flag == "--html" else "a name"
+            raise ConfigError("<command line>", flag, value, f"empty: give {what}, or "
+                              f"leave {flag} out")
+
+
 def settings_from(args: argparse.Namespace):  # -> TrendSettings
     from srperf.results.trend import TrendSettings
 
+    check_names(args)
     pct = 0.0 if args.min_change is None else float(args.min_change)
     try:
         return TrendSettings(min_change_pct=pct, window=args.window,

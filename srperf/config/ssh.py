@@ -35,6 +35,8 @@ def _ssh(file: str, base: Path, data: dict[str, Any], role: str = "sut") -> SshC
         named = base / Path(value).expanduser()
         found = _existing_file(file, key, value, named)
         _check_trusted(file, key, value, named)
+        if name == "key_file":
+            _check_private_key(file, key, value, found)
         if name == "known_hosts":
             _check_known_hosts(file, key, value, found)
         fields[name] = str(found)
@@ -93,12 +95,26 @@ def _check_trusted(file: str, key: str, value: str, path: Path) -> None:
     """A key or known_hosts file decides whom srperf trusts as root: it must belong to
     root or the invoking user and be writable by no one else, and no other user's
     symlink may lead to it (:func:`srperf.safety.safe_paths.check_trusted_file`)."""
-    from srperf.safety import safe_paths
+    from srperf.safety import read_gate
 
-    try:
-        safe_paths.check_trusted_file(path, file, key)
+    try:   # the file, and every directory on its path (read_gate)
+        read_gate.check_config_path(path, file, key)
     except ConfigError as exc:
         raise ConfigError(file, key, value, f"{path}: {exc.reason}") from None
+
+
+def _check_private_key(file: str, key: str, value: str, path: Path) -> None:
+    """A private key others may read is refused, as OpenSSH refuses it ("UNPROTECTED
+    PRIVATE KEY FILE"): its owner is checked by :func:`_check_trusted`, its mode here
+    (nothing for its group or others)."""
+    import os
+    import stat as stat_mod
+
+    mode = stat_mod.S_IMODE(os.stat(path).st_mode)
+    if mode & 0o077:
+        raise ConfigError(file, key, value, f"{path}: UNPROTECTED PRIVATE KEY FILE (mode "
+                          f"{mode:04o}): its group or others may read it, so it is refused "
+                          "as OpenSSH refuses it; chmod 600 it")
 
 
 def _check_known_hosts(file: str, key: str, value: str, path: Path) -> None:

@@ -144,14 +144,14 @@ def read_text(path: Path) -> str:
         raise ConfigError(file, "", ConfigError.SKIP, "is a directory, not a file")
     if not path.is_file():
         raise ConfigError(file, "", ConfigError.SKIP, "not a regular file")
-    from srperf.safety.safe_paths import read_trusted
+    from srperf.safety.read_gate import read_config
     try:
         size = path.stat().st_size
         if size > MAX_BYTES:
             raise ConfigError(file, "", ConfigError.SKIP,
                               f"{size} bytes: too large for a configuration file "
                               f"(at most {MAX_BYTES}); is it the right file?")
-        raw = read_trusted(path, file)   # srperf acts on it: root's or the user's only
+        raw = read_config(path, file)   # srperf acts on it: root's or the user's, whole path
     except PermissionError:
         raise ConfigError(file, "", ConfigError.SKIP, "permission denied") from None
     except OSError as exc:

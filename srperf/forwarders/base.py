@@ -122,6 +122,14 @@ class Forwarder:
         """This forwarder's packet counters on the SUT, or None if it has none."""
         return None
 
+    def packet_cost(self, sut: Transport, script: str, env: Mapping[str, str],
+                    options: Settings, behavior: str, frame: bytes) -> Any:
+        """The configured ``behavior``'s per-packet cost measured on the SUT without a
+        generator, over its test ``frame``
+        (:class:`srperf.results.costs.PacketCost`); None: this forwarder has no such
+        measurement, or its options switch it off (here: none)."""
+        return None
+
     def profile_sources(self, sut: Transport, env: Mapping[str, str]) -> list[Any]:
         """This forwarder's own cost figures around a profile trial
         (:class:`srperf.profile.sources.ProfileSource`: BPF statistics, VPP runtime);

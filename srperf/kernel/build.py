@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from srperf.safety import bounded_read, read_gate, safe_paths
+from srperf.safety import bounded_read, read_gate, redact, safe_paths
 from srperf.errors import ConfigError, SrperfError
 from srperf.kernel import cache as kcache
 from srperf.kernel.image import KernelImage, sha256_file
@@ -57,7 +57,9 @@ BUILD_TOOLS = ("make", "gcc", "bc", "bison", "flex", "patch", "xz", "perl")
 """Programs a build needs on this host (Debian: build-essential bc bison flex libelf-dev
 libssl-dev xz-utils patch)."""
 _SOURCE_PACKAGE = re.compile(r"^linux-source-[0-9]+\.[0-9]+\Z")
-_VERSION = re.compile(r"^[A-Za-z0-9.+~:-]+\Z")
+_VERSION = re.compile(r"^[0-9][A-Za-z0-9.+~:-]*\Z")
+"""A Debian version starts with a digit (an epoch or the upstream version): never an
+option (``--allow-unauthenticated``)."""
 _LOCALVERSION = re.compile(r"^-[A-Za-z0-9._+]{0,40}\Z")
 _FRAGMENT_LINE = re.compile(
     r'^(?:(CONFIG_[A-Za-z0-9_]+)=(y|m|n|"[^"]*"|-?[0-9]+|0x[0-9a-fA-F]+)'
@@ -145,6 +147,8 @@ class BuildRecipe:
             raise ConfigError(file, "kernel.build.localversion", localversion,
                               "'-' then up to 40 letters, digits, '.', '_' or '+'")
         jobs = data.get("jobs", 0)
+        if isinstance(jobs, float) and jobs.is_integer():
+            jobs = int(jobs)   # 2.0 is 2, as every whole number srperf reads
         if not isinstance(jobs, int) or isinstance(jobs, bool) or not 0 <= jobs <= 256:
             raise ConfigError(file, "kernel.build.jobs", jobs,
                               "make -j, an integer 0-256 (0: this host's CPU count)")
@@ -526,6 +530,8 @@ def build(recipe: BuildRecipe, say: Callable[[str], None], jobs: int | None = No
     try:
         for what, commands in plan.steps:
             step_started = time.monotonic()
+            if what == "configure":
+                _check_members(recipe, work / "src")
             for command in commands:
                 if command.startswith("(then "):
                     continue   # the rename below
@@ -533,22 +539,26 @@ def build(recipe: BuildRecipe, say: Callable[[str], None], jobs: int | None = No
                 res = subprocess.run(["bash", "-c", f"set -o pipefail; {command}"], cwd=cwd,
                                      capture_output=True, text=True, check=False)
                 if res.returncode != 0:
+                    output = redact.redact_quoted((res.stderr or res.stdout).strip()[-1500:])
                     raise KernelBuildError(f"{recipe.file}: kernel.build: {what}: `{command}` "
-                                           f"failed (exit {res.returncode}): "
-                                           f"{(res.stderr or res.stdout).strip()[-1500:]}")
+                                           f"failed (exit {res.returncode}): {output}")
             if what == "configure":
+                _made(recipe, work / "src" / ".config", "the configure step (make "
+                      f"{recipe.base_config if recipe.base_config in BASE_CONFIGS else 'olddefconfig'})")
                 _check_config(recipe, work / "src" / ".config")
             say(f"{what}: done ({time.monotonic() - step_started:.0f} s)")
-        release = bounded_read.read_text(stage / "release", 256).strip()
+        by = "the install step (make modules_install, kernelrelease)"
+        release = bounded_read.read_text(_made(recipe, stage / "release", by), 256).strip()
         if not _RELEASE.match(release):
             raise KernelBuildError(f"{recipe.file}: kernel.build: the build's release "
                                    f"{bounded_read.quote_line(release)} is no release")
-        image = stage / "root" / "boot" / f"vmlinuz-{release}"
+        image = _made(recipe, stage / "root" / "boot" / f"vmlinuz-{release}", by)
+        config = _made(recipe, stage / "root" / "boot" / f"config-{release}", by)
         record = BuildRecord(
             build_id=plan.build_id or "", release=release,
             recipe={k: v for k, v in asdict(recipe).items() if k != "cache_dir"},
             hashes=asdict(plan.hashes),
-            config_sha256=sha256_file(stage / "root" / "boot" / f"config-{release}"),
+            config_sha256=sha256_file(config),
             image_sha256=sha256_file(image), build_s=round(time.monotonic() - started, 1))
         safe_paths.write_file(stage / "build.json", json.dumps(asdict(record), indent=1,
                                                                sort_keys=True),
@@ -559,6 +569,37 @@ def build(recipe: BuildRecipe, say: Callable[[str], None], jobs: int | None = No
         if not keep_tree:
             safe_paths.remove_tree(work)
     return record
+
+
+TREE_MEMBERS = ("Makefile", "Kconfig", "scripts/config")
+"""What the build runs of a source tree besides make (``scripts/kconfig/merge_config.sh``
+too, with fragments)."""
+
+
+def _not_a_tree(recipe: BuildRecipe, why: str) -> ConfigError:
+    return ConfigError(recipe.file, "kernel.build.source", recipe.source,
+                       f"{why}: not a Linux source tree srperf can build (it needs "
+                       f"{', '.join(TREE_MEMBERS)}, scripts/kconfig/merge_config.sh, and "
+                       "make targets that write .config, the image and the modules)")
+
+
+def _check_members(recipe: BuildRecipe, src: Path) -> None:
+    """Every file of the (copied or unpacked) tree the configure step runs is there: a
+    tree without one is bad input (exit 2 naming ``kernel.build.source``), not a raw
+    errno."""
+    members = [*TREE_MEMBERS, *(["scripts/kconfig/merge_config.sh"] if recipe.fragment
+                                else [])]
+    for member in members:
+        if not (src / member).is_file():
+            raise _not_a_tree(recipe, f"the tree has no {member}")
+
+
+def _made(recipe: BuildRecipe, path: Path, by: str) -> Path:
+    """``path``, which ``by`` (a step of the build, run by the tree's Makefile) should
+    have made; ConfigError naming ``kernel.build.source`` when it did not."""
+    if not path.is_file():
+        raise _not_a_tree(recipe, f"{by} made no {path.name}")
+    return path
 
 
 def _check_config(recipe: BuildRecipe, config: Path) -> None:

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from srperf.safety import safe_paths
+from srperf.safety import bounded_read, safe_paths
 from srperf.kernel import qemu
 from srperf.kernel.initramfs import BUSYBOX, _Cpio, _libraries, module_order
 from srperf.kernel.package import KernelFetchError, KernelImage
@@ -272,7 +272,8 @@ class SshGuest:
             key = self.run_dir / "ssh_host_ed25519_key"
             run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", self.spec.name,
                  "-f", str(key)])
-            pub = (self.run_dir / "ssh_host_ed25519_key.pub").read_text().split()
+            pub = bounded_read.read_state(self.run_dir / "ssh_host_ed25519_key.pub",
+                                          4096).split()
             self.known_hosts_line = f"{self.address.guest} {pub[0]} {pub[1]}\n"
             build_initramfs(self.kernel, Path(self.spec.initrd), host_key=key,
                             authorized_keys=self.authorized_keys, address=self.address,
@@ -309,7 +310,7 @@ class SshGuest:
 
     def console_tail(self, lines: int = 15) -> str:
         try:
-            text = Path(self.spec.console_log).read_text(errors="replace")
+            text = bounded_read.read_state(self.spec.console_log, qemu.LOG_TAIL, tail=True)
         except OSError:
             return "(no console log)"
         return " | ".join(text.strip().splitlines()[-lines:])

@@ -24,7 +24,7 @@ from srperf.kernel import cache as kcache
 from srperf.safety import safe_paths
 from srperf.kernel.image import (MANIFEST, KernelFetchError, KernelImage, _candidate, _run,
                                  sha256_file)
-from srperf.kernel.target import KernelTarget, check_built
+from srperf.kernel.target import KernelTarget, check_present
 
 log = logging.getLogger(__name__)
 
@@ -106,12 +106,7 @@ def _package(target: KernelTarget, cache: Path) -> KernelImage:
 def _built(target: KernelTarget) -> KernelImage:
     assert target.image is not None and target.modules_dir is not None
     image, modules = Path(target.image), Path(target.modules_dir)
-    check_built(target)   # again at use: another user's image is never booted
-    if not image.is_file():
-        raise KernelFetchError(f"kernel image {image} does not exist")
-    if not (modules / "modules.dep").is_file():
-        raise KernelFetchError(f"{modules}: no modules.dep (run depmod -b on its root, or "
-                               "make modules_install)")
+    check_present(target)   # again at use: there, and another user's is never booted
     return KernelImage(name=str(image), release=modules.name, image=str(image),
                        modules_dir=str(modules), sha256=sha256_file(image))
 

@@ -115,6 +115,9 @@ def request(config: TestbedConfig, kernel_arg: str | None) -> KernelRequest | No
                           f"{kernel_tb.kind!r}: name a kernel testbed (kind kernel), e.g. "
                           "testbed/kernel-6.12.yaml")
     target = KernelTarget.from_mapping(kernel_tb.source, kernel_tb.kernel)
+    from srperf.kernel.target import check_present
+
+    check_present(target)   # a kernel built elsewhere is there (before any plan)
     return KernelRequest(testbed_file=config.source, kernel_file=kernel_tb.source, key=key,
                          target=target, settings=settings)
 

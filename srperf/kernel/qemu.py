@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from srperf.safety import safe_paths
+from srperf.safety import bounded_read, safe_paths
 from srperf.errors import SrperfError
 
 log = logging.getLogger(__name__)
@@ -113,7 +113,7 @@ def start(spec: GuestSpec, accel: str) -> int:
     while not _is_ours(proc.pid, spec.name):
         if proc.poll() is not None:
             raise QemuError(f"QEMU ended at once (exit {proc.returncode}): "
-                            f"{Path(spec.qemu_log).read_text(errors='replace').strip()}")
+                            f"{_log_tail(spec.qemu_log).strip()}")
         if time.monotonic() > deadline:
             raise QemuError(f"{argv[0]} {proc.pid} did not become QEMU within 10 s")
         time.sleep(0.02)
@@ -123,8 +123,8 @@ def start(spec: GuestSpec, accel: str) -> int:
 def pid_of(spec: GuestSpec) -> int | None:
     """The PID of this guest's QEMU when it runs (None: not running)."""
     try:
-        pid = int(spec.pid_file.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
+        pid = int(bounded_read.read_state(spec.pid_file, 64).split()[0])
+    except (OSError, ValueError, IndexError, bounded_read.TooLarge):
         return None
     return pid if _is_ours(pid, spec.name) else None
 
@@ -174,14 +174,22 @@ def stop(spec: GuestSpec, grace_s: float = 5.0) -> bool:
     return True
 
 
+LOG_TAIL = 1 << 20
+"""Bytes of a guest's log read for a message (its end: a long-running guest's log grows)."""
+
+
+def _log_tail(path: str | Path) -> str:
+    """The end of a log srperf keeps for its guest ("" when it is not there, or not a
+    regular file of srperf's: a FIFO in its place never blocks the read)."""
+    try:
+        return bounded_read.read_state(path, LOG_TAIL, tail=True)
+    except OSError:
+        return ""
+
+
 def kvm_failed(spec: GuestSpec) -> str | None:
     """QEMU's words when its KVM guest failed (None: no failure seen)."""
-    texts = []
-    for path in (spec.qemu_log, spec.console_log):
-        try:
-            texts.append(Path(path).read_text(errors="replace"))
-        except OSError:
-            pass
+    texts = [_log_tail(path) for path in (spec.qemu_log, spec.console_log)]
     for text in texts:
         for word in KVM_FAILURES:
             if word in text:

@@ -25,6 +25,9 @@ _VERSION = re.compile(r"^[0-9][A-Za-z0-9.+~:-]*\Z")
 is never read as an option."""
 
 
+_RELEASE = re.compile(r"^[0-9][A-Za-z0-9._+~-]{0,80}\Z")
+"""A kernel release (``uname -r``: 6.1.0-56-cloud-amd64, 6.12.3-srperf)."""
+
 _WHOLE = ("memory_mb", "cpus", "host_cpu")
 """Keys whose value is a whole number: ``1024.0`` is read as 1024, as everywhere else."""
 
@@ -113,6 +116,8 @@ class KernelTarget:
         if t.image is not None and (not str(t.image).startswith("/") or not t.modules_dir):
             raise ConfigError(file, "kernel.image", t.image,
                               "an absolute path, with modules_dir (its lib/modules/RELEASE)")
+        if t.modules_dir is not None:
+            _check_modules_path(file, t)
         if t.image is not None:
             check_built(t)
         if t.accel not in ACCELERATORS:
@@ -137,6 +142,67 @@ class KernelTarget:
         return t
 
 
+def _check_modules_path(file: str, t: KernelTarget) -> None:
+    """``modules_dir`` is an absolute ``.../lib/modules/RELEASE`` whose last part is a
+    release (it becomes the guest's and the SUT's ``uname -r``), and only with image."""
+    value = t.modules_dir
+    if t.image is None:
+        raise ConfigError(file, "kernel.modules_dir", value, "only with image (the modules "
+                          "of a kernel built elsewhere)")
+    if not isinstance(value, str) or not value.startswith("/"):
+        raise ConfigError(file, "kernel.modules_dir", value, "an absolute path "
+                          "(.../lib/modules/RELEASE)")
+    release = Path(value).name
+    if not _RELEASE.match(release):
+        raise ConfigError(file, "kernel.modules_dir", value, f"its last part {release!r} "
+                          "is not a kernel release: modules_dir is .../lib/modules/RELEASE "
+                          "(e.g. 6.1.0-srperf), and RELEASE is what uname -r will show")
+
+
+def check_present(target: KernelTarget) -> None:
+    """A kernel built elsewhere is there to boot or install: ``image`` a trusted regular
+    file, ``modules_dir`` a trusted tree holding ``modules.dep`` (ConfigError naming the
+    key, exit 2: checked by ``validate``, ``testbed up`` and ``provision --kernel``
+    before anything is made; loading the file alone leaves a missing one to them, so
+    that ``testbed down`` still works once it is gone)."""
+    import os
+
+    if target.image is None or target.modules_dir is None:
+        return
+    file = target.source_file
+    if not os.path.lexists(target.image):
+        raise ConfigError(file, "kernel.image", target.image, "no such file on this host")
+    if not os.path.lexists(target.modules_dir):
+        raise ConfigError(file, "kernel.modules_dir", target.modules_dir,
+                          "no such directory on this host")
+    check_built(target)
+    if not os.path.isfile(os.path.join(target.modules_dir, "modules.dep")):
+        raise ConfigError(file, "kernel.modules_dir", target.modules_dir,
+                          "no modules.dep in it (run depmod -b ROOT RELEASE, or make "
+                          "modules_install)")
+
+
+def check_host(target: KernelTarget, tester_cpu: int | None) -> None:
+    """The guest fits this host: QEMU not pinned on the generator's CPU, no more vCPUs
+    than the host has CPUs, no more memory than the host has (ConfigError naming the
+    key; ``host_cpu`` beyond the host is refused at load already)."""
+    from srperf.util.host import host_cpus, host_memory_mb
+
+    file = target.source_file
+    if target.host_cpu is not None and target.host_cpu == tester_cpu:
+        raise ConfigError(file, "kernel.host_cpu", target.host_cpu,
+                          "the tester's CPU (tester.cpu): QEMU pinned there would take the "
+                          "generator's CPU; pin it to another one")
+    cpus = host_cpus()
+    if target.cpus > len(cpus):
+        raise ConfigError(file, "kernel.cpus", target.cpus, f"more vCPUs than the "
+                          f"{len(cpus)} CPUs this host lets srperf use")
+    memory = host_memory_mb()
+    if memory is not None and target.memory_mb > memory:
+        raise ConfigError(file, "kernel.memory_mb", target.memory_mb,
+                          f"more than this host's {memory} MiB of memory")
+
+
 def check_built(target: KernelTarget) -> None:
     """A kernel built elsewhere (``image`` + ``modules_dir``) is booted and installed by
     root: both must be trusted (:mod:`srperf.safety.read_gate`: owned by root or the
@@ -154,4 +220,5 @@ def check_built(target: KernelTarget) -> None:
         read_gate.trusted_tree(target.modules_dir, file, "kernel.modules_dir")
 
 
-__all__ = ["KernelTarget", "ACCELERATORS", "DEFAULT_CACHE_DIR", "check_built"]
+__all__ = ["KernelTarget", "ACCELERATORS", "DEFAULT_CACHE_DIR", "check_built", "check_host",
+           "check_present"]

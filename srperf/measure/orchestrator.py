@@ -369,7 +369,8 @@ class Orchestrator:
             result = session.measure(
                 beh, key, self.settings, self.exp.search.algorithm,
                 on_verified=lambda what: self.progress(self._verified(beh.name, what)),
-                latency=self.exp.latency, profile=self.exp.profile)
+                latency=self.exp.latency, profile=self.exp.profile,
+                on_cost=lambda cost: self.progress(f"{beh.name}: {cost.describe()}"))
         except UnsupportedBehavior as exc:
             self._outcome(store, report, key, "unsupported", exc.reason)
         except VerificationError as exc:

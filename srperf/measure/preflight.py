@@ -15,9 +15,10 @@ testbed kind or driver gets it too:
   on either link (sent or emitted) fits ``addressing.link_mtu``;
 * the tester's driver exists in this srperf (``srperf.traffic.generators.DRIVERS``);
 * what runs on this host exists here (:func:`check_local`): a TRex release
-  srperf starts on a local tester holds an executable ``t-rex-64`` and no other
+  srperf starts on a local tester holds an executable ``t-rex-64``, is trusted as a whole
+  (root runs it: :func:`check_local_programs`), and no other
   testbed's server from it listens on this one's ports where it will, a virtual
-  SUT's ``sut.vpp_binary`` is an executable file, and the CPUs named for what
+  SUT's ``sut.vpp_binary`` is a trusted executable file, and the CPUs named for what
   runs here (``tester.cpu``, and ``sut.cpu`` of a virtual testbed) exist;
 * an SSH SUT's host key is in known_hosts (never learnt while connecting).
 
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from srperf.config.model import Experiment, TestbedConfig
 from srperf.errors import ConfigError
+from srperf.safety import programs
 from srperf.util.host import host_cpus
 
 if TYPE_CHECKING:
@@ -64,6 +66,48 @@ def check_testbed(tb: TestbedConfig) -> None:
                 check_host_known(tb.source, host.host, host.port, host.known_hosts,
                                  f"endpoints.{side}.transport.ssh")
     check_local(tb)
+    check_local_programs(tb)
+    check_ssh_files(tb)
+
+
+def check_ssh_files(tb: TestbedConfig) -> None:
+    """Each SSH block's ``known_hosts`` (whom root trusts; ``~/.ssh/known_hosts`` when
+    unset) and ``key_file`` (as whom root logs in) trusted by the read gate along their
+    whole path, as OpenSSH's StrictModes wants: another user who could replace one
+    between now and the connection would choose the host root talks to.  The
+    transport checks them again just before connecting."""
+    from srperf.safety import read_gate
+
+    blocks = [("sut.transport.ssh", tb.sut.transport.ssh)]
+    if tb.tester.transport is not None:
+        blocks.append(("tester.transport.ssh", tb.tester.transport.ssh))
+    if tb.endpoints is not None:
+        blocks += [(f"endpoints.{side}.transport.ssh", getattr(tb.endpoints, side).transport.ssh)
+                   for side in ("client", "server")]
+    for block, ssh in blocks:
+        if ssh is None:
+            continue
+        known = ssh.known_hosts or str(Path("~/.ssh/known_hosts").expanduser())
+        for name, path in (("known_hosts", known), ("key_file", ssh.key_file)):
+            if path and os.path.lexists(path):
+                read_gate.trusted_file(path, tb.source, f"{block}.{name}")
+
+
+def check_local_programs(tb: TestbedConfig) -> None:
+    """What else of the testbed root runs on this host (:mod:`srperf.safety.programs`):
+    the TRex client's Python (``tester.options.client_path``), and the whole of a local
+    TRex release and a virtual SUT's ``vppctl`` beside ``sut.vpp_binary`` (the same
+    checks as when they start)."""
+    if _is_model(tb):
+        return
+    client = tb.tester.options.get("client_path") if tb.tester.driver == "trex" else None
+    if client:   # this host's Python, imported by root
+        programs.check_trex_client(tb.source, str(client))
+    release = tb.tester.options.get("release") if tb.tester.driver == "trex" else None
+    if release and tester_is_local(tb) and os.path.lexists(str(release)):
+        programs.check_trex_release(tb.source, str(release))
+    if tb.sut.vpp_binary and tb.kind == "virtual" and os.path.lexists(tb.sut.vpp_binary):
+        programs.check_vpp(tb.source, tb.sut.vpp_binary)
 
 
 def tester_is_local(tb: TestbedConfig) -> bool:
@@ -86,6 +130,12 @@ def check_local(tb: TestbedConfig) -> None:
     for key, cpu in local_cpus:
         if cpu is not None and cpu not in cpus:
             raise ConfigError(tb.source, key, cpu, f"no such CPU: {where}")
+    if tb.kind == "kernel" and tb.kernel is not None:
+        from srperf.kernel.target import KernelTarget, check_host, check_present
+
+        target = KernelTarget.from_mapping(tb.source, tb.kernel)
+        check_present(target)
+        check_host(target, tb.tester.cpu)
     release = tb.tester.options.get("release") if tb.tester.driver == "trex" else None
     if release and tester_is_local(tb):
         binary = Path(str(release)) / "t-rex-64"
@@ -96,6 +146,9 @@ def check_local(tb: TestbedConfig) -> None:
         if not (binary.is_file() and os.access(binary, os.X_OK)):
             raise ConfigError(tb.source, "tester.options.release", release,
                               f"{binary} is not an executable file: not a TRex release")
+        from srperf.safety import read_gate   # root runs what is in it: root's only
+
+        read_gate.trusted_tree(str(release), tb.source, "tester.options.release")
         check_trex_ports(tb, Path(str(release)))
     vpp = tb.sut.vpp_binary
     if vpp and tb.kind == "virtual":
@@ -104,6 +157,9 @@ def check_local(tb: TestbedConfig) -> None:
             raise ConfigError(tb.source, "sut.vpp_binary", vpp, "no such file on this host")
         if not os.access(path, os.X_OK):
             raise ConfigError(tb.source, "sut.vpp_binary", vpp, "not executable")
+        from srperf.safety import read_gate   # root runs it: another user's is refused
+
+        read_gate.trusted_file(path, tb.source, "sut.vpp_binary")
 
 
 def check_trex_ports(tb: TestbedConfig, release: Path) -> None:
@@ -177,6 +233,16 @@ def check_run(exp: Experiment, tb: TestbedConfig) -> None:
     check_latency(exp, tb)
     check_frames(exp, tb)
     check_engine(exp, tb)
+    check_programs(exp, tb)
+
+
+def check_programs(exp: Experiment, tb: TestbedConfig) -> None:
+    """A program the experiment names by path that root runs on this host: VPP's
+    ``options.vppctl`` when the SUT is a namespace here (virtual testbed without
+    srperf's own VPP, whose vppctl is the one beside ``sut.vpp_binary``)."""
+    if exp.forwarder == "vpp" and tb.kind == "virtual" and tb.sut.vpp_binary is None:
+        programs.check_program(exp.source, "options.vppctl",
+                               str(exp.options.get("vppctl", "")))
 
 
 def check_engine(exp: Experiment, tb: TestbedConfig) -> None:
@@ -223,6 +289,11 @@ def check_latency(exp: Experiment, tb: TestbedConfig) -> None:
                f"(testbed {tb.source})")
     if why is not None:
         raise ConfigError(exp.source, "latency.enabled", True, why)
+    line = tb.tester.line_rate_pps
+    if exp.latency.stream_pps > line:
+        raise ConfigError(exp.source, "latency.stream_pps", exp.latency.stream_pps,
+                          f"above the line rate of testbed {tb.name} ({line:.0f} pps, "
+                          "tester.line_rate_pps): the probe stream is sent within the load")
 
 
 def check_stateful(exp: Experiment, tb: TestbedConfig) -> None:
@@ -348,6 +419,8 @@ def replace_algorithm(exp: Experiment, algorithm: str | None, file: str) -> Expe
     return dataclasses.replace(exp, search=dataclasses.replace(exp.search, algorithm=algorithm))
 
 
-__all__ = ["check_host_known", "check_local", "host_cpus", "tester_is_local",
+__all__ = ["check_host_known", "check_local", "check_local_programs", "check_ssh_files",
+           "host_cpus",
+           "tester_is_local",
            "check_run", "check_search", "check_frames", "check_engine", "check_testbed",
            "replace_algorithm"]

@@ -85,6 +85,7 @@ class MeasurementSession:
         self._claimed = False
         self._sut: SutHandle | None = None
         self._verified: set[tuple[str, int]] = set()
+        self._costed: set[tuple[str, int]] = set()
 
     # -- life cycle ---------------------------------------------------------------------
     def open(self) -> "MeasurementSession":
@@ -161,6 +162,23 @@ class MeasurementSession:
                 else self.sut.verify(behavior, gen, size, flows=self.flows))
         self._verified.add((behavior.name, packet_size))
         return what
+
+    def packet_cost(self, behavior: Any, key: TrialKey) -> Any:
+        """The configured behavior's per-packet cost without a generator, once per
+        (behavior, size) (:meth:`SutHandle.packet_cost`), stored with the run; None
+        when the forwarder has none, its options switch it off or it was measured."""
+        if (behavior.name, key.packet_size) in self._costed:
+            return None
+        self._costed.add((behavior.name, key.packet_size))
+        size = min(s for s, _ in self.imix) if key.packet_size == IMIX_SIZE \
+            else key.packet_size
+        frame = bytes(behavior.build_frame(self.testbed.config, size))
+        cost = self.sut.packet_cost(behavior, frame)
+        if cost is None:
+            return None
+        if self.store is not None and self.run_id is not None:
+            self.store.add_cost(self.run_id, key, cost)
+        return cost
 
     def prepare(self, behavior: Any, packet_size: int, seed: int = 0) -> bytes:
         """Hand the behavior's test frame (or, for :data:`IMIX_SIZE`, the frames of
@@ -268,14 +286,19 @@ class MeasurementSession:
     def measure(self, behavior: Any, key: TrialKey, settings: SearchSettings,
                 algorithm: str, on_verified: Callable[[str], None] | None = None,
                 latency: LatencyConfig | None = None,
-                profile: ProfileConfig | None = None) -> SearchResult:
-        """Configure, verify (once), search, unconfigure: one search of ``behavior``
-        (with its latency and profile trials when asked for)."""
+                profile: ProfileConfig | None = None,
+                on_cost: Callable[[Any], None] | None = None) -> SearchResult:
+        """Configure, verify (once), measure the per-packet cost without a generator
+        (once, where the forwarder has one), search, unconfigure: one search of
+        ``behavior`` (with its latency and profile trials when asked for)."""
         try:
             self.configure(behavior)
             what = self.verify(behavior, key.packet_size, key.search_seq)
             if what is not None and on_verified is not None:
                 on_verified(what)
+            cost = self.packet_cost(behavior, key)
+            if cost is not None and on_cost is not None:
+                on_cost(cost)
             self.prepare(behavior, key.packet_size, key.search_seq)
             result = self.search(behavior, dataclasses.replace(settings, seed=key.search_seq),
                                  algorithm, key)

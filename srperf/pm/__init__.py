@@ -5,5 +5,8 @@ node counts them per colour (eBPF on XDP); srperf flips the colour every period 
 reads the inactive colour's counters of both nodes at T/2 after the flip, which gives the
 exact loss of each block.  Modules: :mod:`.build` (the objects), :mod:`.model`
 (dataclasses), :mod:`.maps` (bpftool over a runner), :mod:`.node` (attach/detach),
-:mod:`.monitor` (flip, read, loss).  See docs/loss-monitoring.md.
+:mod:`.counters` (the node seam the monitor drives), :mod:`.impl_spec` (what an
+implementation is), :mod:`.implementations` (by name), the kernel-path nodes
+:mod:`.ip6tables_node`, :mod:`.nft_node`, :mod:`.ipset_node` (with :mod:`.kernel_base`
+and :mod:`.xtables`), :mod:`.monitor` (flip, read, loss).  See docs/loss-monitoring.md.
 """

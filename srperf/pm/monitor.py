@@ -15,27 +15,22 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator
 
-from srperf.pm.maps import Runner, read_counters, set_flows, set_state
+from srperf.pm.counters import CounterNode, EbpfNode
 from srperf.pm.model import Block, BlockLoss, Count, Flow, PmSettings
-from srperf.pm.node import Attached
 
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class PmNode:
-    """A node's runner and attached program."""
-
-    runner: Runner
-    attached: Attached
+PmNode = EbpfNode
+"""The eBPF node (kept under its first name)."""
 
 
 @dataclass
 class LossMonitor:
     """Alternate-marking loss monitor over an ingress and an egress node."""
 
-    ingress: PmNode
-    egress: PmNode
+    ingress: CounterNode
+    egress: CounterNode
     flows: list[Flow]
     settings: PmSettings = field(default_factory=PmSettings)
     clock: Callable[[], float] = time.monotonic
@@ -46,21 +41,20 @@ class LossMonitor:
     def start(self) -> None:
         """Fill both nodes' flow maps and start marking colour 0 (block 0)."""
         for node in (self.ingress, self.egress):
-            set_flows(node.runner, node.attached.maps, self.flows)
+            node.set_flows(self.flows)
         self.colour = 0
-        set_state(self.ingress.runner, self.ingress.attached.maps, 0, self.settings.marking)
+        self.ingress.set_colour(0, self.settings.marking)
 
     def flip(self) -> Block:
         """Mark the other colour from now on; the block that just ended."""
         ended = Block(self.blocks_done, self.colour, self.clock())
         self.colour ^= 1
-        set_state(self.ingress.runner, self.ingress.attached.maps, self.colour,
-                  self.settings.marking)
+        self.ingress.set_colour(self.colour, self.settings.marking)
         self.blocks_done += 1
         return ended
 
-    def _block_counts(self, side: str, node: PmNode, colour: int) -> dict[int, Count]:
-        now = read_counters(node.runner, node.attached.maps)
+    def _block_counts(self, side: str, node: CounterNode, colour: int) -> dict[int, Count]:
+        now = node.read()
         out = {}
         for flow in self.flows:
             idx = flow.index * 2 + colour

@@ -33,6 +33,8 @@ def describe_profile(p: Profile, top: int = 3) -> str:
     for prog in p.programs:
         if prog.ns_per_run is not None:
             parts.append(f"BPF {prog.name} {prog.ns_per_run:.0f} ns/run")
+        elif not prog.timed:
+            parts.append(f"BPF {prog.name} {prog.runs} runs")
     for node in p.nodes[:top]:
         parts.append(f"VPP {node.node} {node.clocks:.1f} clk/pkt")
     return "; ".join(parts)

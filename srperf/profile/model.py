@@ -50,10 +50,13 @@ class ProgramCost:
     runs: int
     run_ns: int
     """Nanoseconds spent in the program during the trial (sum over runs)."""
+    timed: bool = True
+    """False: only runs were counted (the fast path's per-step statistics in count
+    mode); ``run_ns`` means nothing then."""
 
     @property
     def ns_per_run(self) -> float | None:
-        return self.run_ns / self.runs if self.runs else None
+        return self.run_ns / self.runs if self.runs and self.timed else None
 
 
 @dataclass(frozen=True)

@@ -104,7 +104,8 @@ def _trex_release(trex: TrexInstall) -> Step:
                f"curl -fsSL {shlex.quote(trex.url or '')} -o {archive}",
                f"echo {trex.sha256}'  '{archive} | sha256sum -c - || "
                f"{{ rm -f {archive}; exit 1; }}",
-               f"tar -xzf {archive} -C {d} && rm -f {archive}"),
+               f"tar --no-same-owner --no-same-permissions -xzf {archive} -C {d} "
+               f"&& rm -f {archive}"),
         timeout_s=1800, why="the TRex server release, pinned by checksum")
 
 

@@ -79,7 +79,8 @@ def _fetch_steps(name: str, src: PinnedSource, workdir: str, deps: tuple[str, ..
                     f"{verify} || {{ echo 'checksum mismatch: {archive} is not sha256 "
                     f"{src.sha256}' >&2; rm -f {_q(archive)}; exit 1; }}",
                     f"rm -rf {_q(tree)} && mkdir -p {_q(tree)}",
-                    f"tar -xzf {_q(archive)} -C {_q(tree)} --strip-components=1",
+                    f"tar --no-same-owner --no-same-permissions -xzf {_q(archive)} "
+                    f"-C {_q(tree)} --strip-components=1",
                     f"touch {_q(tree)}/.srperf-unpacked"),
              why=f"{src.url}, checked against its SHA-256 before it is unpacked"),
     ]

@@ -120,6 +120,9 @@ class Comparison:
     """True when either run came from the simulated SUT (a model, not a measurement)."""
     stateful: list[StatefulChange] = field(default_factory=list)
     """Stateful metrics (goodput, requests/s, latency...) compared like the PDRs."""
+    costs: list[Any] = field(default_factory=list)
+    """Per-packet costs without a generator both runs have
+    (:class:`srperf.results.costs.CostChange`): side by side, not judged."""
 
     @property
     def verdict(self) -> str:
@@ -367,6 +370,9 @@ def compare_runs(store: ResultStore, baseline: str, current: str,
                             threshold_pct, method, baseline, current)
     result.model = bool(bstore.simulated_runs([baseline]) or store.simulated_runs([current]))
     _use_profiles(result, bstore, baseline, store, current)
+    from srperf.results.costs import compare_costs, cost_rows
+
+    result.costs = compare_costs(cost_rows(bstore, baseline), cost_rows(store, current))
     result.stateful = compare_stateful(frames.stateful_samples(bstore, baseline),
                                        frames.stateful_samples(store, current),
                                        threshold_pct, method)
@@ -485,6 +491,10 @@ def format_markdown(c: Comparison) -> str:
         if not c.changes:  # a stateful-only run: no empty PDR table
             del lines[-2:]
         lines += ["", *format_stateful_markdown(c.stateful)]
+    if c.costs:
+        from srperf.results.costs import format_cost_changes
+
+        lines += ["", *format_cost_changes(c.costs)]
     return "\n".join(lines)
 
 

@@ -1,5 +1,6 @@
 """Export runs as CSV, Parquet or JSON (tables runs, searches, trials, outcomes, summary;
-stateful_samples and stateful_summary when the runs have stateful samples).
+stateful_samples and stateful_summary when the runs have stateful samples; costs when
+they have per-packet costs, srperf.results.costs).
 
 CSV and Parquet write one file per table into a directory; JSON writes one file
 with a list of records per table.  Rates are pps, except the summary's kpps.
@@ -34,6 +35,9 @@ def tables(store: ResultStore, run_ids: Iterable[str]) -> dict[str, pd.DataFrame
     if not stateful.empty:  # JSON columns kept as JSON text (CSV and Parquet cells)
         out["stateful_samples"] = stateful
         out["stateful_summary"] = frames.stateful_summary(frames.stateful_samples(store, ids))
+    costs = store.frame("costs", ids)
+    if not costs.empty:  # the xdp forwarder's per-packet costs (srperf.results.costs)
+        out["costs"] = costs
     return out
 
 

@@ -154,6 +154,9 @@ class ReportData:
     ``agreements`` (time ratio against PDR ratio), ``notes`` and ``bars`` (PNG)."""
     stateful: list[StatefulTable] = field(default_factory=list)
     """The stateful kinds' tables (goodput, http), empty for PDR-only runs."""
+    costs: list[dict[str, Any]] = field(default_factory=list)
+    """Per run with per-packet costs (srperf.results.costs): ``label`` and ``rows``
+    (CostRow)."""
     latency_graphs: list[dict[str, Any]] = field(default_factory=list)
     """HDR latency graphs (``title``, ``png``), one per behavior and run with latency."""
     search_plots: list[dict[str, Any]] = field(default_factory=list)
@@ -321,6 +324,7 @@ def collect(store: ResultStore, run_ids: Iterable[str], title: str = "",
         latency_graphs=_latency_graphs(t_df) if plots_per_search else [],
         any_simulated=any(r.simulated for r in runs), conformance=conf,
         profiles=_profiles(store, ids, labels, plots_per_search),
+        costs=_costs(store, ids, labels),
         stateful=_stateful(frames.stateful_samples(store, ids), labels,
                            with_plots=plots_per_search),
         search_plots=plot_data)
@@ -350,6 +354,15 @@ def _profiles(store: ResultStore, ids: list[str], labels: dict[str, str],
                                if any(r.group_ns(prefixes) for r in rows)},
                     "notes": sorted({n for r in rows for n in r.notes}), "bars": bars})
     return out
+
+
+def _costs(store: ResultStore, ids: list[str], labels: dict[str, str]
+           ) -> list[dict[str, Any]]:
+    """The per-packet costs without a generator of each run that has them."""
+    from srperf.results.costs import cost_rows
+
+    return [{"label": labels.get(run_id, run_id), "rows": rows}
+            for run_id in ids if (rows := cost_rows(store, run_id))]
 
 
 def _conformance(df: pd.DataFrame, labels: dict[str, str]) -> list[dict[str, Any]]:

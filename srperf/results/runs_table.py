@@ -17,7 +17,7 @@ from typing import Any
 
 from srperf.results.liveness import ProcessId, is_alive
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 """The schema this statement reads (:data:`srperf.results.schema.CURRENT_VERSION`; a test
 keeps the two equal)."""
 

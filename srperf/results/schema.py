@@ -133,6 +133,25 @@ cycles and instructions per packet (NULL without a PMU: ``pmu_note`` says why), 
 busy samples and the largest function; ``detail``: the whole
 :class:`srperf.profile.model.Profile` as JSON (functions with shares, BPF programs,
 VPP nodes, notes)."""
+costs = sa.Table(
+    "costs", metadata,
+    *_row_of("repetition", "search_seq"),
+    sa.Column("method", sa.Text), sa.Column("status", sa.Text),
+    sa.Column("runs", sa.Integer), sa.Column("verdict", sa.Text),
+    sa.Column("ns_per_packet", sa.Float), sa.Column("ns_min", sa.Float),
+    sa.Column("ns_p90", sa.Float), sa.Column("programs", sa.Integer),
+    sa.Column("tail_calls", sa.Integer), sa.Column("frame_bytes", sa.Integer),
+    sa.Column("step_stats", sa.Text), sa.Column("note", sa.Text),
+    sa.Column("detail", sa.Text),
+)
+"""One row per per-packet cost measured without a generator, after the verification
+of the search ``search_seq`` (once per behavior and size): ``method`` (bpf_prog_run:
+the xdp forwarder runs its attached chain ``runs`` times over the behavior's own test
+frame of ``frame_bytes``), status ok | failed (``note`` says why), the chain's
+verdict, median / fastest / 90th-percentile ns per packet, the programs it ran
+(dispatcher and steps) and its tail calls; ``step_stats`` off | count | time and
+``detail`` (JSON) the per-step runs and ns of those runs (:mod:`srperf.results.costs`)."""
+
 stateful_samples = sa.Table(
     "stateful_samples", metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
@@ -160,7 +179,7 @@ version_table = sa.Table(
 )
 
 TABLES = ("runs", "trials", "searches", "outcomes", "conformance", "stateful_samples",
-          "profiles")
+          "profiles", "costs")
 """Tables a run's data lives in (``comparisons`` refers to runs)."""
 
 
@@ -225,6 +244,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               _create(stateful_samples)),
     Migration(8, "profiles (one row per profile trial after a search)",
               _create(profiles)),
+    Migration(9, "costs (per-packet cost without a generator: BPF_PROG_RUN of a chain)",
+              _create(costs)),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
 

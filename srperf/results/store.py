@@ -257,6 +257,18 @@ class ResultStore:
             sampler_note=p.sampler_note,
             detail=json.dumps(p.to_dict(), sort_keys=True, default=str)))
 
+    def add_cost(self, run_id: str, key: TrialKey, c: Any) -> None:
+        """Store a per-packet cost (:class:`srperf.results.costs.PacketCost`) measured
+        before the search ``key``."""
+        self._insert(schema.costs, dict(
+            run_id=run_id, time=_now(), behavior=key.behavior, forwarder=key.forwarder,
+            packet_size=key.packet_size, repetition=key.repetition,
+            search_seq=key.search_seq, method=c.method, status=c.status, runs=c.runs,
+            verdict=c.verdict, ns_per_packet=c.ns_per_packet, ns_min=c.ns_min,
+            ns_p90=c.ns_p90, programs=c.programs, tail_calls=c.tail_calls,
+            frame_bytes=c.frame_bytes, step_stats=c.step_stats, note=redact(c.note or ""),
+            detail=json.dumps(c.detail_dict(), sort_keys=True)))
+
     def add_outcome(self, run_id: str, behavior: str, forwarder: str, packet_size: int,
                     status: str, reason: str = "", repetition: int | None = None,
                     search_seq: int | None = None) -> None:
@@ -278,7 +290,7 @@ class ResultStore:
         dropped: dict[str, int] = {}
         try:
             with self.engine.begin() as conn:
-                for table in (schema.trials, schema.searches, schema.profiles):
+                for table in (schema.trials, schema.searches, schema.profiles, schema.costs):
                     res = conn.execute(table.delete().where(
                         table.c.run_id == run_id, table.c.search_seq.not_in(ended)))
                     dropped[table.name] = int(res.rowcount or 0)

@@ -11,11 +11,15 @@ sparse one).  An error quotes at most one line, cut to :data:`QUOTE_CHARS`
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
+
+log = logging.getLogger(__name__)
 
 MAX_LINE = 4096
 """Characters of one line that are kept (a longer line is cut and marked)."""
@@ -90,13 +94,68 @@ def read_bytes(path: str | Path, max_bytes: int) -> bytes:
     return raw
 
 
+class NotOurs(OSError):
+    """A state file srperf keeps (under ``/run/srperf``) that is not one it made: a
+    symlink, a FIFO or another kind, another user's, or writable by others."""
+
+
+def read_state(path: str | Path, max_bytes: int, tail: bool = False) -> str:
+    """The text of a state file srperf made (a testbed record, a PID file, a guest's
+    log), read without following a symlink and without blocking: :class:`NotOurs`
+    unless it is a regular file of srperf's user that no one else may write (a FIFO
+    planted in its place never hangs a command).  At most ``max_bytes`` are read: the
+    first ones (TooLarge beyond), or with ``tail`` the last ones (a long log)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY
+                 | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            from srperf.safety.safe_paths import _kind
+
+            raise NotOurs(f"{path}: {_kind(st.st_mode)}, not a regular file srperf made")
+        if st.st_uid not in (0, os.geteuid()) or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            raise NotOurs(f"{path}: uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):04o}: "
+                          "not a file srperf made")
+        if tail and st.st_size > max_bytes:
+            f.seek(st.st_size - max_bytes)
+        raw = f.read(max_bytes + 1)
+    if len(raw) > max_bytes:
+        if not tail:
+            raise TooLarge(str(path), max_bytes)
+        raw = raw[-max_bytes:]
+    return raw.decode("utf-8", "replace")
+
+
+RECORD_BYTES = 1 << 20
+"""The largest record of srperf's own read (srperf writes a few kilobytes)."""
+
+
+def read_record(path: str | Path) -> Any:
+    """The JSON of a record srperf wrote under ``/run/srperf`` (a testbed's settings);
+    None when there is none, or when it is not one srperf made (:func:`read_state`: a
+    FIFO, a symlink or another user's file is never read; that is logged)."""
+    try:
+        return json.loads(read_state(path, RECORD_BYTES))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, TooLarge) as exc:
+        log.warning("%s: not a record srperf made, ignored: %s", path, exc)
+        return None
+
+
 def read_text(path: str | Path, max_bytes: int) -> str:
     """:func:`read_bytes` decoded as UTF-8 (bad bytes replaced)."""
     return read_bytes(path, max_bytes).decode("utf-8", "replace")
 
 
 def quote_line(text: str, limit: int = QUOTE_CHARS) -> str:
-    """``text`` as an error quotes it: its ``repr``, cut to ``limit`` characters."""
+    """``text`` as an error quotes it: through the redaction boundary first
+    (:func:`srperf.safety.redact.redact_quoted`: a secret-looking ``KEY=VALUE``, a
+    password hash, a PEM block are hidden), then its ``repr``, cut to ``limit``
+    characters."""
+    from srperf.safety.redact import redact_quoted
+
+    text = redact_quoted(text)
     shown = repr(text[:limit + 1])
     if len(text) > limit or len(shown) > limit + 2:
         return shown[:limit] + "...(cut)"
@@ -118,5 +177,6 @@ def may_quote(path: str | Path) -> bool:
     return bool(st.st_mode & stat.S_IROTH) or mine
 
 
-__all__ = ["BLOCK", "Line", "MAX_LINE", "QUOTE_CHARS", "TooLarge", "lines", "may_quote",
-           "quote_line", "read_bytes", "read_text"]
+__all__ = ["BLOCK", "Line", "MAX_LINE", "NotOurs", "QUOTE_CHARS", "TooLarge", "lines",
+           "may_quote", "quote_line", "read_bytes", "read_record", "read_state",
+           "read_text"]

@@ -247,6 +247,41 @@ def read_trusted_file(path: str | Path, file: str, key: str, limit: int = READ_L
     return data
 
 
+def read_config(path: str | Path, file: str, what: str = "", limit: int = 64 << 20) -> bytes:
+    """The bytes of a file srperf takes as configuration (a testbed, an experiment, a
+    nightly suite): :func:`srperf.safety.safe_paths.check_trusted_file` (its own owner
+    and mode), then opened through this gate, so the whole path is checked too (a
+    root-owned file in a directory another user may write could be swapped: StrictModes
+    refuses that), and read from the checked descriptor.  A refusal is a ConfigError
+    naming ``file`` and ``what``."""
+    from srperf.safety.safe_paths import _check_trusted, check_trusted_file
+
+    check_trusted_file(Path(path), file, what)
+    try:
+        with open_trusted(path, file, what) as (fd, _):
+            _check_trusted(os.fstat(fd), file, what)
+            with os.fdopen(os.dup(fd), "rb") as f:
+                return f.read(limit + 1)
+    except Untrusted as exc:
+        raise ConfigError(file, what, ConfigError.SKIP, f"not trusted: {exc.reason}") \
+            from None
+
+
+def check_config_path(path: str | Path, file: str, what: str) -> None:
+    """:func:`read_config`'s checks without the read (an SSH key or known_hosts file):
+    ConfigError naming ``file`` and ``what`` when it or a directory on its path is
+    another user's or writable by others."""
+    from srperf.safety.safe_paths import check_trusted_file
+
+    check_trusted_file(Path(path), file, what)
+    try:
+        with open_trusted(path, file, what):
+            pass
+    except Untrusted as exc:
+        raise ConfigError(file, what, ConfigError.SKIP, f"not trusted: {exc.reason}") \
+            from None
+
+
 def trusted_dir(path: str | Path, file: str, key: str) -> str:
     """The real path of ``path`` once it is a trusted directory (only the directory and
     its path; :func:`trusted_tree` checks what is in it)."""
@@ -301,5 +336,5 @@ def trusted_tree(path: str | Path, file: str, key: str) -> str:
 
 
 __all__ = ["MAX_INPUT_BYTES", "MAX_SYMLINKS", "PSEUDO_ROOTS", "READ_LIMIT", "Untrusted",
-           "open_trusted",
+           "check_config_path", "open_trusted", "read_config",
            "read_trusted_file", "trusted_dir", "trusted_tree", "trusted_file"]

@@ -275,6 +275,38 @@ def redact_for_key(key: str, value: Any) -> Any:
     return redact_keys(value)
 
 
+_CRYPT_HASH = re.compile(r"\$(?:1|2[abxy]?|5|6|7|y|gy|sha1|md5|argon2(?:id|i|d)?)\$"
+                         r"[^\s:'\"]{2,}")
+"""A crypt(3) password hash (``$6$salt$hash``, yescrypt ``$y$...``, bcrypt ``$2b$...``)."""
+_PEM = re.compile(r"-----\s*(?:BEGIN|END)\b[^-]{0,80}-----|PRIVATE KEY")
+_KEY_BLOB = re.compile(r"(?<![A-Za-z0-9+/])(?=[A-Za-z0-9+/]*[A-Z])(?=[A-Za-z0-9+/]*[a-z])"
+                       r"[A-Za-z0-9+/]{40,}={0,2}")
+"""A run of base64 long enough to be key material (a PEM body line, an API key); a
+lower-case hex digest does not match (no capital letter)."""
+_KEY_VALUE = re.compile(r"(?P<key>[A-Za-z_][A-Za-z0-9_.\-]{0,200})(?P<sep>\s*[:=]\s*)"
+                        r"(?P<value>\"[^\"]*\"?|'[^']*'?|[^\s,;&]+)")
+
+
+def redact_quoted(text: str) -> str:
+    """A line of a file that is not srperf's configuration (a config fragment, a patch,
+    a build's output), as an error may quote it: besides every registered secret
+    (:func:`redact`), the value of each ``KEY=VALUE`` or ``KEY: VALUE`` whose KEY
+    names a secret (:func:`secret_kind`: ``apt_password=...``, ``DB_TOKEN: ...``), URL
+    passwords, crypt(3) password hashes (``$6$...``) and base64 runs long enough to be
+    key material are hidden; a line of a PEM block is not shown at all."""
+    if not isinstance(text, str) or not text:
+        return text
+    if _PEM.search(text):
+        return f"{HIDDEN} (a line of a PEM block)"
+    out = _URL_CREDENTIALS.sub(lambda m: f"{m.group('scheme')}{m.group('user')}:{URL_HIDDEN}@",
+                               text)
+    out = _KEY_VALUE.sub(lambda m: f"{m.group('key')}{m.group('sep')}{HIDDEN}"
+                         if secret_kind(m.group("key")) == "value" else m.group(0), out)
+    out = _CRYPT_HASH.sub(HIDDEN, out)
+    out = _KEY_BLOB.sub(HIDDEN, out)
+    return redact(out)
+
+
 def scan_invocation(argv: Iterable[str], environ: Mapping[str, str] | None = None) -> None:
     """Register the secrets of a command line (URL passwords; ``KEY=VALUE`` items whose
     key looks secret, as ``--set ...proxy_command=...`` writes them) and of the
@@ -386,6 +418,7 @@ def install_log_filter(logger: logging.Logger | None = None) -> None:
 
 
 __all__ = ["HIDDEN", "HIDDEN_VALUE", "MIN_SECRET", "redact_for_key", "redact_keys",
+           "redact_quoted",
            "register_value", "secret_kind", "RedactingFilter", "RedactingStream", "install_log_filter",
            "is_secret_key", "redact", "redact_value", "redacted_command", "redacting_std_streams",
            "register", "register_command", "register_proxy_command", "reset", "scan",

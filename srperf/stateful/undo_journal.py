@@ -55,8 +55,12 @@ def clear(node: Transport, tb: TestbedConfig, role: str) -> None:
 def replay(node: Transport, tb: TestbedConfig, role: str) -> list[str]:
     """Run what the node's journal holds, last first, and remove it; the commands run
     (empty: no journal)."""
+    from srperf.testbeds.lock import STATE_REFUSED, read_state_argv
+
     path = journal_path(tb, role)
-    res = node.run(["cat", path], timeout=30.0)
+    res = node.run(read_state_argv(path), timeout=30.0)
+    if res.returncode == STATE_REFUSED:
+        log.warning("%s: %s: journal not replayed", node.where, res.stderr.strip())
     if not res.ok:
         return []
     done = []

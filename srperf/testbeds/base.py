@@ -64,6 +64,10 @@ class SutHandle(Protocol):
                  thread_prefix: str | None = None) -> Any:
         """A profile trial of forwarding CPU ``cpu`` (srperf.profile.trial.ProfileTrial)."""
 
+    def packet_cost(self, behavior: Any, frame: bytes) -> Any:
+        """The configured behavior's per-packet cost without a generator
+        (srperf.results.costs.PacketCost), or None when the forwarder has none."""
+
     def unconfigure(self, behavior: Any) -> None:
         """Remove ``behavior``'s configuration (and its VNFs)."""
 

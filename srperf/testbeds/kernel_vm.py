@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from srperf.safety import safe_paths
+from srperf.safety import bounded_read, safe_paths
 from srperf.config.model import TestbedConfig
 from srperf.errors import ConfigError, SrperfError
 from srperf.forwarders.base import Forwarder
@@ -55,6 +55,8 @@ KVM_PROBE_S = 20.0
 guest boots in 1-2 s under hardware KVM; this host's software KVM hangs silently."""
 PROBE_FILE = "accel-probe.json"
 """In the kernel cache: the kernels this host's KVM refused (the probe is not repeated)."""
+
+
 
 
 class KernelTestbed(Testbed):
@@ -98,10 +100,7 @@ class KernelTestbed(Testbed):
 
     def record(self) -> dict[str, Any] | None:
         """What the testbed now up was made with (None: no record)."""
-        try:
-            data = json.loads(self.record_path.read_text())
-        except (OSError, ValueError):
-            return None
+        data = bounded_read.read_record(self.record_path)
         return data if isinstance(data, dict) else None
 
     def spec(self, image: str = "", initrd: str = "") -> qemu.GuestSpec:

@@ -65,6 +65,11 @@ if ! { [ -d "$dir" ] || mkdir -m 0755 -- "$dir" 2>/dev/null; } || [ -L "$dir" ] 
   echo "error cannot use $dir as user $(id -un) (srperf needs root on this node)"; exit 70
 fi
 command -v flock >/dev/null 2>&1 || { echo "error flock (util-linux) is not installed"; exit 70; }
+for f in "$lock" "$info"; do   # never open a FIFO (it would block) or follow a link
+  if [ -L "$f" ] || { [ -e "$f" ] && [ ! -f "$f" ]; }; then
+    echo "error $f is not a regular file srperf made (remove it)"; exit 70
+  fi
+done
 held=
 for _ in 1 2 3 4 5; do
   exec 9>>"$lock" || { echo "error cannot open $lock"; exit 70; }
@@ -87,8 +92,14 @@ while IFS= read -r line; do
 done
 '''
 
-# $1 directory, $2 name: "free" or "busy", then the holder's JSON (may be empty).
+# $1 directory, $2 name: "free" or "busy", then the holder's JSON (may be empty);
+# "refused <why>" when the lock or holder file is not a regular file (a FIFO would block).
 _PROBE = r'''lock="$1/$2.lock" info="$1/$2.json"
+for f in "$lock" "$info"; do
+  if [ -L "$f" ] || { [ -e "$f" ] && [ ! -f "$f" ]; }; then
+    echo "refused $f is not a regular file srperf made (remove it)"; exit 0
+  fi
+done
 state=free
 if [ -e "$lock" ]; then
   exec 9<"$lock" && { flock -n 9 || state=busy; }
@@ -96,6 +107,26 @@ if [ -e "$lock" ]; then
 fi
 echo "$state"; head -c 4096 -- "$info" 2>/dev/null | tr -d '\n'; echo
 '''
+
+# $1 a state file srperf keeps in LOCK_DIR on a node: its text (at most 1 MiB), exit 1 when
+# it is not there, exit 3 naming it when it is not a regular file (a FIFO would block).
+_READ_STATE = r'''f=$1
+if [ -L "$f" ] || { [ -e "$f" ] && [ ! -f "$f" ]; }; then
+  echo "$f is not a regular file srperf made (remove it)" >&2; exit 3
+fi
+[ -f "$f" ] || exit 1
+head -c 1048576 -- "$f"
+'''
+STATE_REFUSED = 3
+"""Exit status of :func:`read_state_argv` when the file is there but not a regular file."""
+
+
+def read_state_argv(path: str) -> list[str]:
+    """The command that prints a state file srperf keeps on a node (``/run/srperf/...``)
+    without following a symlink or opening a FIFO: exit 1 when it is missing,
+    :data:`STATE_REFUSED` (its stderr naming it) when it is not a regular file."""
+    return ["sh", "-c", _READ_STATE, "srperf-state", path]
+
 
 # $1 directory, $2 name, $3 PID: end PID if it is the process holding that lock.
 _END_HOLDER = r'''lock="$1/$2.lock"
@@ -194,8 +225,12 @@ class LockState:
 
     held: bool
     holder: Holder | None
+    refused: str | None = None
+    """Why the lock's files could not be read (a FIFO, a symlink in their place)."""
 
     def describe(self) -> str:
+        if self.refused:
+            return f"lock unreadable: {self.refused}"
         if self.held:
             return "locked by " + (self.holder.describe() if self.holder else "an unknown "
                                    "process (no holder file)")
@@ -408,6 +443,8 @@ class TestbedLock:
         if not result.ok or not lines:
             raise TransportError(f"{self.node.where}: cannot read the testbed lock: "
                                  f"{result.stderr.strip() or result.returncode}")
+        if lines[0].startswith("refused "):
+            return LockState(False, None, refused=lines[0].removeprefix("refused "))
         holder = Holder.parse(lines[1]) if len(lines) > 1 else None
         return LockState(lines[0] == "busy", holder)
 

@@ -43,6 +43,10 @@ class ModelSut:
         """None: a model has no CPU to profile."""
         return None
 
+    def packet_cost(self, behavior: Any, frame: bytes) -> None:
+        """None: a model runs no program to time."""
+        return None
+
     def unconfigure(self, behavior: Any) -> None:
         pass
 

@@ -198,6 +198,17 @@ def _has_address(node: Transport, a: Address) -> bool:
     return res.ok and f" {a.cidr} " in f" {res.stdout} "
 
 
+def _read_record(node: Transport, path: str) -> Any:
+    """The record on the SUT (not ok: none); PrepareError when something other than a
+    regular file stands in its place (a FIFO would block the read and the write)."""
+    from srperf.testbeds.lock import STATE_REFUSED, read_state_argv
+
+    res = node.run(read_state_argv(path), timeout=30.0)
+    if res.returncode == STATE_REFUSED:
+        raise PrepareError(f"{node.where}: {res.stderr.strip()}: nothing changed")
+    return res
+
+
 def prepare(node: Transport, setup: BaseSetup) -> dict[str, object]:
     """Apply ``setup`` on the SUT reached by ``node``, recording what it changes first;
     returns the record.  A port that does not exist is refused before any change."""
@@ -205,7 +216,7 @@ def prepare(node: Transport, setup: BaseSetup) -> dict[str, object]:
         if not node.run(["ip", "link", "show", "dev", dev], timeout=30.0).ok:
             raise PrepareError(f"{node.where}: no interface {dev} ({setup.ports_key}): "
                                "nothing changed")
-    old = node.run(["cat", setup.record], timeout=30.0)
+    old = _read_record(node, setup.record)
     if old.ok and old.stdout.strip():
         record: dict[str, object] = json.loads(old.stdout)
     else:
@@ -235,7 +246,7 @@ def prepare(node: Transport, setup: BaseSetup) -> dict[str, object]:
 def unprepare(node: Transport, setup: BaseSetup) -> bool:
     """Undo what :func:`prepare` recorded; False when there was no record (nothing
     srperf prepared there)."""
-    old = node.run(["cat", setup.record], timeout=30.0)
+    old = _read_record(node, setup.record)
     if not old.ok or not old.stdout.strip():
         return False
     record = json.loads(old.stdout)

@@ -196,6 +196,16 @@ class SutControl:
             self._shell, self.script, self.env))
 
 
+    def packet_cost(self, behavior: Any, frame: bytes) -> Any:
+        """The configured ``behavior``'s per-packet cost without a generator, measured
+        by the forwarder on the SUT (:meth:`Forwarder.packet_cost`; None: it has none)."""
+        if not self.env:
+            self.install()
+        env = {**self.env, **self.forwarder.behavior_env(self.tb, self.options,
+                                                         behavior.name)}
+        return self.forwarder.packet_cost(self.transport, self.script, env, self.options,
+                                          behavior.name, frame)
+
     def profiler(self, cpu: int | None, frequency_hz: int = 999, top: int = 10,
                  thread_prefix: str | None = None) -> Any:
         """A :class:`srperf.profile.trial.ProfileTrial` of forwarding CPU ``cpu`` (and its

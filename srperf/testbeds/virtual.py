@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from srperf.safety import safe_paths
+from srperf.safety import bounded_read, safe_paths
 from srperf.config.model import TestbedConfig
 from srperf.errors import ConfigError
 from srperf.forwarders.base import Forwarder
@@ -111,6 +111,11 @@ class VirtualTestbed(Testbed):
 
             self._vpp_sut = VppSutControl(forwarder, self.node("sut"), self.config, options)
             return self._vpp_sut
+        if forwarder.name == "vpp":   # the CFG script runs it as root here: checked again
+            from srperf.safety import programs
+
+            programs.check_program("<experiment>", "options.vppctl",
+                                   str(getattr(options, "vppctl", "")))
         return super().sut(forwarder, options)
 
     def environment(self, forwarder: Forwarder | None = None) -> dict[str, Any]:
@@ -167,10 +172,7 @@ class VirtualTestbed(Testbed):
 
     def record(self) -> dict[str, Any] | None:
         """The settings the testbed now up was made with (None: no record)."""
-        try:
-            data = json.loads(self.record_path.read_text())
-        except (OSError, ValueError):
-            return None
+        data = bounded_read.read_record(self.record_path)
         return data.get("settings") if isinstance(data, dict) else None
 
     def differences(self) -> dict[str, tuple[Any, Any]]:

@@ -104,8 +104,10 @@ def cores(tb: TestbedConfig, ncpu: int | None = None) -> tuple[int, int | None]:
 class VppProcess:
     """One VPP started by srperf in a network namespace; stopped by its PID."""
 
-    def __init__(self, binary: str, ns: str, startup: VppStartup) -> None:
+    def __init__(self, binary: str, ns: str, startup: VppStartup, source: str = "") -> None:
         self.binary = binary
+        self.source = source or "<testbed>"
+        """The testbed file naming the binary (for the read gate's message)."""
         self.ns = ns
         self.startup = startup
         self.proc: subprocess.Popen[bytes] | None = None
@@ -119,6 +121,9 @@ class VppProcess:
     def start(self) -> None:
         if not (os.path.isfile(self.binary) and os.access(self.binary, os.X_OK)):
             raise CfgError(f"sut.vpp_binary = {self.binary}: not an executable file")
+        from srperf.safety import programs
+
+        programs.check_vpp(self.source, self.binary)   # again at use: root runs it
         conf = self.startup.workdir / "startup.conf"
         safe_paths.make_dir(self.startup.runtime_dir, 0o700)
         safe_paths.write_file(conf, self.startup.render(), make_parent=False)
@@ -195,7 +200,8 @@ class VppSutControl(SutControl):
         self._workdir = safe_paths.make_temp_dir("srperf-vpp.", _socket_parent())
         main, worker = cores(self.tb)
         self.vpp = VppProcess(self.binary, self.tb.sut_ns,
-                              VppStartup(self._workdir, main_core=main, worker_core=worker))
+                              VppStartup(self._workdir, main_core=main, worker_core=worker),
+                              source=self.tb.source)
         try:
             self.vpp.start()
             assert isinstance(self.options, VppOptions)

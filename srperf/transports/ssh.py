@@ -96,8 +96,21 @@ class SshTransport(Transport):
             raise self._lost_error(self._lost)
         return transport
 
+    def _check_files(self) -> None:
+        """The key and known_hosts files, checked by the read gate again just before
+        paramiko opens them by name (they decide whom root trusts and as whom it logs
+        in): root's or the invoking user's along their whole path, writable by no one
+        else, regular files (a FIFO never blocks).  Untrusted (exit 2) otherwise."""
+        from srperf.safety import read_gate
+
+        for key, path in (("known_hosts", self.cfg.known_hosts),
+                          ("key_file", self.cfg.key_file)):
+            if path:
+                read_gate.trusted_file(path, self.where, f"transport.ssh.{key}")
+
     def _connect(self) -> None:
         cfg = self.cfg
+        self._check_files()
         client = paramiko.SSHClient()
         if cfg.known_hosts:
             try:

@@ -10,4 +10,16 @@ def host_cpus() -> set[int]:
     return set(os.sched_getaffinity(0))
 
 
-__all__ = ["host_cpus"]
+def host_memory_mb() -> int | None:
+    """This host's memory in MiB (``MemTotal`` of /proc/meminfo; None when unknown)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+__all__ = ["host_cpus", "host_memory_mb"]

@@ -10,9 +10,7 @@ script as ``SRPERF_XDP_*`` variables (:meth:`XdpForwarder.behavior_env`).
 
 from __future__ import annotations
 
-import functools
 import posixpath
-import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -21,29 +19,17 @@ from srperf.config.model import TestbedConfig
 from srperf.config.settings import Settings, setting
 from srperf.forwarders.base import Forwarder, Prepared
 from srperf.forwarders.common_env import addressing_env
+from srperf.forwarders.xdp.programs import program_ids
 from srperf.resources import xdp_dir
 from srperf.transports.base import Transport
 
-HEADER = "xdp_fp.h"
 SOURCES = ("xdp_fp.c", "xdp_fp.h", "Makefile")
 FW_FLAVOURS = {"static": 0, "fib": 1, "kernel": 2}
 """fw operands (FP_FW_* in xdp_fp.h)."""
 MAX_FLOWS = 1024
 """PM_MAX_FLOWS of testbed/dataplanes/pm/pm_common.h."""
-
-
-@functools.lru_cache(maxsize=1)
-def program_ids() -> dict[str, int]:
-    """Step program -> its fp_progs slot, read from FP_PROGS in xdp_fp.h."""
-    text = (xdp_dir() / HEADER).read_text()
-    match = re.search(r"#define\s+FP_PROGS\(X\)(.*)", text)
-    if match is None:
-        raise ValueError(f"no FP_PROGS macro in {xdp_dir() / HEADER}")
-    ids = {name: int(num) for name, num in re.findall(r"X\((\w+),\s*(\d+)\)", match.group(1))}
-    if set(ids) != set(fastpath.PROGRAMS):
-        raise ValueError(f"FP_PROGS in {HEADER} lists {sorted(ids)}, the catalogue "
-                         f"{sorted(fastpath.PROGRAMS)}")
-    return ids
+STEP_MODES = {"off": 0, "count": 1, "time": 3}
+"""options.step_stats -> SRPERF_XDP_STEP_STATS (fp_chain.flags: FP_F_COUNT 1, FP_F_TIME 2)."""
 
 
 @dataclass(frozen=True)
@@ -64,12 +50,29 @@ class XdpOptions(Settings):
                          schema={"type": "integer", "minimum": 1, "maximum": MAX_FLOWS})
     mark: bool = setting(False, "mon: colour the packets (alternate marking, colour 0) "
                          "before counting them", schema={"type": "boolean"})
+    cost: bool = setting(True, "measure each chain's per-packet cost without a generator "
+                         "after its verification (BPF_PROG_RUN of the whole chain over "
+                         "the behavior's test frame, cost_runs times) and store it with "
+                         "the run (table costs)", schema={"type": "boolean"})
+    cost_runs: int = setting(1000, "cost: single BPF_PROG_RUNs per chain (the median is "
+                             "the figure)", unit="runs",
+                             schema={"type": "integer", "minimum": 10, "maximum": 20000})
+    step_stats: str = setting("off", "per-step statistics the programs keep in fp_steps "
+                              "(the kernel's BPF statistics count only the dispatcher): "
+                              "off, count (each step's runs) or time (runs and ns, "
+                              "bpf_ktime_get_ns at every step's end: slower chains)",
+                              schema={"enum": ["off", "count", "time"]})
 
     def __post_init__(self) -> None:
         if self.fw not in FW_FLAVOURS:
             raise ValueError(f"fw {self.fw!r}: must be one of {', '.join(FW_FLAVOURS)}")
         if not 1 <= self.flows <= MAX_FLOWS:
             raise ValueError(f"flows {self.flows}: operand out of range, 1 to {MAX_FLOWS}")
+        if not 10 <= self.cost_runs <= 20_000:
+            raise ValueError(f"cost_runs {self.cost_runs}: 10 to 20000")
+        if self.step_stats not in STEP_MODES:
+            raise ValueError(f"step_stats {self.step_stats!r}: must be one of "
+                             f"{', '.join(STEP_MODES)}")
 
 
 def _other_flow(tb: TestbedConfig, i: int) -> list[str]:
@@ -150,6 +153,7 @@ class XdpForwarder(Forwarder):
     def env(self, tb: TestbedConfig, options: Settings, prepared: Prepared) -> dict[str, str]:
         assert isinstance(options, XdpOptions)
         return {**addressing_env(tb), "SRPERF_XDP_MODE": options.mode,
+                "SRPERF_XDP_STEP_STATS": str(STEP_MODES[options.step_stats]),
                 "SRPERF_XDP_SIDS": ",".join(fastpath.fast_path_sids(tb)), **prepared.env}
 
     def behavior_env(self, tb: TestbedConfig, options: Settings,
@@ -179,11 +183,34 @@ class XdpForwarder(Forwarder):
                                 f"{(res.stderr or res.stdout).strip()}")
         return parse_dump(res.stdout)
 
+    def packet_cost(self, sut: Transport, script: str, env: Mapping[str, str],
+                    options: Settings, behavior: str, frame: bytes) -> Any:
+        """BPF_PROG_RUN of the attached chain over ``frame``, ``options.cost_runs``
+        single runs (:mod:`srperf.forwarders.xdp.cost`); None when ``options.cost`` is
+        off.  A failure is a PacketCost with status failed and why (the search goes on)."""
+        assert isinstance(options, XdpOptions)
+        if not options.cost:
+            return None
+        from srperf.forwarders.xdp.cost import chain_cost
+
+        return chain_cost(sut, script, env, behavior, frame, options.cost_runs,
+                          options.step_stats)
+
     def profile_sources(self, sut: Transport, env: Mapping[str, str]) -> list[Any]:
-        """Each attached program's run time (the kernel's BPF statistics)."""
+        """Each attached program's run time (the kernel's BPF statistics: the
+        dispatcher, whose time covers the chain) and the steps' own statistics
+        (``options.step_stats``, :mod:`srperf.forwarders.xdp.steps`)."""
+        from srperf.forwarders.xdp.steps import FastPathSteps
         from srperf.profile.bpf import BpfPrograms
 
-        return [BpfPrograms(sut)]
+        mode = {str(v): k for k, v in STEP_MODES.items()}.get(
+            env.get("SRPERF_XDP_STEP_STATS", "0"), "off")
+        return [BpfPrograms(sut), FastPathSteps(sut, self._script_path(env), env, mode)]
+
+    @staticmethod
+    def _script_path(env: Mapping[str, str]) -> str:
+        """xdp.sh on the SUT: beside the pushed object (the transport's work dir)."""
+        return posixpath.join(env.get("SRPERF_XDP_DIR", "."), "xdp.sh")
 
 
 FORWARDER = XdpForwarder()

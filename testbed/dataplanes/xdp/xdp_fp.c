@@ -89,6 +89,13 @@ struct {
 	__type(value, __u64);
 } fp_stats SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, FP_MAX_PROGS + 1);
+	__type(key, __u32);
+	__type(value, struct fp_step_stat);
+} fp_steps SEC(".maps");
+
 static __always_inline void count(__u32 idx)
 {
 	__u64 *v = bpf_map_lookup_elem(&fp_stats, &idx);
@@ -104,6 +111,40 @@ static __always_inline struct fp_ctx *ctx_get(void)
 	return bpf_map_lookup_elem(&fp_ctx, &zero);
 }
 
+/* Per-step statistics of the step running now (c->next), when the chain asks for
+ * them (fp_chain.flags); off, one load and a branch. */
+static __always_inline void step_done(struct fp_ctx *c)
+{
+	__u32 flags = c->chain.flags, i = c->next, slot;
+	struct fp_step_stat *s;
+	__u64 now;
+
+	if (!flags || i >= FP_MAX_STEPS)
+		return;
+	slot = c->chain.steps[i].prog;
+	if (slot >= FP_MAX_PROGS)
+		return;
+	s = bpf_map_lookup_elem(&fp_steps, &slot);
+	if (!s)
+		return;
+	s->runs += 1;
+	if (flags & FP_F_TIME) {
+		now = bpf_ktime_get_ns();
+		s->ns += now - c->t_last;
+		c->t_last = now;
+	}
+}
+
+/* A step's verdict (its statistics first): every step program returns through it. */
+static __always_inline int step_return(int verdict)
+{
+	struct fp_ctx *c = ctx_get();
+
+	if (c)
+		step_done(c);
+	return verdict;
+}
+
 /* The next step of the chain, or the end of the chain (the kernel's). */
 static __always_inline int next_step(struct xdp_md *xdp)
 {
@@ -117,10 +158,12 @@ static __always_inline int next_step(struct xdp_md *xdp)
 		count(FP_C_chain_end);
 		return XDP_PASS;
 	}
+	step_done(c);
 	c->next = i;
 	c->tail_calls++;
 	prog = c->chain.steps[i].prog;
 	bpf_tail_call(xdp, &fp_progs, prog);
+	c->next = FP_MAX_STEPS; /* counted already: step_return must not count it again */
 	count(FP_C_tail_call_failed);
 	return XDP_DROP;
 }
@@ -183,19 +226,26 @@ int fp_dispatch(struct xdp_md *xdp)
 	__builtin_memcpy(&c->chain, chain, sizeof(c->chain));
 	c->next = 0;
 	c->tail_calls = 1;
+	if (c->chain.flags) {
+		__u32 slot = FP_SLOT_DISPATCH;
+		struct fp_step_stat *s = bpf_map_lookup_elem(&fp_steps, &slot);
+
+		if (s)
+			s->runs += 1;
+		if (c->chain.flags & FP_F_TIME)
+			c->t_last = bpf_ktime_get_ns();
+	}
 	bpf_tail_call(xdp, &fp_progs, c->chain.steps[0].prog);
 	count(FP_C_tail_call_failed);
 	return XDP_DROP;
 }
 
-SEC("xdp")
-int fp_nop(struct xdp_md *xdp)
+static __always_inline int nop_body(struct xdp_md *xdp)
 {
 	return next_step(xdp);
 }
 
-SEC("xdp")
-int fp_end(struct xdp_md *xdp)
+static __always_inline int end_body(struct xdp_md *xdp)
 {
 	void *data_end = (void *)(long)xdp->data_end;
 	struct ipv6_sr_hdr *srh;
@@ -241,8 +291,7 @@ int fp_end(struct xdp_md *xdp)
 	return next_step(xdp);
 }
 
-SEC("xdp")
-int fp_enc(struct xdp_md *xdp)
+static __always_inline int enc_body(struct xdp_md *xdp)
 {
 	__u32 n = operand(), zero = 0, i, inner_len, nh;
 	struct ethhdr eth_copy, *eth;
@@ -329,8 +378,7 @@ fail:
 	return XDP_DROP;
 }
 
-SEC("xdp")
-int fp_mon(struct xdp_md *xdp)
+static __always_inline int mon_body(struct xdp_md *xdp)
 {
 	void *data_end = (void *)(long)xdp->data_end;
 	struct ipv6hdr *ip6 = ip6_of(xdp);
@@ -342,8 +390,7 @@ int fp_mon(struct xdp_md *xdp)
 	return next_step(xdp);
 }
 
-SEC("xdp")
-int fp_fw(struct xdp_md *xdp)
+static __always_inline int fw_body(struct xdp_md *xdp)
 {
 	struct bpf_fib_lookup fib = {};
 	__u32 how = operand(), zero = 0;
@@ -394,10 +441,45 @@ int fp_fw(struct xdp_md *xdp)
 	return bpf_redirect_map(&fp_tx, 0, XDP_DROP);
 }
 
-SEC("xdp")
-int fp_pass(struct xdp_md *xdp)
+static __always_inline int pass_body(struct xdp_md *xdp)
 {
 	(void)xdp;
 	count(FP_C_pass_redirect);
 	return bpf_redirect_map(&fp_tx, 0, XDP_DROP);
+}
+
+SEC("xdp")
+int fp_nop(struct xdp_md *xdp)
+{
+	return step_return(nop_body(xdp));
+}
+
+SEC("xdp")
+int fp_end(struct xdp_md *xdp)
+{
+	return step_return(end_body(xdp));
+}
+
+SEC("xdp")
+int fp_enc(struct xdp_md *xdp)
+{
+	return step_return(enc_body(xdp));
+}
+
+SEC("xdp")
+int fp_mon(struct xdp_md *xdp)
+{
+	return step_return(mon_body(xdp));
+}
+
+SEC("xdp")
+int fp_fw(struct xdp_md *xdp)
+{
+	return step_return(fw_body(xdp));
+}
+
+SEC("xdp")
+int fp_pass(struct xdp_md *xdp)
+{
+	return step_return(pass_body(xdp));
 }

@@ -55,11 +55,26 @@ struct fp_step {
 	__u32 operand;
 };
 
+/* fp_chain.flags: per-step statistics in fp_steps (off when 0: the steps then pay
+ * one load and a branch for them).  FP_F_COUNT: each step's runs; FP_F_TIME: also
+ * its nanoseconds (bpf_ktime_get_ns at every step's end, about 20-40 ns each). */
+#define FP_F_COUNT 1
+#define FP_F_TIME 2
+#define FP_SLOT_DISPATCH FP_MAX_PROGS /* fp_steps slot of the dispatcher (runs only) */
+
 /* fp_routes value. */
 struct fp_chain {
 	__u32 len;
-	__u32 pad;
+	__u32 flags; /* FP_F_* */
 	struct fp_step steps[FP_MAX_STEPS];
+};
+
+/* fp_steps[slot] (per CPU; slot = program id, FP_SLOT_DISPATCH = the dispatcher):
+ * runs of the step and, with FP_F_TIME, the nanoseconds from the previous step's
+ * end (its tail call) to this step's end (its tail call or verdict). */
+struct fp_step_stat {
+	__u64 runs;
+	__u64 ns;
 };
 
 /* fp_routes key (LPM trie: prefixlen first). */
@@ -72,8 +87,11 @@ struct fp_route_key {
 struct fp_ctx {
 	__u32 next;       /* index of the step running now */
 	__u32 tail_calls; /* tail calls made for this packet */
+	__u64 t_last;     /* FP_F_TIME: when the previous step ended (ns) */
 	struct fp_chain chain;
 };
+
+#define FP_OWNER_LEN 32 /* fp_conf.owner */
 
 /* fp_conf[0], written by xdp.sh. */
 struct fp_conf {
@@ -81,6 +99,10 @@ struct fp_conf {
 	__u8 nh_mac[6];          /* fw static: next hop's MAC */
 	__u8 out_mac[6];         /* fw static: the out port's MAC */
 	__u32 pad;
+	/* Who loaded this object: "srperf-xdp:<network namespace>" (NUL-padded), so
+	 * that xdp.sh clean finds its own programs and maps however they were left
+	 * (a lost PID file, a killed run) and never touches anyone else's. */
+	char owner[FP_OWNER_LEN];
 };
 
 #endif /* SRPERF_XDP_FP_H */

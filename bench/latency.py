@@ -5,6 +5,7 @@ whether a planted delay shows where it should.
     export SRPERF_BUILD_DIR=...; flock /work/wt/traffic.lock \\
         .venv/bin/python bench/latency.py cost  [--reps 3] [--stream-pps 1000]
     flock /work/wt/traffic.lock .venv/bin/python bench/latency.py delay [--delay-ms 2]
+    /work/bin/traffic .venv/bin/python bench/latency.py engines [--delay-ms 2] [--reps 5]
 
 ``cost``: the generator's maximum rate, with latency probes off and on (a
 ``--stream-pps`` probe stream inside the load): trials asking for more than srgen can
@@ -20,6 +21,14 @@ latency trials at ``--rate`` pps with and without a delay line of D ms on the SU
 ingress (srperf.traffic.delay_line: a user-space FIFO, since this kernel has no netem),
 alternating; prints p50 with and without, and (with - without) / D - 1.  The
 generator alone (a plain veth pair, same stream) is printed beside.
+
+``engines``: the same planted delay seen by both send engines of the linux generator
+(issue 43): the virtual testbed (prefix g4fd), latency trials at ``--rate`` pps with
+srgen (``engine: packet``) and xdpgen (``engine: xdp``) in turn (the order alternates
+every repetition), once with the delay line of D ms on the SUT's ingress and once
+without; prints each trial, the median p50 of each engine with the delay, their ratio
+xdp/packet (the issue's target: within 5 %), and each engine's added delay (with -
+without) against D.
 
 Figures depend on what else runs on the machine: each line prints the load.
 """
@@ -148,6 +157,67 @@ def delay(args: argparse.Namespace) -> int:
     return 0
 
 
+def engines(args: argparse.Namespace) -> int:
+    from srperf.behaviors import catalogue as behaviors
+    from srperf.config.model import TestbedConfig
+    from srperf.forwarders import registry as forwarders
+    from srperf.measure.session import MeasurementSession
+    from srperf.testbeds import registry as testbeds
+    from srperf.traffic import delay_line
+    from srperf.transports.netns import NetnsTransport
+
+    tb = TestbedConfig(name="g4fd", prefix="g4fd")
+    beh = behaviors.get(args.behavior)
+    p50: dict[tuple[str, str], list[float]] = {}
+    with MeasurementSession(testbeds.create(tb), forwarders.get("linux")) as s:
+        s.configure(beh)
+        s.verify(beh, 64)
+        s.prepare(beh, 64)
+        gen = s.generator(beh)
+        assert isinstance(gen, LinuxGenerator)
+        for rep in range(args.reps):
+            for delayed in (True, False):
+                line = (delay_line.insert(NetnsTransport(None), tb.sut_ns, tb.sut.in_port.name,
+                                          args.delay_ms) if delayed else None)
+                try:
+                    order = ("packet", "xdp") if rep % 2 == 0 else ("xdp", "packet")
+                    for engine in order:
+                        gen.engine = engine
+                        t = gen.latency_trial(args.rate, args.duration, args.stream_pps)
+                        lat = t.extra.get("latency") or {}
+                        mode = "with" if delayed else "without"
+                        if t.extra.get("engine") != engine or lat.get("p50_us") is None:
+                            print(f"rep {rep + 1} {engine} {mode} delay: no figure "
+                                  f"(engine {t.extra.get('engine')}): {t.note}", flush=True)
+                            continue
+                        p50.setdefault((engine, mode), []).append(lat["p50_us"])
+                        print(f"rep {rep + 1} {engine:6s} {mode:7s} delay line: p50 "
+                              f"{lat['p50_us']:9.1f} us p99 {lat['p99_us']:9.1f} us probes "
+                              f"{lat['packets']}/{lat['sent']} loss {t.loss_ratio:.3%} offered "
+                              f"{t.offered_rate_pps:.0f} pps ({load()})", flush=True)
+                finally:
+                    if line is not None:
+                        line.remove()
+        gen.engine = "packet"
+        s.unconfigure(beh)
+    med = {k: statistics.median(v) for k, v in p50.items()}
+    if ("packet", "with") not in med or ("xdp", "with") not in med:
+        print("no comparison: an engine has no figure with the delay line")
+        return 1
+    ratio = med[("xdp", "with")] / med[("packet", "with")]
+    print(f"{args.behavior} at {args.rate / 1e3:g} kpps, {args.delay_ms:g} ms delay line, "
+          f"median p50 of {args.reps}: packet {med[('packet', 'with')]:.1f} us, xdp "
+          f"{med[('xdp', 'with')]:.1f} us: xdp/packet {ratio:.4f} ({100 * (ratio - 1):+.2f} %, "
+          f"target within 5 %)")
+    for engine in ("packet", "xdp"):
+        if (engine, "without") in med:
+            added = (med[(engine, "with")] - med[(engine, "without")]) / 1e3
+            print(f"  {engine}: p50 without the delay line {med[(engine, 'without')]:.1f} us; "
+                  f"added {added:.3f} ms ({100 * (added / args.delay_ms - 1):+.2f} % of the "
+                  f"planted delay)")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -164,12 +234,19 @@ def main() -> int:
     d.add_argument("--duration", type=float, default=1.0)
     d.add_argument("--behavior", default="ipv6")
     d.add_argument("--reps", type=int, default=3)
+    e = sub.add_parser("engines", help="the planted delay's p50 with srgen and with xdpgen")
+    e.add_argument("--delay-ms", type=float, default=2.0)
+    e.add_argument("--rate", type=float, default=10_000.0)
+    e.add_argument("--stream-pps", type=float, default=1000.0)
+    e.add_argument("--duration", type=float, default=1.0)
+    e.add_argument("--behavior", default="ipv6")
+    e.add_argument("--reps", type=int, default=5)
     args = parser.parse_args()
     from srperf.measure.bench_times import announce
 
     announce(__file__, lambda line: print(line, flush=True))
     logging.basicConfig(level=logging.WARNING)
-    return cost(args) if args.cmd == "cost" else delay(args)
+    return {"cost": cost, "delay": delay, "engines": engines}[args.cmd](args)
 
 
 if __name__ == "__main__":

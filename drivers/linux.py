@@ -43,6 +43,8 @@ The queue is part of what is measured: say its size with every result.
 it hands the kernel, checksum-neutrally (see srgen.c).
 :meth:`LinuxGenerator.prepare_flows` sends many flows: packet i is the frame
 of flow i % count, each built with its own checksums (:mod:`srperf.traffic.flows`).
+:meth:`LinuxGenerator.prepare_mix` sends an IMIX: packet i is the frame of the
+mix's smooth weighted round robin (``linux_gen/mix.h``, the same in xdpgen).
 
 *Resident* (``resident``, the default): one srgen process (``srgen -S``) stays
 up from one trial to the next, with its socket, TX ring, frames and counter
@@ -95,7 +97,7 @@ from typing import Any, Iterator
 from srperf.safety import safe_paths
 from srperf.build import ensure_built
 from srperf.config.settings import Settings, setting
-from srperf.drivers.base import TrafficGenerator, TrialResult, beyond_generator
+from srperf.drivers.base import MixUnsupported, TrafficGenerator, TrialResult, beyond_generator
 from srperf.drivers.linux_engine import ENGINES, Traffic, port_driver, xdp_refusal
 from srperf.errors import GeneratorError
 from srperf.traffic.flows import Flows, flow_frames
@@ -125,7 +127,8 @@ at any rate on the 2-vCPU VM here (bench/search_b2.py --queue-pkts 0 vs 4096).""
 def build_srgen() -> Path:
     """Compile srgen (warning-free, ``gcc -O2 -Wall -Wextra``) and return its path."""
     src = generator_dir() / "srgen.c"
-    return ensure_built("srgen", [src], ["gcc", *SRGEN_CFLAGS, "-o", "{out}", str(src)])
+    return ensure_built("srgen", [src, generator_dir() / "probe_rx.h", generator_dir() / "mix.h"],
+                        ["gcc", *SRGEN_CFLAGS, "-o", "{out}", str(src)])
 
 
 @dataclass(frozen=True)
@@ -222,9 +225,9 @@ class LinuxGeneratorOptions(Settings):
                             "ended (the SUT recovers from its load)", unit="s",
                             schema={"type": "number", "minimum": 0, "maximum": 10})
     engine: str = setting("packet", "send engine: packet (srgen, AF_PACKET), xdp (xdpgen, "
-                          "BPF_PROG_RUN live frames: one flow, no latency probes, a veth TX "
-                          "port, frames up to 3500 bytes, no generator queue) or auto (xdp "
-                          "where the trial's traffic allows it, else packet)",
+                          "BPF_PROG_RUN live frames: a veth TX port, frames up to 3500 "
+                          "bytes, no generator queue) or auto (xdp where the trial's "
+                          "traffic allows it, else packet)",
                           schema={"enum": list(ENGINES)})
 
 
@@ -303,6 +306,7 @@ class LinuxGenerator(TrafficGenerator):
         self._counter_offset: int | None = None
         self._flows: Flows | None = None
         self._flow_count = 1  # frames in the frame file
+        self._mix: tuple[tuple[int, int], ...] | None = None  # IMIX: (length, weight)
         self._max_rate_pps: float | None = None
         self.resident, self.settle_s, self.rest_s = resident, settle_s, rest_s
         self._last_end: float | None = None  # when the last trial ended
@@ -323,6 +327,7 @@ class LinuxGenerator(TrafficGenerator):
         self._write_frames([frame])
         self._counter_offset = None
         self._flows = None
+        self._mix = None
         self.base_frame, self._probe_file = bytes(frame), None
 
     def use_probes(self, probe: bytes) -> None:
@@ -383,6 +388,26 @@ class LinuxGenerator(TrafficGenerator):
             self.prepare(frame)
         self._write_frames(variants)
         self._flows = flows
+
+    def prepare_mix(self, frames: list[tuple[bytes, int]]) -> None:
+        """Send a mix of frames (frame, weight), by either engine (``-I``): packet i is
+        the frame a smooth weighted round robin of the weights gives (linux_gen/mix.h:
+        each frame ``weight`` times in every ``sum(weights)`` packets, spread evenly);
+        rates are packets per second of the whole mix.  srgen sends a mix with mode
+        ``mmsg`` only."""
+        if self.mode != "mmsg" and self.engine != "xdp":
+            raise MixUnsupported(f"srgen sends a mix with mode 'mmsg' only, not "
+                                 f"{self.mode!r} (tester.options.mode)")
+        if not frames or any(w < 1 for _, w in frames):
+            raise GeneratorError("a mix needs frames with positive weights")
+        for frame, _ in frames:
+            if not 14 <= len(frame) <= MAX_FRAME_BYTES:
+                raise GeneratorError(f"frame of {len(frame)} bytes in the mix: must be "
+                                     f"14..{MAX_FRAME_BYTES}")
+        self.prepare(frames[0][0])
+        self._write_frames([frame for frame, _ in frames])
+        self._flow_count = 1
+        self._mix = tuple((len(frame), weight) for frame, weight in frames)
 
     def trial(self, rate_pps: float, duration_s: float, *,
               stop_lost: int | None = None) -> TrialResult:
@@ -524,6 +549,8 @@ class LinuxGenerator(TrafficGenerator):
             argv += ["-V", str(self._counter_offset)]
         if self._flow_count > 1:
             argv += ["-k", str(self._flow_count)]
+        if self._mix is not None:
+            argv += ["-I", ",".join(f"{n}:{w}" for n, w in self._mix)]
         if self._probe_file is not None:
             argv += ["-p", str(self._probe_file)]
         return argv
@@ -695,8 +722,9 @@ class LinuxGenerator(TrafficGenerator):
         assert self._frame_file is not None
         if self._tx_driver is None:
             self._tx_driver = port_driver(self._in_ns, self.tx)
-        size = self._frame_file.stat().st_size // max(self._flow_count, 1)
-        return Traffic(frame_bytes=size, flows=self._flow_count,
+        size = (max(n for n, _ in self._mix) if self._mix is not None
+                else self._frame_file.stat().st_size // max(self._flow_count, 1))
+        return Traffic(frame_bytes=size, flows=self._flow_count, mix=self._mix is not None,
                        latency=self._probe_file is not None or self.probe_pps > 0,
                        send_mode=self.mode, tx_driver=self._tx_driver)
 
@@ -704,9 +732,10 @@ class LinuxGenerator(TrafficGenerator):
         """The engine of the next trial: ``packet`` or ``xdp`` (``auto``: xdp when
         :func:`xdp_refusal` allows it, each choice and its reason logged once;
         ``xdp`` where it cannot send raises GeneratorError)."""
+        traffic = self.traffic()
         if self.engine == "packet":
             return "packet"
-        why = xdp_refusal(self.traffic())
+        why = xdp_refusal(traffic)
         if self.engine == "xdp":
             if why is not None:
                 raise GeneratorError(f"tester.options.engine = 'xdp': {why}")
@@ -847,6 +876,7 @@ class LinuxGenerator(TrafficGenerator):
                  "attempts_refused": rep.attempts_refused,
                  "distinct_frames": self._counter_offset is not None,
                  "flows": self._flows.as_dict() if self._flows is not None else None,
+                 "mix": [list(m) for m in self._mix] if self._mix is not None else None,
                  "resident": self.resident, "drained_ns": int(rep.raw.get("drained_ns", 0)),
                  "rx_between_trials": int(rep.raw.get("rx_between_trials", 0)),
                  "qdisc_dropped_delta": rep.qdisc_dropped_delta,

@@ -1,10 +1,11 @@
 """Which send engine the ``linux`` generator uses: srgen (``packet``) or xdpgen (``xdp``).
 
 ``tester.options.engine`` is ``auto``, ``xdp`` or ``packet``.  xdpgen
-(drivers/xdpgen.py) sends one frame at a time by BPF_PROG_RUN live frames and
-counts through the TX port's veth ``xdp_xmit`` counters, so it cannot do
-everything srgen does.  :func:`xdp_refusal` says why it cannot send a given
-traffic (None: it can); ``auto`` then falls back to srgen, and ``xdp`` is refused
+(drivers/xdpgen.py) sends by BPF_PROG_RUN live frames and counts through the TX
+port's veth ``xdp_xmit`` counters, so it cannot do everything srgen does (ring
+mode, frames above a page, a TX port other than veth).  :func:`xdp_refusal` says
+why it cannot send a given traffic (None: it can); ``auto`` then falls back to
+srgen, and ``xdp`` is refused
 (before the run by srperf/measure/preflight.py, at the trial otherwise).
 """
 
@@ -32,16 +33,15 @@ class Traffic:
     flows: int = 1
     latency: bool = False
     send_mode: str = "mmsg"
+    mix: bool = False
+    """Several frame sizes (IMIX), which both engines send (linux_gen/mix.h)."""
     tx_driver: str = "veth"
     """The TX port's kernel driver (``ethtool -i``), "" when it cannot be read."""
 
 
 def xdp_refusal(t: Traffic) -> str | None:
-    """Why xdpgen cannot send ``t`` (None: it can)."""
-    if t.latency:
-        return "xdpgen sends no latency probes (latency.enabled)"
-    if t.flows > 1:
-        return f"xdpgen sends one flow, not {t.flows} (traffic.flows.count)"
+    """Why xdpgen cannot send ``t`` (None: it can).  Flows, latency probes and IMIX it
+    sends as srgen does (xdpgen.bpf.c, ``shape_frame``)."""
     if t.frame_bytes > XDP_MAX_FRAME_BYTES:
         return (f"a {t.frame_bytes}-byte frame is larger than xdpgen's {XDP_MAX_FRAME_BYTES} "
                 "(one page with headroom)")

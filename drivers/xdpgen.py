@@ -20,7 +20,7 @@ from srperf.resources import generator_dir
 def build_xdpgen() -> Path:
     """Compile xdpgen (warning-free, ``gcc -O2 -Wall -Wextra``, with libbpf); return its path."""
     src = generator_dir() / "xdpgen.c"
-    return ensure_built("xdpgen", [src],
+    return ensure_built("xdpgen", [src, generator_dir() / "probe_rx.h", generator_dir() / "mix.h"],
                         ["gcc", *SRGEN_CFLAGS, "-o", "{out}", str(src), "-lbpf"])
 
 

@@ -168,15 +168,21 @@ def pair() -> Iterator[str]:
 @needs_root
 @pytest.mark.netns
 @pytest.mark.parametrize("name", ["end_cache", "end_cache_v4"])
-@pytest.mark.parametrize("mode,queue", [("mmsg", 4096), ("mmsg", 0), ("ring", 0)])
+@pytest.mark.parametrize("mode,queue,engine", [("mmsg", 4096, "packet"), ("mmsg", 0, "packet"),
+                                               ("ring", 0, "packet"), ("mmsg", 0, "xdp")])
 def test_srgen_sends_distinct_frames_with_valid_checksums(pair: str, name: str, mode: str,
-                                                          queue: int) -> None:
+                                                          queue: int, engine: str) -> None:
+    """srgen -V (and xdpgen, engine xdp, whose program writes the counter)."""
     from srperf.traffic.packet_socket import ns_packet_socket, receive_frames
+    from srperf.util.netns import run
 
     n = 3000
     frame = bytes(behaviors.get(name).build_frame(TB, 64))
     off = P.counter_offset(frame)
-    g = LinuxGenerator(pair, "t0", "t1", cpu=None, mode=mode, queue_pkts=queue, retries=0)
+    if engine == "xdp":   # t0's ndo_xdp_xmit needs NAPI on t1: GRO, no XDP program
+        run(["ethtool", "-K", "t1", "gro", "on"], ns=pair)
+    g = LinuxGenerator(pair, "t0", "t1", cpu=None, mode=mode, queue_pkts=queue, retries=0,
+                       engine=engine)
     sock = ns_packet_socket(pair, "t1")
     sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 64 << 20)  # hold every frame
     try:
@@ -186,7 +192,7 @@ def test_srgen_sends_distinct_frames_with_valid_checksums(pair: str, name: str, 
     finally:
         sock.close()
         g.close()
-    assert rep.raw["counter_offset"] == off
+    assert rep.raw["counter_offset"] == off and rep.raw.get("engine", "packet") == engine
     assert rep.sent == rep.tx_packets_delta and rep.offered == n
     # the capture may lose a few frames under load; the counters may not
     assert len(got) >= 0.95 * rep.sent, f"captured {len(got)} of {rep.sent}"

@@ -38,9 +38,8 @@ def test_bad_engine_value_refused() -> None:
 
 
 @pytest.mark.parametrize(("traffic", "word"), [
-    (Traffic(60, latency=True), "latency"),
-    (Traffic(60, flows=4), "flow"),
     (Traffic(XDP_MAX_FRAME_BYTES + 1), "larger"),
+    (Traffic(XDP_MAX_FRAME_BYTES + 1, mix=True), "larger"),
     (Traffic(60, send_mode="ring"), "ring"),
     (Traffic(60, tx_driver="e1000"), "veth"),
     (Traffic(60, tx_driver=""), "veth"),
@@ -53,6 +52,35 @@ def test_xdp_refusal_says_why(traffic: Traffic, word: str) -> None:
 def test_xdp_accepts_what_it_can_send() -> None:
     assert xdp_refusal(Traffic(60)) is None
     assert xdp_refusal(Traffic(XDP_MAX_FRAME_BYTES)) is None
+    # issue 43: flows, latency probes and IMIX are sent by xdpgen too
+    assert xdp_refusal(Traffic(60, latency=True)) is None
+    assert xdp_refusal(Traffic(60, flows=4)) is None
+    assert xdp_refusal(Traffic(1514, mix=True)) is None
+
+
+def test_a_mix_goes_to_either_engine() -> None:
+    """Both engines send a mix (-I, linux_gen/mix.h): auto chooses as for one frame;
+    srgen's ring mode cannot, which prepare_mix says before anything is sent."""
+    from srperf.drivers.base import MixUnsupported
+
+    mix = [(_frame(), 7), (_frame() + bytes(100), 1)]
+    for engine, driver, chosen in (("packet", "veth", "packet"), ("auto", "veth", "xdp"),
+                                   ("auto", "e1000", "packet")):
+        gen = LinuxGenerator(None, "lo", "lo", engine=engine)
+        try:
+            gen._tx_driver = driver          # lo is no veth: as on a virtual testbed, or not
+            gen.prepare_mix(mix)
+            assert gen.choose_engine() == chosen
+            argv = gen._options_argv()
+            assert argv[argv.index("-I") + 1] == "60:7,160:1"
+        finally:
+            gen.close()
+    gen = LinuxGenerator(None, "lo", "lo", mode="ring")
+    try:
+        with pytest.raises(MixUnsupported, match="mmsg"):
+            gen.prepare_mix(mix)
+    finally:
+        gen.close()
 
 
 def _frame() -> bytes:
@@ -90,11 +118,11 @@ def test_packet_never_asks_for_xdp() -> None:
 
 
 @pytest.mark.parametrize(("exp_change", "tb_more", "options", "word"), [
-    ({"latency": {"enabled": True}}, {}, {}, "latency"),
-    ({"traffic": {"flows": {"count": 4}}}, {}, {}, "flow"),
     ({"packet_sizes": [4000]}, {"addressing": {"link_mtu": 9000}}, {}, "larger"),
     ({}, {}, {"mode": "ring"}, "ring"),
-], ids=["latency", "flows", "frame-too-large", "ring-mode"])
+    ({"packet_sizes": ["imix"], "imix": ["64:1", "4000:1"]},
+     {"addressing": {"link_mtu": 9000}}, {}, "larger"),
+], ids=["frame-too-large", "ring-mode", "imix-too-large"])
 def test_engine_xdp_refused_before_anything_starts(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], exp_change: dict[str, Any],
         tb_more: dict[str, Any], options: dict[str, Any], word: str) -> None:
@@ -113,12 +141,20 @@ def test_engine_xdp_refused_before_anything_starts(
         assert not [n for n in netns_names() if n.startswith(PREFIX)]
 
 
-def test_engine_auto_is_not_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """auto with latency on falls back to srgen at the trial: validate accepts it."""
+@pytest.mark.parametrize(("engine", "exp_change"), [
+    ("auto", {"latency": {"enabled": True}}),
+    ("xdp", {"latency": {"enabled": True}}),
+    ("xdp", {"traffic": {"flows": {"count": 4}}}),
+    ("xdp", {"packet_sizes": ["imix"], "imix": ["64:7", "594:4", "1400:1"]}),
+    ("auto", {"packet_sizes": [64, "imix"], "imix": ["64:7", "594:4", "1400:1"]}),
+], ids=["auto-latency", "xdp-latency", "xdp-flows", "xdp-imix", "auto-imix"])
+def test_what_xdpgen_sends_is_not_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                          engine: str, exp_change: dict[str, Any]) -> None:
+    """Latency, flows and IMIX (issue 43): validate accepts them with engine xdp or auto."""
     exp = tmp_path / "exp.yaml"
-    exp.write_text(yaml.safe_dump({**EXP, "latency": {"enabled": True}}))
+    exp.write_text(yaml.safe_dump({**EXP, **exp_change}))
     tb = tmp_path / "tb.yaml"
-    tb.write_text(yaml.safe_dump(_tb({"engine": "auto"})))
+    tb.write_text(yaml.safe_dump(_tb({"engine": engine})))
     assert main(["validate", str(exp), "--testbed", str(tb)]) == 0, capsys.readouterr().err
 
 

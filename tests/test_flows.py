@@ -120,21 +120,34 @@ def pair() -> Iterator[str]:
         yield ns
 
 
+def napi_for_xdpgen(ns: str, engine: str) -> None:
+    """xdpgen sends through t0's ndo_xdp_xmit, which needs NAPI on the peer t1: GRO
+    gives it that without an XDP program (so frames still reach a packet socket)."""
+    if engine == "xdp":
+        from srperf.util.netns import run
+
+        run(["ethtool", "-K", "t1", "gro", "on"], ns=ns)
+
+
 @needs_root
 @pytest.mark.netns
-@pytest.mark.parametrize("name,mode,vary", [
-    ("end", "mmsg", ALL), ("end_dt4", "ring", ALL), ("h_encaps", "mmsg", ("src_port",)),
-    ("end_cache", "mmsg", ALL), ("end_cache", "ring", ("dst_addr",))])
-def test_flows_on_the_wire(pair: str, name: str, mode: str, vary: tuple[str, ...]) -> None:
-    """srgen sends packet i as flow i % count: captured, scapy reads ``count`` distinct
-    values of the varied fields, each frame's checksums right (with distinct frames'
-    counters too, for end_cache)."""
+@pytest.mark.parametrize("name,mode,vary,engine", [
+    ("end", "mmsg", ALL, "packet"), ("end_dt4", "ring", ALL, "packet"),
+    ("h_encaps", "mmsg", ("src_port",), "packet"), ("end_cache", "mmsg", ALL, "packet"),
+    ("end_cache", "ring", ("dst_addr",), "packet"),
+    ("end", "mmsg", ALL, "xdp"), ("end_cache", "mmsg", ("dst_addr",), "xdp")])
+def test_flows_on_the_wire(pair: str, name: str, mode: str, vary: tuple[str, ...],
+                           engine: str) -> None:
+    """srgen (and xdpgen, engine xdp) sends packet i as flow i % count: captured, scapy
+    reads ``count`` distinct values of the varied fields, each frame's checksums right
+    (with distinct frames' counters too, for end_cache)."""
     from srperf.traffic.packet_socket import ns_packet_socket, receive_frames
 
     count, n = 256, 2000
     beh = behaviors.get(name)
     frame = bytes(beh.build_frame(TB, 64))
-    g = LinuxGenerator(pair, "t0", "t1", cpu=None, mode=mode, retries=0)
+    napi_for_xdpgen(pair, engine)
+    g = LinuxGenerator(pair, "t0", "t1", cpu=None, mode=mode, retries=0, engine=engine)
     sock = ns_packet_socket(pair, "t1")
     sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 64 << 20)
     try:
@@ -148,6 +161,7 @@ def test_flows_on_the_wire(pair: str, name: str, mode: str, vary: tuple[str, ...
         sock.close()
         g.close()
     assert rep.raw["flows"] == count and rep.sent == rep.tx_packets_delta == n
+    assert rep.raw.get("engine", "packet") == engine
     assert len(got) >= n * 0.9, f"captured {len(got)} of {n}"
     assert all(checksums_ok(f) for f in got)
     keys = [flow_key(f) for f in got]

@@ -117,14 +117,16 @@ def test_histogram_round_trips_through_the_store(tmp_path: Path) -> None:
 # -- namespaces ------------------------------------------------------------------------
 
 @pytest.fixture
-def pair():
-    """(namespace, generator) over a plain veth pair t0 -> t1 with the XDP sink on t1."""
+def pair(request):
+    """(namespace, generator) over a plain veth pair t0 -> t1 with the XDP sink on t1; the
+    generator's engine is the test's parameter (``packet`` unless parametrized)."""
     from srperf.drivers import linux_sink
     from srperf.drivers.linux import LinuxGenerator
 
+    engine = getattr(request, "param", "packet")
     with veth_pair_namespace(PREFIX) as ns:
         linux_sink.attach_sink(ns, "t1")
-        gen = LinuxGenerator(ns, "t0", "t1", cpu=None, retries=0)
+        gen = LinuxGenerator(ns, "t0", "t1", cpu=None, retries=0, engine=engine)
         try:
             gen.prepare(FRAME)
             yield ns, gen
@@ -133,9 +135,13 @@ def pair():
 
 
 @pytest.mark.netns
+@pytest.mark.parametrize("pair", ["packet", "xdp"], indirect=True)
 def test_probes_are_counted_like_every_frame(pair) -> None:
+    """On both engines: xdpgen's program stamps the same probes srgen sends, and srgen's
+    receiver code (probe_rx.h) reads them."""
     ns, gen = pair
     t = gen.latency_trial(20_000, 0.5, 1000)
+    assert t.extra["engine"] == gen.engine
     lat = t.extra["latency"]
     assert t.intended == 10_000 and t.received == t.sent   # probes inside the load
     assert lat["sent"] == 500 and lat["packets"] == 500 and lat["lost"] == 0
@@ -211,7 +217,8 @@ def test_lost_probes_are_counted(pair) -> None:
 
 
 @pytest.mark.netns
-def test_trial_whose_probes_all_vanish_is_reported_as_such(pair) -> None:
+@pytest.mark.parametrize("engine", ["packet", "xdp"])
+def test_trial_whose_probes_all_vanish_is_reported_as_such(pair, engine: str) -> None:
     """t1's MTU lets the test frames pass but not the (longer) probes: every probe is
     lost (refused at t0; srgen without a hold queue, which would retry a frame the path
     refuses forever), and the trial says so instead of a latency."""
@@ -219,7 +226,7 @@ def test_trial_whose_probes_all_vanish_is_reported_as_such(pair) -> None:
     from srperf.util.netns import run
 
     ns, _ = pair
-    gen = LinuxGenerator(ns, "t0", "t1", cpu=None, retries=0, queue_pkts=0)
+    gen = LinuxGenerator(ns, "t0", "t1", cpu=None, retries=0, queue_pkts=0, engine=engine)
     try:
         gen.prepare(FRAME)
         assert len(FRAME) - 14 == 68 < len(probe_frame(FRAME)) - 14   # 68: veth's least MTU

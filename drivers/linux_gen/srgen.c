@@ -73,6 +73,10 @@
  *     to back (built by the caller, each with its own valid checksums: they
  *     differ in the fields that make a flow, e.g. a port or an address);
  *     packet i is frame i % FLOWS.  -V still works on every one of them.
+ *   - -I LEN:WEIGHT,... (IMIX): the frame file holds the mix's frames, of
+ *     those lengths, back to back; packet i is frame pattern[i % sum(weights)],
+ *     mix.h's smooth weighted round robin (as xdpgen's).  Only with -m mmsg,
+ *     without -k and -V.
  *   - Drain: after the last offer srgen waits for the path before it reads
  *     the counters: DRAIN_MS at most; with -s SETTLE_US, it stops earlier,
  *     as soon as the RX port has counted every sent packet, or the TX port
@@ -163,11 +167,6 @@
 #define RING_MAX_BYTES (64u * 1024 * 1024)
 #define RETRY_NS 2000ull        /* hold: retry a refused packet after this */
 #define STUCK_NS 5000000000ull /* no slot completes for that long: give up */
-#define PROBE_MAGIC 0x5352504c41543031ull /* "SRPLAT01": the probe trailer's last 8 bytes */
-#define PROBE_TRAILER 40              /* 4 slots of 8 bytes + the magic */
-#define PROBE_RCVBUF (64 * 1024 * 1024)
-#define PROBE_WAIT_MS 20              /* after the drain, wait this long for missing probes */
-#define PROBE_BATCH 64                /* probes read per recvmmsg call */
 
 enum mode { MODE_MMSG, MODE_RING };
 
@@ -190,6 +189,7 @@ struct opts {
 	long counter_off;     /* -1: every packet the same; else see -V */
 	uint64_t stop_lost;   /* -L: stop once more were refused (NO_STOP: never) */
 	const char *probe_path; /* -p: the probe frame (NULL: no latency probes) */
+	const char *mix;      /* -I: the frame file holds an IMIX's frames (mix.h) */
 	double probe_pps;     /* -a: probes per second of a one-shot trial */
 };
 
@@ -205,6 +205,7 @@ struct sender {
 	unsigned char *bufs;  /* -V, mmsg: one copy of the frame per message */
 	unsigned char *frames; /* the flows' frames, len bytes each, back to back */
 	uint64_t flows;       /* how many */
+	struct mix *mix;      /* -I: an IMIX (NULL: none); len is then its longest frame */
 	size_t len;           /* of the frame */
 	long counter_off;     /* -1: no counter; else its offset in the frame */
 	unsigned char *map;
@@ -262,7 +263,8 @@ static void usage(void)
 	fputs("usage: srgen -f FRAME -r RATE_PPS -n COUNT -t TX_DEV -x RX_DEV\n"
 	      "             [-c CPU] [-P FIFO_PRIO] [-d DRAIN_MS] [-b BATCH] [-l MAX_LAG_US]\n"
 	      "             [-q QUANTUM_US] [-m mmsg|ring] [-Q QUEUE_PKTS | -H HOLD_PKTS]\n"
-	      "             [-V COUNTER_OFFSET] [-k FLOWS] [-s SETTLE_US] [-L STOP_LOST]\n"
+	      "             [-V COUNTER_OFFSET] [-k FLOWS | -I LEN:WEIGHT,...] [-s SETTLE_US]\n"
+	      "             [-L STOP_LOST]\n"
 	      "             [-p PROBE_FILE -a PROBE_PPS]\n"
 	      "       srgen -S -f FRAME -t TX_DEV -x RX_DEV [the options above]\n"
 	      "  RATE_PPS 0 = unpaced; BATCH 1..256 (16); DRAIN_MS (200); MAX_LAG_US (1000);\n"
@@ -272,6 +274,7 @@ static void usage(void)
 	      "  -H retry refused packets, up to HOLD_PKTS waiting at a time (0: never)\n"
 	      "  -V write packet i's counter into the counter slot at byte COUNTER_OFFSET\n"
 	      "  -k the frame file holds FLOWS frames of one length; packet i is frame i % FLOWS\n"
+	      "  -I the frame file holds an IMIX's frames of these lengths (mix.h)\n"
 	      "  -s end the drain once RX has counted every sent packet, or TX has and\n"
 	      "     neither moved for SETTLE_US (0: wait the whole DRAIN_MS)\n"
 	      "  -L end the trial once more than STOP_LOST packets were refused\n"
@@ -289,6 +292,9 @@ static uint64_t now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+
+#include "probe_rx.h"  /* the probes' receive side (uses die, now_ns) */
+#include "mix.h"       /* -I: an IMIX's frames and order, as xdpgen's */
 
 static uint64_t parse_u64(const char *s, const char *what)
 {
@@ -361,7 +367,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	o->counter_off = -1;
 	o->flows = 1;
 	o->stop_lost = NO_STOP;
-	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:m:Q:H:V:k:s:L:p:a:Sh")) != -1) {
+	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:m:Q:H:V:k:I:s:L:p:a:Sh")) != -1) {
 		switch (c) {
 		case 'f': o->frame_path = optarg; break;
 		case 'r': {
@@ -395,6 +401,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 				die("bad probe rate: '%s'", optarg);
 			break;
 		}
+		case 'I': o->mix = optarg; break;
 		case 'k':
 			o->flows = parse_u64(optarg, "flows");
 			if (o->flows < 1 || o->flows > MAX_FLOWS)
@@ -429,6 +436,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		die("-p (latency probes) works only with -m mmsg");
 	if (o->probe_pps > 0 && !o->probe_path)
 		die("-a needs -p PROBE_FILE");
+	if (o->mix && (o->flows > 1 || o->counter_off >= 0 || o->mode == MODE_RING))
+		die("-I (a mix of sizes) works only with -m mmsg, without -k and -V");
 }
 
 /* Read the frame file: FLOWS frames of one length, back to back.  Returns
@@ -458,10 +467,48 @@ static unsigned char *load_frames(const char *path, uint64_t flows, size_t *len)
 	return realloc(buf, total);
 }
 
-/* The frame of packet number seq. */
+/* The frame of packet number seq, and its length. */
 static inline const unsigned char *frame_of(const struct sender *s, uint64_t seq)
 {
+	if (s->mix)
+		return s->frames + s->mix->off[s->mix->pattern[seq % s->mix->plen]];
 	return s->flows > 1 ? s->frames + (size_t)(seq % s->flows) * s->len : s->frames;
+}
+
+static inline size_t len_of(const struct sender *s, uint64_t seq)
+{
+	return s->mix ? s->mix->len[s->mix->pattern[seq % s->mix->plen]] : s->len;
+}
+
+/* -I: read the mix's frames; sets *len to the longest. */
+static unsigned char *load_mix(const char *path, const char *spec, struct mix *m, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	unsigned char *buf = malloc(MAX_FRAMES_BYTES);
+	const char *why;
+	size_t total;
+	uint32_t i;
+
+	if (!buf)
+		die("out of memory for the frames");
+	if (!f)
+		die("cannot open frame file %s: %s", path, strerror(errno));
+	total = fread(buf, 1, MAX_FRAMES_BYTES, f);
+	if (ferror(f) || !feof(f))
+		die("cannot read %s (or more than %u bytes)", path, MAX_FRAMES_BYTES);
+	fclose(f);
+	why = mix_parse(m, spec, total);
+	if (why)
+		die("bad mix '%s' for %s: %s", spec, path, why);
+	*len = 0;
+	for (i = 0; i < m->n; i++) {
+		if (m->len[i] < ETH_HLEN || m->len[i] > MAX_FRAME)
+			die("frame %u of the mix is %zu bytes: must be %d..%d", i, m->len[i], ETH_HLEN,
+			    MAX_FRAME);
+		if (m->len[i] > *len)
+			*len = m->len[i];
+	}
+	return realloc(buf, total);
 }
 
 #define COUNTER_LEN 8
@@ -512,40 +559,6 @@ static uint64_t probes_in(const struct sender *s, uint64_t n)
 	return s->probe_ratio > 0 ? (uint64_t)((double)n * s->probe_ratio) : 0;
 }
 
-static uint32_t get_slot(const unsigned char *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[4] << 8 | p[5];
-}
-
-static int slot_ok(const unsigned char *p)
-{
-	return (p[0] ^ p[2]) == 0xff && (p[1] ^ p[3]) == 0xff &&
-	       (p[4] ^ p[6]) == 0xff && (p[5] ^ p[7]) == 0xff;
-}
-
-static uint64_t get_be64(const unsigned char *p)
-{
-	uint64_t v = 0;
-	int i;
-
-	for (i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
-/* A frame of len bytes that ends with a probe trailer (any slot values). */
-static int has_probe_trailer(const unsigned char *f, size_t len)
-{
-	const unsigned char *t = f + len - PROBE_TRAILER;
-	int i;
-
-	if (len < ETH_HLEN + PROBE_TRAILER || get_be64(f + len - 8) != PROBE_MAGIC)
-		return 0;
-	for (i = 0; i < 32; i += 8)
-		if (!slot_ok(t + i))
-			return 0;
-	return 1;
-}
 
 /* Stamp probe number no of trial trial_no, sent at ts (ns), into frame f. */
 static void write_probe(unsigned char *f, size_t len, uint32_t trial_no, uint32_t no, uint64_t ts)
@@ -566,155 +579,6 @@ static uint64_t realtime_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* The receiving side of the probes: a packet socket on RX and one trial's tally. */
-struct probe_rx {
-	int fd;
-	struct mmsghdr msgs[PROBE_BATCH];
-	struct iovec iov[PROBE_BATCH];
-	unsigned char *bufs;              /* PROBE_BATCH x MAX_FRAME */
-	char ctrl[PROBE_BATCH][CMSG_SPACE(sizeof(struct timespec)) + 64];
-	uint32_t trial_no;                /* probes of other trials are late */
-	uint64_t cap;                     /* probes the trial may send */
-	int64_t *lat;                     /* latencies (ns), arrival order */
-	unsigned char *seen;
-	uint64_t n, duplicates, reordered, late, foreign, unstamped, highest;
-	int any;
-};
-
-/* Receive socket for probes on dev: only incoming frames ending with the magic. */
-static int open_probe_socket(const char *dev)
-{
-	struct sock_filter code[] = {
-		BPF_STMT(BPF_LD | BPF_B | BPF_ABS, (uint32_t)(SKF_AD_OFF + SKF_AD_PKTTYPE)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PACKET_OUTGOING, 8, 0),
-		BPF_STMT(BPF_LD | BPF_W | BPF_LEN, 0),
-		BPF_STMT(BPF_ALU | BPF_SUB | BPF_K, 8),
-		BPF_STMT(BPF_MISC | BPF_TAX, 0),
-		BPF_STMT(BPF_LD | BPF_W | BPF_IND, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)(PROBE_MAGIC >> 32), 0, 3),
-		BPF_STMT(BPF_LD | BPF_W | BPF_IND, 4),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)PROBE_MAGIC, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, 0xffff),
-		BPF_STMT(BPF_RET | BPF_K, 0),
-	};
-	struct sock_fprog prog = { .len = sizeof(code) / sizeof(code[0]), .filter = code };
-	struct sockaddr_ll sll;
-	int one = 1, rcvbuf = PROBE_RCVBUF;
-	int fd = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
-
-	if (fd < 0)
-		die("socket(AF_PACKET) for probes: %s", strerror(errno));
-	if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0 ||
-	    setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) < 0 ||
-	    setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) < 0)
-		die("probe socket options on %s: %s", dev, strerror(errno));
-	memset(&sll, 0, sizeof(sll));
-	sll.sll_family = AF_PACKET;
-	sll.sll_protocol = htons(ETH_P_ALL);
-	sll.sll_ifindex = (int)if_nametoindex(dev);
-	if (!sll.sll_ifindex)
-		die("no interface %s: %s", dev, strerror(errno));
-	if (bind(fd, (struct sockaddr *)&sll, sizeof(sll)) < 0)
-		die("bind of the probe socket to %s: %s", dev, strerror(errno));
-	return fd;
-}
-
-/* One received frame: tally it (the latency against its kernel receive time). */
-static void take_probe(struct probe_rx *r, const unsigned char *f, size_t len,
-		       const struct msghdr *mh)
-{
-	const unsigned char *t;
-	const struct cmsghdr *c;
-	uint64_t rx_ns = 0, tx_ns;
-	uint32_t no;
-
-	if (!has_probe_trailer(f, len)) {
-		r->foreign++;
-		return;
-	}
-	t = f + len - PROBE_TRAILER;
-	if (get_slot(t) != r->trial_no) {
-		r->late++;
-		return;
-	}
-	no = get_slot(t + 8);
-	if (no >= r->cap) {
-		r->foreign++;
-		return;
-	}
-	if (r->seen[no]) {
-		r->duplicates++;
-		return;
-	}
-	r->seen[no] = 1;
-	if (r->any && no < r->highest)
-		r->reordered++;
-	else
-		r->highest = no;
-	r->any = 1;
-	for (c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR((struct msghdr *)mh, (struct cmsghdr *)c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
-			struct timespec ts;
-
-			memcpy(&ts, CMSG_DATA(c), sizeof(ts));
-			rx_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-		}
-	if (!rx_ns) {
-		r->unstamped++;
-		return;
-	}
-	tx_ns = (uint64_t)get_slot(t + 16) << 32 | get_slot(t + 24);
-	r->lat[r->n++] = (int64_t)(rx_ns - tx_ns);
-}
-
-/* Read every probe queued on the socket (without waiting); returns how many. */
-static uint64_t read_probes(struct probe_rx *r)
-{
-	uint64_t got = 0;
-
-	for (;;) {
-		int i, k;
-
-		for (i = 0; i < PROBE_BATCH; i++) {
-			r->iov[i].iov_base = r->bufs + (size_t)i * MAX_FRAME;
-			r->iov[i].iov_len = MAX_FRAME;
-			memset(&r->msgs[i].msg_hdr, 0, sizeof(r->msgs[i].msg_hdr));
-			r->msgs[i].msg_hdr.msg_iov = &r->iov[i];
-			r->msgs[i].msg_hdr.msg_iovlen = 1;
-			r->msgs[i].msg_hdr.msg_control = r->ctrl[i];
-			r->msgs[i].msg_hdr.msg_controllen = sizeof(r->ctrl[i]);
-		}
-		k = recvmmsg(r->fd, r->msgs, PROBE_BATCH, MSG_DONTWAIT, NULL);
-		if (k < 0) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return got;
-			if (errno == EINTR)
-				continue;
-			die("recvmmsg on the probe socket: %s", strerror(errno));
-		}
-		for (i = 0; i < k; i++)
-			take_probe(r, r->bufs + (size_t)i * MAX_FRAME, r->msgs[i].msg_len,
-				   &r->msgs[i].msg_hdr);
-		got += (uint64_t)k;
-		if (k < PROBE_BATCH)
-			return got;
-	}
-}
-
-/* After the drain: read the probes, waiting up to PROBE_WAIT_MS for missing ones. */
-static void collect_probes(struct probe_rx *r, uint64_t offered)
-{
-	uint64_t start = now_ns();
-
-	read_probes(r);
-	while (r->n + r->unstamped < offered &&
-	       now_ns() - start < PROBE_WAIT_MS * 1000000ull) {
-		struct pollfd pfd = { .fd = r->fd, .events = POLLIN };
-
-		if (poll(&pfd, 1, 1) > 0)
-			read_probes(r);
-	}
-}
 
 /* Send buffer for a queue of q frames of len bytes: room for the whole queue
  * twice over (an skb's truesize is the frame plus under 1 KiB of overhead). */
@@ -878,7 +742,7 @@ static uint64_t offer_mmsg(struct sender *s, uint64_t n, uint64_t seq, uint64_t 
 				s->iov[i].iov_len = s->probe_len;
 				continue;
 			}
-			s->iov[i].iov_len = s->len;
+			s->iov[i].iov_len = len_of(s, seq + i);
 			if (s->counter_off >= 0) {
 				buf = s->bufs + i * s->len;
 				if (s->flows > 1)
@@ -898,11 +762,13 @@ static uint64_t offer_mmsg(struct sender *s, uint64_t n, uint64_t seq, uint64_t 
 				memcpy(s->bufs + i * s->len, frame_of(s, seq + i), s->len);
 			put_counter(s->bufs + i * s->len + s->counter_off, (uint32_t)(seq + i));
 		}
-	} else if (s->flows > 1) {
+	} else if (s->flows > 1 || s->mix) {
 		uint64_t i;
 
-		for (i = 0; i < n; i++)
+		for (i = 0; i < n; i++) {
 			s->iov[i].iov_base = (void *)frame_of(s, seq + i);
+			s->iov[i].iov_len = len_of(s, seq + i);
+		}
 	}
 	ret = sendmmsg(s->fd, s->msgs, (unsigned int)n, s->send_flags);
 
@@ -1049,16 +915,6 @@ static void default_iov(struct sender *snd)
 	}
 }
 
-/* Frames the probe socket dropped (its buffer full) since the last call. */
-static uint64_t socket_drops(int fd)
-{
-	struct tpacket_stats st;
-	socklen_t len = sizeof(st);
-
-	if (getsockopt(fd, SOL_PACKET, PACKET_STATISTICS, &st, &len) < 0)
-		die("PACKET_STATISTICS of the probe socket: %s", strerror(errno));
-	return st.tp_drops;
-}
 
 /* A trial with probes: its number, its schedule and an empty tally (probes
  * still queued from earlier trials are read now and counted late). */
@@ -1075,39 +931,13 @@ static void start_probes(struct gen *g, const struct trial_req *t)
 	snd->probe_ratio = t->probe_pps / t->rate_pps;
 	snd->trial_first = g->seq;
 	snd->trial_no++;
-	r->trial_no = snd->trial_no;
-	r->cap = probes_in(snd, t->count) + 1;
-	r->lat = malloc(r->cap * sizeof(*r->lat));
-	r->seen = calloc(r->cap, 1);
-	if (!r->lat || !r->seen)
-		die("out of memory for %" PRIu64 " probes", r->cap);
-	r->n = r->duplicates = r->reordered = r->late = r->foreign = r->unstamped = 0;
-	r->highest = 0;
-	r->any = 0;
-	read_probes(r);
-	socket_drops(r->fd);    /* reading the statistics resets them */
+	probe_rx_begin(r, snd->trial_no, probes_in(snd, t->count) + 1);
 }
 
 /* The probes' part of the report; ends the trial's probes. */
 static void print_probes(struct gen *g, const struct trial_req *t, uint64_t offered)
 {
-	struct probe_rx *r = &g->prx;
-	uint64_t i;
-
-	printf(", \"probes\": {\"pps\": %.3f, \"offered\": %" PRIu64 ", \"received\": %" PRIu64
-	       ", \"reordered\": %" PRIu64 ", \"duplicates\": %" PRIu64 ", \"late\": %" PRIu64
-	       ", \"foreign\": %" PRIu64 ", \"unstamped\": %" PRIu64
-	       ", \"socket_drops\": %" PRIu64 ", \"frame_len\": %zu"
-	       ", \"clock\": \"realtime\", \"latency_ns\": [",
-	       t->probe_pps, offered, r->n + r->unstamped, r->reordered, r->duplicates, r->late,
-	       r->foreign, r->unstamped, socket_drops(r->fd), g->snd.probe_len);
-	for (i = 0; i < r->n; i++)
-		printf(i ? ",%" PRId64 : "%" PRId64, r->lat[i]);
-	printf("]}");
-	free(r->lat);
-	free(r->seen);
-	r->lat = NULL;
-	r->seen = NULL;
+	probe_rx_print(&g->prx, t->probe_pps, offered, g->snd.probe_len);
 	g->snd.probe_ratio = 0;
 	default_iov(&g->snd);
 }
@@ -1235,7 +1065,7 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 	       ", \"rate_pps\": %.3f, \"frame_len\": %zu, \"batch\": %u, \"calls\": %" PRIu64
 	       ", \"mode\": \"%s\", \"ring_frames\": %u, \"queue_pkts\": %" PRIu64
 	       ", \"hold_pkts\": %" PRIu64 ", \"held_max\": %" PRIu64
-	       ", \"counter_offset\": %ld, \"flows\": %" PRIu64
+	       ", \"counter_offset\": %ld, \"flows\": %" PRIu64 ", \"mix\": \"%s\""
 	       ", \"attempts_refused\": %" PRIu64
 	       ", \"max_lag_ns\": %" PRIu64 ", \"max_lag_bound_ns\": %" PRIu64
 	       ", \"slipped_ns\": %" PRIu64 ", \"drain_ns\": %" PRIu64
@@ -1248,6 +1078,7 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 	       t->rate_pps, snd->len, o->batch, snd->calls,
 	       o->mode == MODE_RING ? "ring" : "mmsg", snd->nframes,
 	       o->queue_pkts, o->hold_pkts, held_max, o->counter_off, snd->flows,
+	       o->mix ? o->mix : "",
 	       snd->attempts_refused, max_lag, o->max_lag_ns, slipped, t->drain_ns,
 	       t->settle_ns, drained_ns, o->cpu, between,
 	       after.tx_packets - before.tx_packets, after.tx_dropped - before.tx_dropped,
@@ -1284,7 +1115,14 @@ static void setup(struct gen *g)
 			die("SCHED_FIFO %d: %s", o->fifo, strerror(errno));
 	}
 	snd->flows = o->flows;
-	snd->frames = load_frames(o->frame_path, o->flows, &snd->len);
+	if (o->mix) {
+		static struct mix mix;
+
+		snd->mix = &mix;
+		snd->frames = load_mix(o->frame_path, o->mix, &mix, &snd->len);
+	} else {
+		snd->frames = load_frames(o->frame_path, o->flows, &snd->len);
+	}
 	if (o->counter_off >= 0)
 		for (f = 0; f < o->flows; f++)
 			check_counter_slot(frame_of(snd, f), snd->len, o->counter_off);
@@ -1317,7 +1155,7 @@ static void setup(struct gen *g)
 			die("probe frame %s does not end with a probe trailer (4 slots x, ~x, y, ~y "
 			    "and the magic)", o->probe_path);
 		snd->probe_bufs = malloc((size_t)MAX_BATCH * snd->probe_len);
-		g->prx.bufs = malloc((size_t)PROBE_BATCH * MAX_FRAME);
+		g->prx.bufs = malloc((size_t)PROBE_BATCH * PROBE_FRAME_MAX);
 		if (!snd->probe_bufs || !g->prx.bufs)
 			die("out of memory for the probes");
 		for (i = 0; i < MAX_BATCH; i++)

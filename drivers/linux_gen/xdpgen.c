@@ -38,9 +38,21 @@
  *     every STOP_POLL_NS during the run and, once more than STOP_LOST were
  *     refused, sets the program's stop flag: the remaining repeats are
  *     dropped unoffered ("stopped": 1, "offered" the packets before it).
+ *   - Frames (see "variants" below and xdpgen.bpf.c, shape_frame): -k FLOWS
+ *     (the frame file holds FLOWS frames of one length; packet i is frame
+ *     i % FLOWS, as srgen), -I LEN:WEIGHT,... (an IMIX: the file holds frames of
+ *     those lengths; packet i is the one a smooth weighted round robin of the
+ *     weights gives) and -p PROBE_FILE (srgen's latency probes: a trial of
+ *     PROBE_PPS, -a or the serve command's sixth field, replaces the packets
+ *     srgen's is_probe picks by a probe, stamped by the program with the
+ *     transmit time on CLOCK_REALTIME; received by srgen's code, probe_rx.h).
+ *     Every packet gets its frame's first 256 bytes (and the span where the
+ *     variants' ends differ) written anew: the page it is built in may hold
+ *     another variant, or what the SUT wrote into it in place (it forwards this
+ *     very page: a router's new Ethernet header, a decremented hop limit).
  *   - Drain, -s SETTLE_US, the counters of TX and RX (sysfs) and serve mode
- *     are as in srgen.  Not supported here (exit 2): -m ring, -Q, -H, -k > 1,
- *     -p (latency probes); the caller uses srgen for those.
+ *     are as in srgen.  Not supported here (exit 2): -m ring, -Q, -H; the
+ *     caller uses srgen for those.
  *   - Cleanup: nothing is pinned; the program and its map are file
  *     descriptors of this process only, so the kernel frees them when it
  *     exits, however it ends (kill -9 included).
@@ -91,11 +103,49 @@ struct opts {
 	uint64_t drain_ns, settle_ns, max_lag_ns, quantum_ns, stop_lost;
 	unsigned int batch;
 	long counter_off;
+	uint64_t flows;              /* -k: the frame file holds this many frames of one length */
+	const char *mix;             /* -I LEN:WEIGHT,...: the frame file holds these frames */
+	const char *probe_path;      /* -p: the latency probe frame */
+	double probe_pps;            /* -a: probes per second of a one-shot trial */
 };
 
 struct xdpgen_cfg {              /* as in xdpgen.bpf.c */
 	uint64_t seq, t0_ns, npp_q8, count, offered, max_lag_ns, slipped_ns, lag_max_ns, last_ns;
 	uint32_t counter_off, stop;
+};
+
+static void die(const char *fmt, ...);
+static uint64_t now_ns(void);
+#include "probe_rx.h"  /* the probes' receive side, as srgen's (uses die, now_ns) */
+#include "mix.h"       /* an IMIX's frames and order, as srgen's */
+
+#define MAX_REGION 256          /* as in xdpgen.bpf.c */
+#define MAX_VARIANTS 65537u      /* srgen's 65536 flows, and the probe */
+#define MAX_FILE_BYTES (64u * 1024 * 1024)
+
+struct xdpgen_var {              /* as in xdpgen.bpf.c */
+	uint32_t len, pad;
+	uint8_t head[MAX_REGION], tail[MAX_REGION];
+};
+
+struct xdpgen_shape {            /* as in xdpgen.bpf.c */
+	uint32_t active, plen, base_len, head_len, tail_off, tail_len, probe_var, trial_no;
+	uint64_t probe_q32, probe_acc, probes, tai_off_ns;
+};
+
+/* The frames' variants: the test frames (flows or an IMIX's sizes), then the probe. */
+struct shape {
+	unsigned char *frames;       /* the variants, back to back */
+	size_t *off, *len;           /* of each variant in frames */
+	struct mix mix;              /* -I: the mix (mix.h) */
+	uint32_t ntest, nvar;        /* test variants; all (with the probe) */
+	uint32_t base;               /* the longest variant: the page's frame */
+	uint32_t *pattern, plen;     /* packet i is test variant pattern[i % plen] */
+	struct xdpgen_shape cfg;
+	int shape_fd, var_fd, pat_fd;
+	size_t probe_len;            /* 0: no probes */
+	uint32_t trial_no;
+	struct probe_rx rx;
 };
 
 struct counters { uint64_t tx_packets, tx_dropped, rx_packets, rx_dropped, xmit, xmit_err; };
@@ -113,6 +163,7 @@ struct gen {
 	struct counters last;
 	int have_last;
 	struct bpf_object *obj;
+	struct shape sh;             /* flows, IMIX, probes (see "variants" below) */
 };
 
 /* "xdpgen: MESSAGE" on stderr, then exit with CODE (1: a failure, 2: bad input). */
@@ -137,6 +188,7 @@ static void usage(void)
 	fputs("usage: xdpgen -f FRAME -t TX -x RX -o PROG.o [-r RATE -n COUNT | -S] [-c CPU]\n"
 	      "              [-P FIFO] [-d DRAIN_MS] [-s SETTLE_US] [-b BATCH] [-l MAX_LAG_US]\n"
 	      "              [-q QUANTUM_US] [-V COUNTER_OFFSET] [-L STOP_LOST]\n"
+	      "              [-k FLOWS | -I LEN:WEIGHT,...] [-p PROBE_FILE [-a PROBE_PPS]]\n"
 	      "              [-m mmsg|xdp]\n",
 	      stderr);
 	exit(2);
@@ -183,7 +235,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	o->rate_pps = -1;
 	o->counter_off = -1;
 	o->stop_lost = NO_STOP;
-	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:m:V:k:s:L:o:Sh")) != -1) {
+	o->flows = 1;
+	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:m:V:k:I:p:a:s:L:o:Sh")) != -1) {
 		switch (c) {
 		case 'f': o->frame_path = optarg; break;
 		case 'o': o->prog_path = optarg; break;
@@ -208,9 +261,20 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case 'L': o->stop_lost = parse_u64(optarg, "stop lost"); break;
 		case 'S': o->serve = 1; break;
 		case 'k':
-			if (parse_u64(optarg, "flows") != 1)
-				bad("flows (-k) other than 1 are not supported by xdpgen");
+			o->flows = parse_u64(optarg, "flows");
+			if (o->flows < 1 || o->flows > MAX_VARIANTS - 1)
+				bad("bad flows: '%s' (1..%u)", optarg, MAX_VARIANTS - 1);
 			break;
+		case 'I': o->mix = optarg; break;
+		case 'p': o->probe_path = optarg; break;
+		case 'a': {
+			char *end;
+
+			o->probe_pps = strtod(optarg, &end);
+			if (end == optarg || *end || !(o->probe_pps >= 0))
+				bad("bad probe rate: '%s'", optarg);
+			break;
+		}
 		case 'V':
 			o->counter_off = (long)parse_u64(optarg, "counter offset");
 			break;
@@ -226,6 +290,10 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		usage();
 	if (o->batch < 1 || o->batch > MAX_BATCH)
 		bad("batch must be 1..%d", MAX_BATCH);
+	if (o->mix && o->flows > 1)
+		bad("-I (a mix of sizes) and -k (flows) do not go together");
+	if (o->probe_pps > 0 && !o->probe_path)
+		bad("-a needs -p PROBE_FILE");
 }
 
 /* -- counters ------------------------------------------------------------ */
@@ -382,33 +450,250 @@ static void read_counters(struct gen *g, struct counters *c)
 
 /* -- setup --------------------------------------------------------------- */
 
+/* -- variants: flows, IMIX, probes (see xdpgen.bpf.c, shape_frame) ---------- */
+
+static unsigned char *read_file(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	unsigned char *buf = malloc(MAX_FILE_BYTES);
+
+	if (!buf)
+		die("out of memory for the frames");
+	if (!f)
+		die("cannot open frame %s: %s", path, strerror(errno));
+	*n = fread(buf, 1, MAX_FILE_BYTES, f);
+	if (ferror(f) || !feof(f))
+		bad("cannot read %s (or more than %u bytes)", path, MAX_FILE_BYTES);
+	fclose(f);
+	return buf;
+}
+
+static void check_counter_slot(const unsigned char *frame, size_t n, long off)
+{
+	int i;
+
+	if (off < ETH_HLEN_ || (size_t)off + COUNTER_LEN > n)
+		bad("counter offset %ld: the 8-byte counter slot must lie in the frame's "
+		    "payload (frame of %zu bytes)", off, n);
+	for (i = 0; i < COUNTER_LEN; i += 4)
+		if ((frame[off + i] ^ frame[off + i + 2]) != 0xff ||
+		    (frame[off + i + 1] ^ frame[off + i + 3]) != 0xff)
+			bad("no counter slot at offset %ld of the frame", off);
+}
+
+/* The regions every packet rewrites: the head (all headers, whatever the SUT did to
+ * the page), and one tail span that covers every other byte where a variant differs
+ * from the base, the counter slot and the probe's trailer. */
+static void find_regions(struct gen *g)
+{
+	struct shape *sh = &g->sh;
+	const unsigned char *base = sh->frames + sh->off[sh->base];
+	size_t head = g->len < MAX_REGION ? g->len : MAX_REGION, lo = SIZE_MAX, hi = 0, i;
+	uint32_t v;
+
+#define MARK(pos) do { size_t p_ = (pos); if (p_ >= head) { if (p_ < lo) lo = p_; \
+		if (p_ > hi) hi = p_; } } while (0)
+	for (v = 0; v < sh->nvar; v++)
+		for (i = 0; i < sh->len[v]; i++)
+			if (sh->frames[sh->off[v] + i] != base[i])
+				MARK(i);
+	if (g->o.counter_off >= 0)
+		for (i = 0; i < COUNTER_LEN; i++)
+			MARK((size_t)g->o.counter_off + i);
+	if (sh->probe_len)
+		for (i = sh->probe_len - PROBE_TRAILER; i < sh->probe_len; i++)
+			MARK(i);
+#undef MARK
+	sh->cfg.head_len = (uint32_t)head;
+	if (lo <= hi) {
+		if (hi - lo + 1 > MAX_REGION)
+			bad("the frames differ over %zu bytes past their first %zu (bytes %zu..%zu): "
+			    "xdpgen rewrites at most %d there", hi - lo + 1, head, lo, hi, MAX_REGION);
+		sh->cfg.tail_off = (uint32_t)lo;
+		sh->cfg.tail_len = (uint32_t)(hi - lo + 1);
+	}
+}
+
+/* Read the frame file (one frame, -k flows of one length, or -I a mix) and the
+ * probe (-p); the longest becomes the page's frame. */
 static void load_frame(struct gen *g)
 {
-	FILE *f = fopen(g->o.frame_path, "rb");
-	size_t n;
+	const struct opts *o = &g->o;
+	struct shape *sh = &g->sh;
+	size_t total, probe_len = 0, at = 0;
+	unsigned char *file = read_file(o->frame_path, &total), *probe = NULL;
+	uint32_t v;
 
-	if (!f)
-		die("cannot open frame %s: %s", g->o.frame_path, strerror(errno));
-	n = fread(g->frame, 1, sizeof(g->frame), f);
-	if (n == sizeof(g->frame) && fgetc(f) != EOF)
-		bad("frame %s is longer than %d bytes: live frames must fit in one page",
-		    g->o.frame_path, MAX_FRAME);
-	fclose(f);
-	if (n < 14)
-		bad("frame %s is shorter than an Ethernet header", g->o.frame_path);
-	g->len = n;
-	if (g->o.counter_off >= 0) {
-		long off = g->o.counter_off;
-		int i;
+	sh->len = calloc(MAX_VARIANTS, sizeof(size_t));
+	sh->off = calloc(MAX_VARIANTS, sizeof(size_t));
+	if (!sh->len || !sh->off)
+		die("out of memory");
+	if (o->mix) {
+		const char *why = mix_parse(&sh->mix, o->mix, total);
 
-		if (off < ETH_HLEN_ || (size_t)off + COUNTER_LEN > n)
-			bad("counter offset %ld: the 8-byte counter slot must lie in the frame's "
-			    "payload (frame of %zu bytes)", off, n);
-		for (i = 0; i < COUNTER_LEN; i += 4)
-			if ((g->frame[off + i] ^ g->frame[off + i + 2]) != 0xff ||
-			    (g->frame[off + i + 1] ^ g->frame[off + i + 3]) != 0xff)
-				bad("no counter slot at offset %ld of the frame", off);
+		if (why)
+			bad("bad mix '%s': %s", o->mix, why);
+		sh->ntest = sh->mix.n;
+		for (v = 0; v < sh->ntest; v++)
+			sh->len[v] = sh->mix.len[v];
+	} else {
+		if (total % o->flows)
+			bad("frame file %s of %zu bytes does not hold %" PRIu64 " frames of one length",
+			    o->frame_path, total, o->flows);
+		sh->ntest = (uint32_t)o->flows;
+		for (v = 0; v < sh->ntest; v++)
+			sh->len[v] = total / o->flows;
 	}
+	if (o->probe_path) {
+		probe = read_file(o->probe_path, &probe_len);
+		if (!has_probe_trailer(probe, probe_len))
+			bad("probe frame %s does not end with a probe trailer (4 slots x, ~x, y, ~y "
+			    "and the magic)", o->probe_path);
+	}
+	sh->nvar = sh->ntest + (probe ? 1 : 0);
+	sh->frames = malloc(total + probe_len);
+	if (!sh->frames)
+		die("out of memory for the frames");
+	memcpy(sh->frames, file, total);
+	if (probe) {
+		memcpy(sh->frames + total, probe, probe_len);
+		sh->len[sh->ntest] = probe_len;
+		sh->probe_len = probe_len;
+		sh->cfg.probe_var = sh->ntest;
+	}
+	free(file);
+	free(probe);
+	for (v = 0; v < sh->nvar; v++) {
+		sh->off[v] = at;
+		at += sh->len[v];
+		if (sh->len[v] < 14)
+			bad("frame %u of %s is shorter than an Ethernet header", v, o->frame_path);
+		if (sh->len[v] > MAX_FRAME)
+			bad("a frame of %zu bytes is longer than %d bytes: live frames must fit in "
+			    "one page", sh->len[v], MAX_FRAME);
+		if (sh->len[v] > sh->len[sh->base])
+			sh->base = v;
+		if (v < sh->ntest && o->counter_off >= 0)
+			check_counter_slot(sh->frames + sh->off[v], sh->len[v], o->counter_off);
+	}
+	g->len = sh->len[sh->base];
+	memcpy(g->frame, sh->frames + sh->off[sh->base], g->len);
+	if (o->mix) {
+		sh->pattern = sh->mix.pattern;
+		sh->plen = sh->mix.plen;
+	} else {
+		sh->plen = sh->ntest;
+		sh->pattern = calloc(sh->plen, sizeof(uint32_t));
+		if (!sh->pattern)
+			die("out of memory");
+		for (v = 0; v < sh->plen; v++)
+			sh->pattern[v] = v;
+	}
+	sh->cfg.plen = sh->plen;
+	sh->cfg.base_len = (uint32_t)g->len;
+	sh->cfg.active = 1;
+	find_regions(g);
+}
+
+/* Before loading: size the variant and pattern maps. */
+static void size_shape_maps(struct gen *g)
+{
+	struct bpf_map *var = bpf_object__find_map_by_name(g->obj, "xdpgen_var");
+	struct bpf_map *pat = bpf_object__find_map_by_name(g->obj, "xdpgen_pat");
+
+	if (!var || !pat || !bpf_object__find_map_by_name(g->obj, "xdpgen_shape"))
+		die("%s lacks xdpgen_var, xdpgen_pat or xdpgen_shape", g->o.prog_path);
+	if (bpf_map__set_max_entries(var, g->sh.nvar) || bpf_map__set_max_entries(pat, g->sh.plen))
+		die("cannot size the maps of %u frames", g->sh.nvar);
+}
+
+static void set_shape(struct gen *g)
+{
+	uint32_t key = 0;
+
+	if (bpf_map_update_elem(g->sh.shape_fd, &key, &g->sh.cfg, BPF_ANY))
+		die("cannot set the program's frames: %s", strerror(errno));
+}
+
+/* CLOCK_TAI - CLOCK_REALTIME (whole seconds: the kernel's TAI offset), so that the
+ * program's bpf_ktime_get_tai_ns() minus it is the probe receiver's CLOCK_REALTIME. */
+static uint64_t tai_offset_ns(void)
+{
+	struct timespec r, t;
+	int64_t d;
+
+	clock_gettime(CLOCK_REALTIME, &r);
+	clock_gettime(CLOCK_TAI, &t);
+	d = ((int64_t)t.tv_sec - (int64_t)r.tv_sec) * 1000000000ll + (t.tv_nsec - r.tv_nsec);
+	return (uint64_t)(((d + 500000000ll) / 1000000000ll) * 1000000000ll);
+}
+
+/* A trial's probes (PROBE_PPS of its RATE, srgen's is_probe in 32.32 fixed point). */
+static void shape_begin(struct gen *g, double rate_pps, double probe_pps, uint64_t count)
+{
+	struct shape *sh = &g->sh;
+
+	sh->cfg.probe_q32 = sh->cfg.probe_acc = sh->cfg.probes = 0;
+	sh->cfg.tai_off_ns = tai_offset_ns();
+	if (probe_pps > 0) {
+		double ratio = probe_pps / rate_pps;
+
+		if (!sh->probe_len)
+			bad("a trial with probes needs -p PROBE_FILE");
+		if (!(rate_pps > 0) || probe_pps > rate_pps)
+			bad("probe rate %.3f pps must lie within the trial's rate %.3f pps",
+			    probe_pps, rate_pps);
+		sh->cfg.probe_q32 = (uint64_t)(ratio * 4294967296.0 + 0.5);  /* nearest */
+		sh->cfg.trial_no = ++sh->trial_no;
+		probe_rx_begin(&sh->rx, sh->trial_no, (uint64_t)((double)count * ratio) + 2);
+	}
+	set_shape(g);
+}
+
+/* Probes the program offered this trial. */
+static uint64_t shape_probes(struct gen *g)
+{
+	uint32_t key = 0;
+
+	if (bpf_map_lookup_elem(g->sh.shape_fd, &key, &g->sh.cfg))
+		die("cannot read the program's frames: %s", strerror(errno));
+	return g->sh.cfg.probes;
+}
+
+/* After loading: the variants' regions, the pattern and the shape. */
+static void fill_shape_maps(struct gen *g)
+{
+	struct shape *sh = &g->sh;
+	const unsigned char *base = sh->frames + sh->off[sh->base];
+	struct xdpgen_var var;
+	uint32_t v, i;
+
+	sh->shape_fd = bpf_map__fd(bpf_object__find_map_by_name(g->obj, "xdpgen_shape"));
+	sh->var_fd = bpf_map__fd(bpf_object__find_map_by_name(g->obj, "xdpgen_var"));
+	sh->pat_fd = bpf_map__fd(bpf_object__find_map_by_name(g->obj, "xdpgen_pat"));
+	for (v = 0; v < sh->nvar; v++) {
+		const unsigned char *f = sh->frames + sh->off[v];
+
+		memset(&var, 0, sizeof(var));
+		var.len = (uint32_t)sh->len[v];
+		for (i = 0; i < sh->cfg.head_len; i++)
+			var.head[i] = i < sh->len[v] ? f[i] : base[i];
+		for (i = 0; i < sh->cfg.tail_len; i++) {
+			size_t p = sh->cfg.tail_off + i;
+
+			var.tail[i] = p < sh->len[v] ? f[p] : base[p];
+		}
+		if (bpf_map_update_elem(sh->var_fd, &v, &var, BPF_ANY))
+			die("cannot load frame %u into the program: %s", v, strerror(errno));
+	}
+	for (v = 0; v < sh->plen; v++)
+		if (bpf_map_update_elem(sh->pat_fd, &v, &sh->pattern[v], BPF_ANY))
+			die("cannot load the pattern: %s", strerror(errno));
+	if (sh->probe_len)
+		sh->rx.fd = open_probe_socket(g->o.rx);
+	if (sh->probe_len && !(sh->rx.bufs = malloc((size_t)PROBE_BATCH * PROBE_FRAME_MAX)))
+		die("out of memory for the probes");
+	set_shape(g);
 }
 
 static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -493,6 +778,7 @@ static void setup(struct gen *g)
 	g->obj = bpf_object__open_file(o->prog_path, NULL);
 	if (!g->obj)
 		die("cannot open %s: %s", o->prog_path, strerror(errno));
+	size_shape_maps(g);
 	err = bpf_object__load(g->obj);
 	if (err)
 		die("cannot load %s: %s", o->prog_path, strerror(-err));
@@ -505,6 +791,7 @@ static void setup(struct gen *g)
 	g->prog_fd = bpf_program__fd(prog);
 	g->cfg_fd = bpf_map__fd(map);
 	g->stop_fd = bpf_map__fd(bpf_object__find_map_by_name(g->obj, "xdpgen_stop"));
+	fill_shape_maps(g);
 	{
 		struct xdpgen_cfg cfg = { .count = 1 };
 
@@ -520,7 +807,7 @@ static void setup(struct gen *g)
 
 /* -- a trial -------------------------------------------------------------- */
 
-struct trial_req { double rate_pps; uint64_t count, drain_ns, settle_ns, stop_lost; };
+struct trial_req { double rate_pps; uint64_t count, drain_ns, settle_ns, stop_lost; double probe_pps; };
 
 static uint64_t drain(struct gen *g, const struct counters *before, uint64_t sent,
 		      const struct trial_req *t, struct counters *after)
@@ -554,7 +841,7 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 	struct counters before, after;
 	struct xdpgen_cfg cfg;
 	uint64_t between = 0, offered, first, last, slipped, max_lag;
-	uint64_t calls0 = g->calls, prog0 = g->prog_ns, err, sent, refused, drained;
+	uint64_t calls0 = g->calls, prog0 = g->prog_ns, err, sent, refused, drained, probes;
 	double ns_per_pkt = t->rate_pps > 0 ? 1e9 / t->rate_pps : 0;
 	unsigned int batch = o->batch;
 	int stopped = 0, rc;
@@ -570,6 +857,7 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 		if (q < batch)
 			batch = q >= 1 ? (unsigned int)q : 1;
 	}
+	shape_begin(g, t->rate_pps, t->probe_pps, t->count);
 	read_counters(g, &before);
 	if (g->have_last)
 		between = before.rx_packets - g->last.rx_packets;
@@ -617,6 +905,7 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 		first = cfg.t0_ns;
 	g->seq = cfg.seq;
 
+	probes = shape_probes(g);
 	drained = drain(g, &before, offered, t, &after);
 	g->last = after;
 	g->have_last = 1;
@@ -629,7 +918,8 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 	       ", \"refused_short\": 0, \"elapsed_ns\": %" PRIu64
 	       ", \"rate_pps\": %.3f, \"frame_len\": %zu, \"batch\": %u, \"calls\": %" PRIu64
 	       ", \"mode\": \"xdp\", \"engine\": \"xdp\", \"ring_frames\": 0, \"queue_pkts\": 0"
-	       ", \"hold_pkts\": 0, \"held_max\": 0, \"counter_offset\": %ld, \"flows\": 1"
+	       ", \"hold_pkts\": 0, \"held_max\": 0, \"counter_offset\": %ld, \"flows\": %" PRIu64
+	       ", \"mix\": \"%s\""
 	       ", \"attempts_refused\": %" PRIu64 ", \"unaccounted\": %" PRIu64
 	       ", \"max_lag_ns\": %" PRIu64 ", \"max_lag_bound_ns\": %" PRIu64
 	       ", \"slipped_ns\": %" PRIu64 ", \"drain_ns\": %" PRIu64
@@ -639,15 +929,20 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 	       ", \"xdp_xmit_delta\": %" PRIu64 ", \"xdp_xmit_err_delta\": %" PRIu64
 	       ", \"rx_packets_delta\": %" PRIu64 ", \"rx_dropped_delta\": %" PRIu64
 	       ", \"prog_ns\": %" PRIu64 ", \"prog_ns_max\": %" PRIu64
-	       ", \"stopped\": %d, \"offered\": %" PRIu64 "}\n",
+	       ", \"stopped\": %d, \"offered\": %" PRIu64,
 	       t->count, sent, refused, t->count ? last - first : 0, t->rate_pps, g->len,
-	       batch, g->calls - calls0, o->counter_off, err,
+	       batch, g->calls - calls0, o->counter_off, o->flows, o->mix ? o->mix : "", err,
 	       refused > err ? refused - err : 0, max_lag, o->max_lag_ns, slipped, t->drain_ns,
 	       t->settle_ns, drained, o->cpu, between,
 	       after.tx_packets - before.tx_packets, after.tx_dropped - before.tx_dropped,
 	       after.xmit - before.xmit, err,
 	       after.rx_packets - before.rx_packets, after.rx_dropped - before.rx_dropped,
 	       g->prog_ns - prog0, g->prog_ns_max, stopped, offered);
+	if (t->probe_pps > 0) {
+		collect_probes(&g->sh.rx, probes);
+		probe_rx_print(&g->sh.rx, t->probe_pps, probes, g->sh.probe_len);
+	}
+	printf("}\n");
 	g->prog_ns_max = 0;
 	fflush(stdout);
 }
@@ -656,8 +951,8 @@ static void serve(struct gen *g)
 {
 	char line[CMD_LEN];
 
-	printf("{\"ready\": true, \"frame_len\": %zu, \"flows\": 1, \"engine\": \"xdp\"}\n",
-	       g->len);
+	printf("{\"ready\": true, \"frame_len\": %zu, \"flows\": %" PRIu64
+	       ", \"engine\": \"xdp\"}\n", g->len, g->o.flows);
 	fflush(stdout);
 	while (fgets(line, sizeof(line), stdin)) {
 		struct trial_req t;
@@ -670,13 +965,14 @@ static void serve(struct gen *g)
 			return;
 		fields = sscanf(line, "trial %lf %llu %llu %llu %llu %lf %c", &t.rate_pps, &count,
 				&drain_us, &settle_us, &stop_lost, &probe_pps, &extra);
-		if (fields < 4 || fields > 6 || !(t.rate_pps >= 0) || probe_pps != 0)
+		if (fields < 4 || fields > 6 || !(t.rate_pps >= 0) || !(probe_pps >= 0))
 			bad("bad command: '%.*s' (trial RATE COUNT DRAIN_US SETTLE_US "
-			    "[STOP_LOST [0]], or quit)", (int)strcspn(line, "\n"), line);
+			    "[STOP_LOST [PROBE_PPS]], or quit)", (int)strcspn(line, "\n"), line);
 		t.count = count;
 		t.drain_ns = drain_us * 1000ull;
 		t.settle_ns = settle_us * 1000ull;
 		t.stop_lost = fields >= 5 ? stop_lost : NO_STOP;
+		t.probe_pps = probe_pps;
 		run_trial(g, &t);
 	}
 }
@@ -691,7 +987,7 @@ int main(int argc, char **argv)
 		serve(&g);
 	} else {
 		struct trial_req t = { g.o.rate_pps, g.o.count, g.o.drain_ns, g.o.settle_ns,
-				       g.o.stop_lost };
+				       g.o.stop_lost, g.o.probe_pps };
 
 		run_trial(&g, &t);
 	}

@@ -111,11 +111,20 @@ class Orchestrator:
             from srperf.pm import cases as pm_cases
 
             self.behaviors = [pm_cases.behavior(c) for c in pm_cases.expand(exp.pm)]
-        if IMIX_SIZE in exp.packet_sizes and tb.tester.driver not in MIX_DRIVERS:
+        model = testbeds.KINDS[tb.kind].is_model
+        if IMIX_SIZE in exp.packet_sizes and (tb.tester.driver not in MIX_DRIVERS or model):
+            drivers = ", ".join(MIX_DRIVERS) + (f", not the model of a {tb.kind} testbed"
+                                                if model else "")
             raise ConfigError(exp.source, "packet_sizes", "imix",
                               f"an IMIX needs a driver that sends several frame sizes "
-                              f"({', '.join(MIX_DRIVERS)}); {tb.source} uses "
-                              f"tester.driver {tb.tester.driver!r}")
+                              f"({drivers}); {tb.source} uses tester.driver "
+                              f"{tb.tester.driver!r}")
+        if IMIX_SIZE in exp.packet_sizes and tb.tester.driver == "linux" \
+                and tb.tester.options.get("mode", "mmsg") != "mmsg" \
+                and tb.tester.options.get("engine", "packet") != "xdp":
+            raise ConfigError(tb.source, "tester.options.mode", tb.tester.options["mode"],
+                              f"srgen sends an IMIX with mode 'mmsg' only ({exp.source}: "
+                              "packet_sizes has imix)")
 
     # -- top level ---------------------------------------------------------------
     def plan(self) -> dict[str, Any]:

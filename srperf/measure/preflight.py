@@ -247,29 +247,28 @@ def check_programs(exp: Experiment, tb: TestbedConfig) -> None:
 
 def check_engine(exp: Experiment, tb: TestbedConfig) -> None:
     """``tester.options.engine: xdp`` where xdpgen cannot send the experiment's traffic
-    (latency probes, several flows, IMIX or a frame above its page limit, srgen's ring
-    mode, a TX port that is not a veth) is refused before anything starts
-    (drivers/linux_engine.py; ``auto`` falls back to srgen there instead)."""
-    if tb.tester.driver != "linux" or tb.tester.options.get("engine", "packet") != "xdp" \
-            or _is_model(tb):
+    (a frame above its page limit, of an IMIX's sizes too, srgen's ring mode, a TX port
+    that is not a veth) is refused before anything starts (drivers/linux_engine.py;
+    ``auto`` falls back to srgen there instead)."""
+    engine = tb.tester.options.get("engine", "packet")
+    mix = 0 in exp.packet_sizes
+    if tb.tester.driver != "linux" or engine != "xdp" or _is_model(tb):
         return
     from srperf.drivers.linux_engine import Traffic, port_driver, xdp_refusal
 
-    if 0 in exp.packet_sizes:
-        raise ConfigError(tb.source, "tester.options.engine", "xdp",
-                          f"xdpgen sends one frame size, not imix ({exp.source}: packet_sizes)")
     if tb.kind == "virtual":
         driver = "veth"      # a virtual testbed's tester ports are veths it makes
     elif tester_is_local(tb):
         driver = port_driver([], tb.tester.tx.name)
     else:
         driver = ""
-    why = xdp_refusal(Traffic(frame_bytes=max(exp.packet_sizes) - 4,
+    sizes = [s for s in exp.packet_sizes if s] + ([s for s, _ in exp.imix] if mix else [])
+    why = xdp_refusal(Traffic(frame_bytes=max(sizes) - 4,
                               flows=exp.traffic.flows.count, latency=exp.latency.enabled,
                               send_mode=str(tb.tester.options.get("mode", "mmsg")),
-                              tx_driver=driver))
+                              tx_driver=driver, mix=mix))
     if why is not None:
-        raise ConfigError(tb.source, "tester.options.engine", "xdp",
+        raise ConfigError(tb.source, "tester.options.engine", engine,
                           f"{why} ({exp.source} asks for it)")
 
 
@@ -366,8 +365,13 @@ def check_frames(exp: Experiment, tb: TestbedConfig) -> None:
     if exp.pipes:
         return
     mtu = tb.addressing.link_mtu
+    sizes = []
     for i, size in enumerate(exp.packet_sizes):
-        key = f"packet_sizes[{i}]"
+        if size == 0:     # IMIX_SIZE: the mix's sizes
+            sizes += [(f"imix[{j}]", s) for j, (s, _) in enumerate(exp.imix)]
+        else:
+            sizes.append((f"packet_sizes[{i}]", size))
+    for key, size in sizes:
         if size > mtu:
             raise ConfigError(exp.source, key, size,
                               f"larger than the link MTU {mtu} bytes of {tb.source} "

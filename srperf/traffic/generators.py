@@ -8,7 +8,7 @@ from srperf.drivers.base import TrafficGenerator
 from srperf.errors import GeneratorError
 
 DRIVERS = ("linux", "trex")
-MIX_DRIVERS = ("trex",)
+MIX_DRIVERS = ("trex", "linux")
 """Drivers that send a mix of frame sizes (IMIX)."""
 """Drivers of real traffic (the simulated testbed makes its own model generator)."""
 

@@ -37,6 +37,7 @@ _PAREN = re.compile(r"\(([^()]{1,24})\)")
 
 KEY_UNITS: dict[str, str] = {
     "packet_sizes": "bytes", "object_sizes": "bytes", "link_mtu": "bytes",
+    "rate": "pps or % of line rate",
     "repetitions": "repetitions", "segments": "segments", "chains": "chains",
     "streams": "streams", "port": "(a TCP port)", "cpu": "(a CPU number)",
     "irq_cpu": "(a CPU number)", "table": "(a routing table number)",

@@ -88,7 +88,7 @@ class PmConfig(Settings):
         (1,), "monitored flows (distinct SID lists; the generator sends as many); one "
         "count or a list (0: the program or rules are there and match nothing)",
         unit="flows", schema=_one_or_list({"type": "integer", "minimum": 0,
-                                           "maximum": 4096}), parse=_flow_counts)
+                                           "maximum": 4096, "unit": "flows"}), parse=_flow_counts)
     marking: tuple[bool, ...] = setting(
         (True,), "colour the packets (true) or count only (false); one value or both",
         schema=_one_or_list({"type": "boolean"}), parse=_markings)

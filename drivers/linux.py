@@ -494,8 +494,10 @@ class LinuxGenerator(TrafficGenerator):
         """srgen's options that hold for every trial of the prepared frame(s)."""
         assert self._frame_file is not None
         argv = ["-f", str(self._frame_file), "-t", self.tx, "-x", self.rx,
-                "-b", str(self.batch), "-l", str(round(self.max_lag_s * 1e6)),
-                "-q", str(round(self.quantum_s * 1e6))]
+                "-b", str(self.batch), "-l", str(round(self.max_lag_s * 1e6))]
+        if self._engine_now != "xdp" or self.quantum_s > 0:
+            # xdpgen always sends in quanta (50 us unless one is set): see xdpgen.c
+            argv += ["-q", str(round(self.quantum_s * 1e6))]
         if self._engine_now == "xdp":
             from srperf.drivers.xdpgen import xdpgen_object
 

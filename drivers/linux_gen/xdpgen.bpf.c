@@ -12,6 +12,13 @@
  * The slot is srgen's: two 16-bit words x, ~x then y, ~y, so the UDP checksum
  * stays valid whatever the counter (see srgen.c, -V).  Packets past count, or
  * after userspace set stop, are dropped without being offered.
+ *
+ * xdpgen also attaches this program to the namespace's loopback device in
+ * generic (skb) mode through a bpf_link, only so that it stays in the
+ * kernel's XDP dispatcher: a BPF_PROG_RUN with repeat > 1 adds and removes a
+ * program that is not there, and each change waits for an RCU grace period
+ * (~10-30 ms here).  On the loopback device the program passes every packet
+ * (LOOPBACK_IFINDEX) and touches nothing.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -19,6 +26,7 @@
 #define MAX_COUNTER_OFF 4096
 #define SPIN_ROUNDS 16          /* bpf_loop calls of SPIN_ITERS each, at most */
 #define SPIN_ITERS (1 << 20)
+#define LOOPBACK_IFINDEX 1      /* the loopback device of every namespace */
 
 struct xdpgen_cfg {
 	__u64 seq;          /* the next packet's counter */
@@ -67,6 +75,8 @@ int xdpgen_tx(struct xdp_md *ctx)
 	unsigned char *p;
 	int r;
 
+	if (ctx->ingress_ifindex == LOOPBACK_IFINDEX)
+		return XDP_PASS;        /* the dispatcher hold, not a run */
 	cfg = bpf_map_lookup_elem(&xdpgen_cfg, &key);
 	if (!cfg)
 		return XDP_ABORTED;

@@ -13,16 +13,32 @@
  * of up to 16, to its ndo_xdp_xmit.  Over veth that needs NAPI on the peer
  * (an XDP program attached to it, as the tester's sink is).
  *
- *   - Pacing: one BPF_PROG_RUN per trial, repeat = COUNT.  Each live-frames
- *     call costs a fixed ~25-30 ms on this 6.18 host (the page pool's set-up
- *     and teardown), so pacing by many small calls cannot work; instead the
- *     program paces: packet i is due at t0 + i / RATE (bpf_ktime_get_ns,
- *     CLOCK_MONOTONIC) and it spins until then.  The kernel sends a batch
- *     when its last frame has run, so the batch is cut to QUANTUM worth of
- *     traffic (at least 1, at most BATCH).  A packet later than MAX_LAG slips
- *     the schedule (slipped_ns): the trial takes longer and the caller sees a
+ *   - Pacing: packet i is due at t0 + i / RATE (CLOCK_MONOTONIC, which
+ *     bpf_ktime_get_ns reads too); the program never offers a packet before
+ *     it is due (it spins until then).  A packet later than MAX_LAG slips the
+ *     schedule (slipped_ns): the trial takes longer and the caller sees a
  *     lower offered rate (generator limited), never a lower rate reported as
  *     the one asked.  RATE 0: unpaced.
+ *   - The call policy.  A BPF_PROG_RUN with repeat > 1 puts its program into
+ *     the kernel's XDP dispatcher and takes it out again, and each change
+ *     waits for an RCU grace period (bpf_prog_test_run_xdp ->
+ *     bpf_prog_change_xdp -> bpf_dispatcher_update -> synchronize_rcu): two
+ *     of them, 16-32 ms on this host, per call.  A program already in the
+ *     dispatcher is only counted again, so xdpgen holds it there: a bpf_link
+ *     attaches it to the namespace's loopback device in generic mode (the
+ *     program passes whatever arrives there).  A call then costs ~5-15 us
+ *     plus ~0.25 us per frame, and xdpgen issues repeat = k when k packets
+ *     are due, k adapted to the rate:
+ *       burst: k = QUANTUM worth of packets (at least 1), the call issued
+ *         when the k-th is due, clock_nanosleep in between, so the sender
+ *         uses a fraction of its CPU (the oldest packet of a call waits at
+ *         most one QUANTUM, as with srgen's -q);
+ *       chunk: where a call per QUANTUM would cost more than half of it
+ *         (high rates), calls of CHUNK_US of traffic in which the program
+ *         spins to each packet's due time, batches of QUANTUM.
+ *     -C burst|chunk forces one; without the hold (the loopback device has an
+ *     XDP program already) one call per trial and the program paces
+ *     ("held": 0 in the report).
  *   - Counting: BPF_PROG_RUN does not say how many frames the device took.
  *     veth counts them on its peer's receive queues and shows them in the TX
  *     port's ethtool statistics as tx_queue_N_xdp_xmit (taken) and
@@ -56,6 +72,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <linux/ethtool.h>
+#include <linux/if_link.h>
 #include <linux/sockios.h>
 #include <net/if.h>
 #include <pthread.h>
@@ -82,14 +99,23 @@
 #define CMD_LEN 256
 #define STOP_POLL_NS 1000000ull
 #define NO_STOP UINT64_MAX
+#define LOOPBACK_IFINDEX 1       /* the loopback device of every namespace */
+#define BURST_NPP_MIN 50000.0    /* auto: burst calls at rates up to 20 kpps */
+#define YIELD_DIV 16             /* chunk: sleep chunk/16 after each chunk call */
+#define SLEEP_MIN_NS 20000ull    /* sleep only for longer waits than this */
+#define WAKE_EARLY_NS 10000ull   /* wake this much early; the program spins the rest */
+#define UNPACED_CHUNK 65536u     /* frames per call when unpaced */
+
+enum calls { CALLS_AUTO, CALLS_BURST, CALLS_CHUNK, CALLS_TRIAL };
 
 struct opts {
 	const char *frame_path, *tx, *rx, *prog_path;
 	double rate_pps;
 	uint64_t count;
 	int cpu, fifo, serve;
-	uint64_t drain_ns, settle_ns, max_lag_ns, quantum_ns, stop_lost;
+	uint64_t drain_ns, settle_ns, max_lag_ns, quantum_ns, chunk_ns, stop_lost;
 	unsigned int batch;
+	enum calls calls;
 	long counter_off;
 };
 
@@ -104,12 +130,12 @@ struct gen {
 	struct opts o;
 	unsigned char frame[MAX_FRAME];
 	size_t len;
-	int prog_fd, cfg_fd, stop_fd, ifindex, sock;
+	int prog_fd, cfg_fd, stop_fd, ifindex, sock, hold_fd;
 	int st[4];                   /* sysfs counter files */
 	struct ethtool_gstrings *names;
 	struct ethtool_stats *stats;
 	int *xmit_idx, *err_idx, n_xmit, n_err;
-	uint64_t seq, calls, prog_ns, prog_ns_max;
+	uint64_t seq, calls, prog_ns, prog_ns_max, sleeps;
 	struct counters last;
 	int have_last;
 	struct bpf_object *obj;
@@ -137,7 +163,10 @@ static void usage(void)
 	fputs("usage: xdpgen -f FRAME -t TX -x RX -o PROG.o [-r RATE -n COUNT | -S] [-c CPU]\n"
 	      "              [-P FIFO] [-d DRAIN_MS] [-s SETTLE_US] [-b BATCH] [-l MAX_LAG_US]\n"
 	      "              [-q QUANTUM_US] [-V COUNTER_OFFSET] [-L STOP_LOST]\n"
-	      "              [-m mmsg|xdp]\n",
+	      "              [-m mmsg|xdp] [-C auto|burst|chunk] [-K CHUNK_US]\n"
+	      "  QUANTUM_US (20): traffic sent together (a burst call, a kernel batch)\n"
+	      "  -C: the call policy (auto: burst up to 20 kpps, chunk above; trial: one call)\n"
+	      "  CHUNK_US (1000): traffic of one chunk call (then a sleep of 1/16 of it)\n",
 	      stderr);
 	exit(2);
 }
@@ -179,11 +208,12 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	o->drain_ns = 200ull * 1000000;
 	o->max_lag_ns = 1000ull * 1000;
 	o->quantum_ns = 20ull * 1000;
+	o->chunk_ns = 1000ull * 1000;
 	o->batch = 64;
 	o->rate_pps = -1;
 	o->counter_off = -1;
 	o->stop_lost = NO_STOP;
-	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:m:V:k:s:L:o:Sh")) != -1) {
+	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:m:V:k:s:L:o:C:K:Sh")) != -1) {
 		switch (c) {
 		case 'f': o->frame_path = optarg; break;
 		case 'o': o->prog_path = optarg; break;
@@ -204,6 +234,19 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case 'b': o->batch = (unsigned int)parse_u64(optarg, "batch"); break;
 		case 'l': o->max_lag_ns = parse_u64(optarg, "max lag") * 1000ull; break;
 		case 'q': o->quantum_ns = parse_u64(optarg, "quantum") * 1000ull; break;
+		case 'K': o->chunk_ns = parse_u64(optarg, "chunk") * 1000ull; break;
+		case 'C':
+			if (!strcmp(optarg, "auto"))
+				o->calls = CALLS_AUTO;
+			else if (!strcmp(optarg, "burst"))
+				o->calls = CALLS_BURST;
+			else if (!strcmp(optarg, "chunk"))
+				o->calls = CALLS_CHUNK;
+			else if (!strcmp(optarg, "trial"))
+				o->calls = CALLS_TRIAL;
+			else
+				bad("call policy '%s': auto, burst or chunk", optarg);
+			break;
 		case 's': o->settle_ns = parse_u64(optarg, "settle") * 1000ull; break;
 		case 'L': o->stop_lost = parse_u64(optarg, "stop lost"); break;
 		case 'S': o->serve = 1; break;
@@ -226,6 +269,10 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		usage();
 	if (o->batch < 1 || o->batch > MAX_BATCH)
 		bad("batch must be 1..%d", MAX_BATCH);
+	if (!o->quantum_ns || o->quantum_ns * 2 > o->max_lag_ns)
+		bad("quantum must be more than 0 and at most half the max lag");
+	if (!o->chunk_ns)
+		bad("chunk must be more than 0");
 }
 
 /* -- counters ------------------------------------------------------------ */
@@ -458,6 +505,21 @@ static int run_prog(struct gen *g, uint32_t k, uint32_t batch)
 	return rc;
 }
 
+/* Keep the program in the kernel's XDP dispatcher for as long as xdpgen runs
+ * (see the call policy above): a bpf_link of it on the loopback device, generic
+ * mode.  The link is a file descriptor of this process only, so it goes when
+ * the process ends, however it ends.  Without it every call costs two RCU
+ * grace periods: xdpgen then makes one call per trial. */
+static void hold(struct gen *g)
+{
+	LIBBPF_OPTS(bpf_link_create_opts, lopts, .flags = XDP_FLAGS_SKB_MODE);
+
+	g->hold_fd = bpf_link_create(g->prog_fd, LOOPBACK_IFINDEX, BPF_XDP, &lopts);
+	if (g->hold_fd < 0)
+		fprintf(stderr, "xdpgen: cannot hold the program in the XDP dispatcher (an XDP "
+			"link on the loopback device: %s): one call per trial\n", strerror(errno));
+}
+
 static void setup(struct gen *g)
 {
 	const struct opts *o = &g->o;
@@ -505,6 +567,7 @@ static void setup(struct gen *g)
 	g->prog_fd = bpf_program__fd(prog);
 	g->cfg_fd = bpf_map__fd(map);
 	g->stop_fd = bpf_map__fd(bpf_object__find_map_by_name(g->obj, "xdpgen_stop"));
+	hold(g);
 	{
 		struct xdpgen_cfg cfg = { .count = 1 };
 
@@ -545,31 +608,114 @@ static uint64_t drain(struct gen *g, const struct counters *before, uint64_t sen
 	return now_ns() - start;
 }
 
-/* One BPF_PROG_RUN of repeat = count: the program paces (see xdpgen.bpf.c).
- * The kernel runs it on batches of BATCH frames and sends each batch when its
- * last frame has run, so BATCH is chosen to hold at most QUANTUM of traffic. */
+/* How a trial's packets are split into calls (see the call policy above). */
+struct plan {
+	const char *policy;          /* "burst", "chunk" or "trial" (not held) */
+	unsigned int batch;          /* the kernel's batch_size */
+	uint64_t per_call;           /* repeat of a full call */
+	int sleep;                   /* wait for the call's last packet, sleeping */
+	uint64_t yield_ns;           /* sleep after each call (chunk) */
+};
+
+static void plan_calls(const struct gen *g, double ns_per_pkt, uint64_t count, struct plan *p)
+{
+	const struct opts *o = &g->o;
+	double q = ns_per_pkt > 0 ? (double)o->quantum_ns / ns_per_pkt : 0;
+	uint64_t k = q < 1 ? 1 : q > MAX_BATCH ? MAX_BATCH : (uint64_t)q;
+	double chunk;
+	int burst;
+
+
+	memset(p, 0, sizeof(*p));
+	if (ns_per_pkt <= 0) {   /* unpaced */
+		p->policy = g->hold_fd >= 0 ? "chunk" : "trial";
+		p->batch = o->batch;
+		p->per_call = g->hold_fd >= 0 ? UNPACED_CHUNK : count;
+		return;
+	}
+	p->batch = (unsigned int)k;
+	if (g->hold_fd < 0 || o->calls == CALLS_TRIAL) {
+		p->policy = "trial";
+		p->per_call = count;
+		return;
+	}
+	burst = o->calls == CALLS_BURST || (o->calls == CALLS_AUTO && ns_per_pkt >= BURST_NPP_MIN);
+	if (burst) {
+		p->policy = "burst";
+		p->per_call = k;
+		p->sleep = 1;
+		return;
+	}
+	chunk = (double)o->chunk_ns / ns_per_pkt;
+	p->policy = "chunk";
+	p->per_call = chunk > (double)k ? (uint64_t)chunk : k;
+	p->yield_ns = o->chunk_ns / YIELD_DIV;
+}
+
+/* Sleep until at (CLOCK_MONOTONIC ns) if that is far enough away. */
+static void sleep_until(struct gen *g, uint64_t at)
+{
+	struct timespec ts;
+
+	if (at < now_ns() + SLEEP_MIN_NS)
+		return;
+	at -= WAKE_EARLY_NS;
+	ts.tv_sec = (time_t)(at / 1000000000ull);
+	ts.tv_nsec = (long)(at % 1000000000ull);
+	g->sleeps++;
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+/* Calls of repeat k until count packets were offered or the run stopped: the
+ * program paces each packet (never before it is due); in burst policy the call
+ * is issued, after a sleep, when its last packet is due. */
+static void send_calls(struct gen *g, const struct plan *p, uint64_t count, double ns_per_pkt)
+{
+	struct xdpgen_cfg cfg;
+	uint64_t offered = 0, t0, k, yield = p->yield_ns;
+	int rc;
+
+	get_cfg(g, &cfg);
+	t0 = cfg.t0_ns;
+	while (offered < count) {
+		k = count - offered < p->per_call ? count - offered : p->per_call;
+		if (k > UINT32_MAX)
+			k = UINT32_MAX;
+		if (p->sleep)
+			sleep_until(g, t0 + (uint64_t)((double)(offered + k - 1) * ns_per_pkt));
+		rc = run_prog(g, (uint32_t)k, p->batch < k ? p->batch : (uint32_t)k);
+		if (rc)
+			die("BPF_PROG_RUN failed: %s", strerror(-rc));
+		get_cfg(g, &cfg);
+		if (cfg.offered < offered + k)
+			break;   /* stopped (-L): the rest is dropped unoffered */
+		offered = cfg.offered;
+		t0 = cfg.t0_ns;
+		if (yield && offered < count)
+			sleep_until(g, now_ns() + yield + WAKE_EARLY_NS);
+	}
+}
+
+/* One trial: calls as plan_calls says; the program paces (see xdpgen.bpf.c). */
 static void run_trial(struct gen *g, const struct trial_req *t)
 {
 	const struct opts *o = &g->o;
 	struct counters before, after;
 	struct xdpgen_cfg cfg;
+	struct plan plan;
 	uint64_t between = 0, offered, first, last, slipped, max_lag;
-	uint64_t calls0 = g->calls, prog0 = g->prog_ns, err, sent, refused, drained;
+	uint64_t calls0 = g->calls, prog0 = g->prog_ns, sleeps0 = g->sleeps, err, sent, refused;
+	uint64_t drained;
 	double ns_per_pkt = t->rate_pps > 0 ? 1e9 / t->rate_pps : 0;
-	unsigned int batch = o->batch;
-	int stopped = 0, rc;
+	int stopped = 0;
 	struct watch w = { .g = g, .stop_lost = t->stop_lost };
 	pthread_t th;
 	uint32_t key = 0, zero = 0;
 
 	if (t->count > UINT32_MAX)
 		bad("count %" PRIu64 " is more than one run can repeat (%u)", t->count, UINT32_MAX);
-	if (ns_per_pkt > 0) {
-		double q = (double)o->quantum_ns / ns_per_pkt;
-
-		if (q < batch)
-			batch = q >= 1 ? (unsigned int)q : 1;
-	}
+	plan_calls(g, ns_per_pkt, t->count, &plan);
 	read_counters(g, &before);
 	if (g->have_last)
 		between = before.rx_packets - g->last.rx_packets;
@@ -597,11 +743,8 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 		if (pthread_create(&th, NULL, watcher, &w))
 			die("cannot start the watcher thread");
 	}
-	if (t->count) {
-		rc = run_prog(g, (uint32_t)t->count, batch);
-		if (rc)
-			die("BPF_PROG_RUN failed: %s", strerror(-rc));
-	}
+	if (t->count)
+		send_calls(g, &plan, t->count, ns_per_pkt);
 	if (t->stop_lost != NO_STOP) {
 		w.done = 1;
 		pthread_join(th, NULL);
@@ -639,15 +782,18 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 	       ", \"xdp_xmit_delta\": %" PRIu64 ", \"xdp_xmit_err_delta\": %" PRIu64
 	       ", \"rx_packets_delta\": %" PRIu64 ", \"rx_dropped_delta\": %" PRIu64
 	       ", \"prog_ns\": %" PRIu64 ", \"prog_ns_max\": %" PRIu64
+	       ", \"call_policy\": \"%s\", \"per_call\": %" PRIu64 ", \"held\": %d"
+	       ", \"sleeps\": %" PRIu64
 	       ", \"stopped\": %d, \"offered\": %" PRIu64 "}\n",
 	       t->count, sent, refused, t->count ? last - first : 0, t->rate_pps, g->len,
-	       batch, g->calls - calls0, o->counter_off, err,
+	       plan.batch, g->calls - calls0, o->counter_off, err,
 	       refused > err ? refused - err : 0, max_lag, o->max_lag_ns, slipped, t->drain_ns,
 	       t->settle_ns, drained, o->cpu, between,
 	       after.tx_packets - before.tx_packets, after.tx_dropped - before.tx_dropped,
 	       after.xmit - before.xmit, err,
 	       after.rx_packets - before.rx_packets, after.rx_dropped - before.rx_dropped,
-	       g->prog_ns - prog0, g->prog_ns_max, stopped, offered);
+	       g->prog_ns - prog0, g->prog_ns_max, plan.policy, plan.per_call,
+	       g->hold_fd >= 0, g->sleeps - sleeps0, stopped, offered);
 	g->prog_ns_max = 0;
 	fflush(stdout);
 }
@@ -695,6 +841,8 @@ int main(int argc, char **argv)
 
 		run_trial(&g, &t);
 	}
+	if (g.hold_fd >= 0)
+		close(g.hold_fd);
 	bpf_object__close(g.obj);
 	close(g.sock);
 	return 0;

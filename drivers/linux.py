@@ -222,7 +222,7 @@ class LinuxGeneratorOptions(Settings):
                             schema={"type": "number", "minimum": 0, "maximum": 10})
     engine: str = setting("packet", "send engine: packet (srgen, AF_PACKET), xdp (xdpgen, "
                           "BPF_PROG_RUN live frames: one flow, no latency probes, a veth TX "
-                          "port, frames up to 3500 bytes, no generator queue) or auto (xdp "
+                          "port, frames up to 3500 bytes; its queue always holds) or auto (xdp "
                           "where the trial's traffic allows it, else packet)",
                           schema={"enum": list(ENGINES)})
 
@@ -508,7 +508,9 @@ class LinuxGenerator(TrafficGenerator):
             argv += ["-c", str(self.cpu)]
         if self.fifo_priority:
             argv += ["-P", str(self.fifo_priority)]
-        if self.queue_pkts and self._engine_now != "xdp":
+        if self.queue_pkts and self._engine_now == "xdp":
+            argv += ["-H", str(self.queue_pkts)]   # xdpgen's only queue: it holds (no qdisc)
+        elif self.queue_pkts:
             argv += ["-H" if self.queue_mode == "hold" else "-Q", str(self.queue_pkts)]
         if self._counter_offset is not None:
             argv += ["-V", str(self._counter_offset)]
@@ -832,8 +834,9 @@ class LinuxGenerator(TrafficGenerator):
         extra = {"engine": self._engine_now, "max_lag_ns": rep.max_lag_ns, "slipped_ns": rep.slipped_ns,
                  "refused_short": rep.refused_short, "send_calls": rep.calls,
                  "mode": self.mode if self._engine_now == "packet" else "xdp",
-                 "queue_pkts": self.queue_pkts if self._engine_now == "packet" else 0,
-                 "queue_mode": self.queue_mode, "held_max": rep.held_max,
+                 "queue_pkts": self.queue_pkts,
+                 "queue_mode": self.queue_mode if self._engine_now == "packet" else "hold",
+                 "held_max": rep.held_max,
                  "attempts_refused": rep.attempts_refused,
                  "distinct_frames": self._counter_offset is not None,
                  "flows": self._flows.as_dict() if self._flows is not None else None,

@@ -105,6 +105,7 @@
 #define SLEEP_MIN_NS 20000ull    /* sleep only for longer waits than this */
 #define WAKE_EARLY_NS 10000ull   /* wake this much early; the program spins the rest */
 #define UNPACED_CHUNK 65536u     /* frames per call when unpaced */
+#define RETRY_NS 50000ull        /* hold: at the end, retry the backlog this often */
 
 enum calls { CALLS_AUTO, CALLS_BURST, CALLS_CHUNK, CALLS_TRIAL };
 
@@ -113,7 +114,7 @@ struct opts {
 	double rate_pps;
 	uint64_t count;
 	int cpu, fifo, serve;
-	uint64_t drain_ns, settle_ns, max_lag_ns, quantum_ns, chunk_ns, stop_lost;
+	uint64_t drain_ns, settle_ns, max_lag_ns, quantum_ns, chunk_ns, stop_lost, hold_pkts;
 	unsigned int batch;
 	enum calls calls;
 	long counter_off;
@@ -136,6 +137,7 @@ struct gen {
 	struct ethtool_stats *stats;
 	int *xmit_idx, *err_idx, n_xmit, n_err;
 	uint64_t seq, calls, prog_ns, prog_ns_max, sleeps;
+	uint64_t backlog, held_max, resent;   /* -H, this trial */
 	struct counters last;
 	int have_last;
 	struct bpf_object *obj;
@@ -163,10 +165,12 @@ static void usage(void)
 	fputs("usage: xdpgen -f FRAME -t TX -x RX -o PROG.o [-r RATE -n COUNT | -S] [-c CPU]\n"
 	      "              [-P FIFO] [-d DRAIN_MS] [-s SETTLE_US] [-b BATCH] [-l MAX_LAG_US]\n"
 	      "              [-q QUANTUM_US] [-V COUNTER_OFFSET] [-L STOP_LOST]\n"
-	      "              [-m mmsg|xdp] [-C auto|burst|chunk] [-K CHUNK_US]\n"
+	      "              [-m mmsg|xdp] [-C auto|burst|chunk|trial] [-K CHUNK_US]\n"
+	      "              [-H HOLD_PKTS]\n"
 	      "  QUANTUM_US (20): traffic sent together (a burst call, a kernel batch)\n"
 	      "  -C: the call policy (auto: burst up to 20 kpps, chunk above; trial: one call)\n"
-	      "  CHUNK_US (1000): traffic of one chunk call (then a sleep of 1/16 of it)\n",
+	      "  CHUNK_US (1000): traffic of one chunk call (then a sleep of 1/16 of it)\n"
+	      "  -H: re-send refused frames after each call, up to HOLD_PKTS waiting\n",
 	      stderr);
 	exit(2);
 }
@@ -213,7 +217,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	o->rate_pps = -1;
 	o->counter_off = -1;
 	o->stop_lost = NO_STOP;
-	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:m:V:k:s:L:o:C:K:Sh")) != -1) {
+	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:m:V:k:s:L:o:C:K:H:Sh")) != -1) {
 		switch (c) {
 		case 'f': o->frame_path = optarg; break;
 		case 'o': o->prog_path = optarg; break;
@@ -235,6 +239,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case 'l': o->max_lag_ns = parse_u64(optarg, "max lag") * 1000ull; break;
 		case 'q': o->quantum_ns = parse_u64(optarg, "quantum") * 1000ull; break;
 		case 'K': o->chunk_ns = parse_u64(optarg, "chunk") * 1000ull; break;
+		case 'H': o->hold_pkts = parse_u64(optarg, "hold"); break;
 		case 'C':
 			if (!strcmp(optarg, "auto"))
 				o->calls = CALLS_AUTO;
@@ -273,6 +278,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		bad("quantum must be more than 0 and at most half the max lag");
 	if (!o->chunk_ns)
 		bad("chunk must be more than 0");
+	if (o->hold_pkts && o->calls == CALLS_TRIAL)
+		bad("-H needs calls it can re-send between: not with -C trial");
 }
 
 /* -- counters ------------------------------------------------------------ */
@@ -408,7 +415,10 @@ static void *watcher(void *arg)
 	while (!w->done) {
 		usleep(STOP_POLL_NS / 1000);
 		read_xmit_into(w->g, w->st, &xmit, &err);
-		if (err - w->err0 > w->stop_lost) {
+		/* With -H a refused frame may still be sent again: only what is neither
+		 * re-sent nor within the hold's room is surely lost. */
+		if (err - w->err0 - __atomic_load_n(&w->g->resent, __ATOMIC_RELAXED) >
+		    w->stop_lost + w->g->o.hold_pkts) {
 			if (bpf_map_update_elem(w->g->stop_fd, &key, &one, BPF_ANY))
 				die("cannot stop the run: %s", strerror(errno));
 			w->stopped = 1;
@@ -667,15 +677,65 @@ static void sleep_until(struct gen *g, uint64_t at)
 		;
 }
 
+/* -H: send n held frames again, unpaced and outside the schedule: the schedule's
+ * offered, t0 and last offer stay as they were (a held frame was offered when it
+ * was due, as with srgen's -H); only the frame counter moves on. */
+static void resend(struct gen *g, uint64_t n)
+{
+	struct xdpgen_cfg cfg, saved;
+	int rc;
+
+	get_cfg(g, &saved);
+	cfg = saved;
+	cfg.npp_q8 = 0;
+	cfg.count = cfg.offered + n;
+	set_cfg(g, &cfg);
+	rc = run_prog(g, (uint32_t)n, n < MAX_BATCH ? (uint32_t)n : MAX_BATCH);
+	if (rc)
+		die("BPF_PROG_RUN failed: %s", strerror(-rc));
+	get_cfg(g, &cfg);
+	saved.seq = cfg.seq;
+	set_cfg(g, &saved);
+	g->resent += n;
+}
+
+/* -H: the frames refused since the last look join the backlog (at most hold_pkts;
+ * beyond that the oldest are lost: offered, never sent, counted refused).  When the
+ * peer refused nothing since the last look (its ring has room), up to one ring's
+ * worth (MAX_BATCH) of the backlog is sent again; what it refuses again comes back
+ * at the next look.  A peer that keeps refusing (overload) gets no re-sends, so the
+ * schedule is not crowded out: its backlog stays full and the rest is lost, as with
+ * srgen's -H. */
+static void hold_step(struct gen *g, uint64_t *err_seen)
+{
+	uint64_t xmit, err, fresh, n;
+
+	read_xmit(g, &xmit, &err);
+	fresh = err - *err_seen;
+	*err_seen = err;
+	g->backlog += fresh;
+	if (g->backlog > g->o.hold_pkts)
+		g->backlog = g->o.hold_pkts;
+	if (g->backlog > g->held_max)
+		g->held_max = g->backlog;
+	if (fresh || !g->backlog)
+		return;
+	n = g->backlog < MAX_BATCH ? g->backlog : MAX_BATCH;
+	g->backlog -= n;
+	resend(g, n);
+}
+
 /* Calls of repeat k until count packets were offered or the run stopped: the
  * program paces each packet (never before it is due); in burst policy the call
  * is issued, after a sleep, when its last packet is due. */
-static void send_calls(struct gen *g, const struct plan *p, uint64_t count, double ns_per_pkt)
+static void send_calls(struct gen *g, const struct plan *p, uint64_t count, double ns_per_pkt,
+		       uint64_t err0, uint64_t drain_ns)
 {
 	struct xdpgen_cfg cfg;
-	uint64_t offered = 0, t0, k, yield = p->yield_ns;
+	uint64_t offered = 0, t0, k, yield = p->yield_ns, err_seen = err0, xmit, err, end;
 	int rc;
 
+	g->backlog = g->held_max = g->resent = 0;
 	get_cfg(g, &cfg);
 	t0 = cfg.t0_ns;
 	while (offered < count) {
@@ -692,8 +752,23 @@ static void send_calls(struct gen *g, const struct plan *p, uint64_t count, doub
 			break;   /* stopped (-L): the rest is dropped unoffered */
 		offered = cfg.offered;
 		t0 = cfg.t0_ns;
+		if (g->o.hold_pkts)
+			hold_step(g, &err_seen);
 		if (yield && offered < count)
 			sleep_until(g, now_ns() + yield + WAKE_EARLY_NS);
+	}
+	if (!g->o.hold_pkts)
+		return;
+	/* The schedule is over: retry what still waits, within the drain time. */
+	end = now_ns() + drain_ns;
+	while (now_ns() < end) {
+		if (!g->backlog) {
+			read_xmit(g, &xmit, &err);
+			if (err == err_seen)
+				break;   /* nothing waits, nothing new refused */
+		}
+		sleep_until(g, now_ns() + RETRY_NS + WAKE_EARLY_NS);
+		hold_step(g, &err_seen);
 	}
 }
 
@@ -716,6 +791,8 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 	if (t->count > UINT32_MAX)
 		bad("count %" PRIu64 " is more than one run can repeat (%u)", t->count, UINT32_MAX);
 	plan_calls(g, ns_per_pkt, t->count, &plan);
+	if (o->hold_pkts && !strcmp(plan.policy, "trial"))
+		die("-H needs the dispatcher hold (see above): one call per trial cannot re-send");
 	read_counters(g, &before);
 	if (g->have_last)
 		between = before.rx_packets - g->last.rx_packets;
@@ -744,7 +821,7 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 			die("cannot start the watcher thread");
 	}
 	if (t->count)
-		send_calls(g, &plan, t->count, ns_per_pkt);
+		send_calls(g, &plan, t->count, ns_per_pkt, before.xmit_err, t->drain_ns);
 	if (t->stop_lost != NO_STOP) {
 		w.done = 1;
 		pthread_join(th, NULL);
@@ -772,7 +849,8 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 	       ", \"refused_short\": 0, \"elapsed_ns\": %" PRIu64
 	       ", \"rate_pps\": %.3f, \"frame_len\": %zu, \"batch\": %u, \"calls\": %" PRIu64
 	       ", \"mode\": \"xdp\", \"engine\": \"xdp\", \"ring_frames\": 0, \"queue_pkts\": 0"
-	       ", \"hold_pkts\": 0, \"held_max\": 0, \"counter_offset\": %ld, \"flows\": 1"
+	       ", \"hold_pkts\": %" PRIu64 ", \"held_max\": %" PRIu64 ", \"resent\": %" PRIu64
+	       ", \"counter_offset\": %ld, \"flows\": 1"
 	       ", \"attempts_refused\": %" PRIu64 ", \"unaccounted\": %" PRIu64
 	       ", \"max_lag_ns\": %" PRIu64 ", \"max_lag_bound_ns\": %" PRIu64
 	       ", \"slipped_ns\": %" PRIu64 ", \"drain_ns\": %" PRIu64
@@ -786,7 +864,8 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 	       ", \"sleeps\": %" PRIu64
 	       ", \"stopped\": %d, \"offered\": %" PRIu64 "}\n",
 	       t->count, sent, refused, t->count ? last - first : 0, t->rate_pps, g->len,
-	       plan.batch, g->calls - calls0, o->counter_off, err,
+	       plan.batch, g->calls - calls0, o->hold_pkts, g->held_max, g->resent,
+	       o->counter_off, err,
 	       refused > err ? refused - err : 0, max_lag, o->max_lag_ns, slipped, t->drain_ns,
 	       t->settle_ns, drained, o->cpu, between,
 	       after.tx_packets - before.tx_packets, after.tx_dropped - before.tx_dropped,

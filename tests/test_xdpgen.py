@@ -144,7 +144,7 @@ def test_kill_9_leaves_nothing(topology: Path) -> None:
         end = time.monotonic() + 10
         while not our_links() and time.monotonic() < end:
             time.sleep(0.05)
-        assert [lk.get("ifindex") for lk in our_links()] == [1]   # held on lo
+        assert len(our_links()) == 1      # the dispatcher hold (an XDP link on lo)
     finally:
         os.kill(proc.pid, signal.SIGKILL)  # ip netns exec execs xdpgen: same PID
         proc.wait(timeout=10)

@@ -19,6 +19,13 @@
  * program that is not there, and each change waits for an RCU grace period
  * (~10-30 ms here).  On the loopback device the program passes every packet
  * (LOOPBACK_IFINDEX) and touches nothing.
+ *
+ * Live frames recycle their page-pool pages within a run, and the kernel resets
+ * only a recycled page's data pointers, not its bytes: a frame that went through
+ * a SUT's stack as an skb comes back with the headers the SUT rewrote (MACs, hop
+ * limit, DA and SL), and the SUT drops the next one sent from that page.  So when
+ * userspace filled xdpgen_frame, the program writes the frame's bytes again
+ * before each send.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -27,6 +34,20 @@
 #define SPIN_ROUNDS 16          /* bpf_loop calls of SPIN_ITERS each, at most */
 #define SPIN_ITERS (1 << 20)
 #define LOOPBACK_IFINDEX 1      /* the loopback device of every namespace */
+#define MAX_FRAME 3500          /* as xdpgen.c */
+
+/* The frame as built (len 0: not restored, e.g. an older xdpgen). */
+struct xdpgen_frame {
+	__u32 len;
+	unsigned char data[MAX_FRAME];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xdpgen_frame);
+} xdpgen_frame SEC(".maps");
 
 struct xdpgen_cfg {
 	__u64 seq;          /* the next packet's counter */
@@ -70,6 +91,8 @@ int xdpgen_tx(struct xdp_md *ctx)
 	unsigned char *data = (unsigned char *)(long)ctx->data;
 	unsigned char *end = (unsigned char *)(long)ctx->data_end;
 	struct xdpgen_cfg *cfg;
+	struct xdpgen_frame *fr;
+	__u32 flen;
 	__u32 key = 0, off, c, *stop;
 	__u64 now, due;
 	unsigned char *p;
@@ -103,6 +126,16 @@ int xdpgen_tx(struct xdp_md *ctx)
 				cfg->slipped_ns += lag - cfg->max_lag_ns;
 			}
 		}
+	}
+	fr = bpf_map_lookup_elem(&xdpgen_frame, &key);
+	flen = fr ? fr->len : 0;
+	if (flen) {
+		if (flen > MAX_FRAME || flen != (__u32)(end - data))
+			return XDP_ABORTED;
+		if (bpf_xdp_store_bytes(ctx, 0, fr->data, flen))
+			return XDP_ABORTED;
+		data = (unsigned char *)(long)ctx->data;
+		end = (unsigned char *)(long)ctx->data_end;
 	}
 	c = (__u32)cfg->seq;
 	off = cfg->counter_off;

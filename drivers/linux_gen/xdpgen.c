@@ -515,6 +515,22 @@ static int run_prog(struct gen *g, uint32_t k, uint32_t batch)
 	return rc;
 }
 
+/* Give the program the frame to write again before each send (see xdpgen.bpf.c:
+ * recycled pages keep what a SUT's stack rewrote in them). */
+static void restore_frame(struct gen *g)
+{
+	static struct { uint32_t len; unsigned char data[MAX_FRAME]; } fr;
+	struct bpf_map *map = bpf_object__find_map_by_name(g->obj, "xdpgen_frame");
+	uint32_t key = 0;
+
+	if (!map)
+		die("%s lacks the xdpgen_frame map", g->o.prog_path);
+	fr.len = (uint32_t)g->len;
+	memcpy(fr.data, g->frame, g->len);
+	if (bpf_map_update_elem(bpf_map__fd(map), &key, &fr, BPF_ANY))
+		die("cannot give the program its frame: %s", strerror(errno));
+}
+
 /* Keep the program in the kernel's XDP dispatcher for as long as xdpgen runs
  * (see the call policy above): a bpf_link of it on the loopback device, generic
  * mode.  The link is a file descriptor of this process only, so it goes when
@@ -577,6 +593,7 @@ static void setup(struct gen *g)
 	g->prog_fd = bpf_program__fd(prog);
 	g->cfg_fd = bpf_map__fd(map);
 	g->stop_fd = bpf_map__fd(bpf_object__find_map_by_name(g->obj, "xdpgen_stop"));
+	restore_frame(g);
 	hold(g);
 	{
 		struct xdpgen_cfg cfg = { .count = 1 };
@@ -802,7 +819,9 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 	cfg.count = t->count;
 	cfg.max_lag_ns = o->max_lag_ns;
 	cfg.counter_off = o->counter_off > 0 ? (uint32_t)o->counter_off : 0;
-	first = now_ns() + 100000;   /* 100 us to enter the kernel */
+	/* Paced: 100 us to enter the kernel.  Unpaced, elapsed runs from now (the
+	 * program then leaves t0 alone, and a short run may end within 100 us). */
+	first = now_ns() + (ns_per_pkt > 0 ? 100000 : 0);
 	cfg.t0_ns = first;
 	cfg.last_ns = first;
 	set_cfg(g, &cfg);

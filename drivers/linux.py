@@ -226,7 +226,7 @@ class LinuxGeneratorOptions(Settings):
                             schema={"type": "number", "minimum": 0, "maximum": 10})
     engine: str = setting("packet", "send engine: packet (srgen, AF_PACKET), xdp (xdpgen, "
                           "BPF_PROG_RUN live frames: a veth TX port, frames up to 3500 "
-                          "bytes, no generator queue) or auto (xdp where the trial's "
+                          "bytes; its queue always holds) or auto (xdp where the trial's "
                           "traffic allows it, else packet)",
                           schema={"enum": list(ENGINES)})
 
@@ -531,8 +531,10 @@ class LinuxGenerator(TrafficGenerator):
         """srgen's options that hold for every trial of the prepared frame(s)."""
         assert self._frame_file is not None
         argv = ["-f", str(self._frame_file), "-t", self.tx, "-x", self.rx,
-                "-b", str(self.batch), "-l", str(round(self.max_lag_s * 1e6)),
-                "-q", str(round(self.quantum_s * 1e6))]
+                "-b", str(self.batch), "-l", str(round(self.max_lag_s * 1e6))]
+        if self._engine_now != "xdp" or self.quantum_s > 0:
+            # xdpgen always sends in quanta (50 us unless one is set): see xdpgen.c
+            argv += ["-q", str(round(self.quantum_s * 1e6))]
         if self._engine_now == "xdp":
             from srperf.drivers.xdpgen import xdpgen_object
 
@@ -543,7 +545,9 @@ class LinuxGenerator(TrafficGenerator):
             argv += ["-c", str(self.cpu)]
         if self.fifo_priority:
             argv += ["-P", str(self.fifo_priority)]
-        if self.queue_pkts and self._engine_now != "xdp":
+        if self.queue_pkts and self._engine_now == "xdp":
+            argv += ["-H", str(self.queue_pkts)]   # xdpgen's only queue: it holds (no qdisc)
+        elif self.queue_pkts:
             argv += ["-H" if self.queue_mode == "hold" else "-Q", str(self.queue_pkts)]
         if self._counter_offset is not None:
             argv += ["-V", str(self._counter_offset)]
@@ -871,8 +875,9 @@ class LinuxGenerator(TrafficGenerator):
         extra = {"engine": self._engine_now, "max_lag_ns": rep.max_lag_ns, "slipped_ns": rep.slipped_ns,
                  "refused_short": rep.refused_short, "send_calls": rep.calls,
                  "mode": self.mode if self._engine_now == "packet" else "xdp",
-                 "queue_pkts": self.queue_pkts if self._engine_now == "packet" else 0,
-                 "queue_mode": self.queue_mode, "held_max": rep.held_max,
+                 "queue_pkts": self.queue_pkts,
+                 "queue_mode": self.queue_mode if self._engine_now == "packet" else "hold",
+                 "held_max": rep.held_max,
                  "attempts_refused": rep.attempts_refused,
                  "distinct_frames": self._counter_offset is not None,
                  "flows": self._flows.as_dict() if self._flows is not None else None,

@@ -165,3 +165,19 @@ def test_unknown_engine_in_testbed_refused(tmp_path: Path,
     code = main(["validate", str(tb)])
     assert_refused(code, capsys.readouterr().err, "bad-tb.yaml",
                    ("tester.options.engine", "turbo"))
+
+
+@pytest.mark.parametrize(("engine", "quantum_s", "q"), [
+    ("packet", 0.0, "0"), ("xdp", 0.0, None), ("xdp", 0.0001, "100")])
+def test_quantum_passed_only_where_it_means_something(engine: str, quantum_s: float,
+                                                     q: str | None) -> None:
+    """srgen's -q 0 means "each packet at once"; xdpgen always sends in quanta (its own
+    default, 20 us) and refuses -q 0, so the xdp engine gets -q only when one is set."""
+    gen = LinuxGenerator(None, "lo", "lo", quantum_s=quantum_s)
+    try:
+        gen.prepare(_frame())
+        gen._engine_now = engine
+        argv = gen._options_argv()
+        assert (argv[argv.index("-q") + 1] if "-q" in argv else None) == q
+    finally:
+        gen.close()

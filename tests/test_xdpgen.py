@@ -1,5 +1,6 @@
-"""xdpgen, the live-frames engine: refusals before sending, srgen's report, and cleanup
-(no program or map of the engine left after a run, a failed run or kill -9)."""
+"""xdpgen, the live-frames engine: refusals before sending, srgen's report, its call policy
+(the program held in the XDP dispatcher by a link on lo; burst and chunk calls), and
+cleanup (no program, map or link of the engine left after a run, a failed run or kill -9)."""
 
 from __future__ import annotations
 
@@ -43,11 +44,19 @@ def our_maps() -> list[dict[str, object]]:
     return [m for m in json.loads(out) if m.get("name") == "xdpgen_cfg"]
 
 
+def our_links() -> list[dict[str, object]]:
+    """XDP links of our program (the dispatcher hold on lo)."""
+    out = subprocess.run(["bpftool", "-j", "link", "show"], capture_output=True, text=True,
+                         check=True).stdout
+    ids = {p["id"] for p in our_programs()}
+    return [lk for lk in json.loads(out) if lk.get("type") == "xdp" and lk.get("prog_id") in ids]
+
+
 def gone(timeout_s: float = 5.0) -> bool:
-    """The kernel frees a closed program asynchronously (RCU): wait a little."""
+    """The kernel frees a closed program and link asynchronously (RCU): wait a little."""
     end = time.monotonic() + timeout_s
     while time.monotonic() < end:
-        if not our_programs() and not our_maps():
+        if not our_programs() and not our_maps() and not our_links():
             return True
         time.sleep(0.1)
     return False
@@ -156,10 +165,68 @@ def test_kill_9_leaves_nothing(topology: Path) -> None:
         while not our_programs() and time.monotonic() < end:
             time.sleep(0.05)
         assert our_programs(), "xdpgen never loaded its program"
+        end = time.monotonic() + 10
+        while not our_links() and time.monotonic() < end:
+            time.sleep(0.05)
+        assert len(our_links()) == 1      # the dispatcher hold (an XDP link on lo)
     finally:
         os.kill(proc.pid, signal.SIGKILL)  # ip netns exec execs xdpgen: same PID
         proc.wait(timeout=10)
     assert gone()
+
+
+@pytest.mark.netns
+def test_call_policy_by_rate(topology: Path) -> None:
+    """Held in the dispatcher, xdpgen calls BPF_PROG_RUN many times per trial: one frame
+    per call with sleeps in between at 10 kpps (burst), 1 ms chunks at 1 Mpps; -C trial
+    makes one call (the program paces it all).  Before the hold each call cost two RCU
+    grace periods and xdpgen made one call per trial."""
+    proc = subprocess.run(argv(topology, "-S"), input="trial 10000 500 20000 2000\n"
+                          "trial 1000000 20000 20000 2000\nquit\n", capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    low, high = (json.loads(line) for line in proc.stdout.splitlines()[1:])
+    assert low["held"] == high["held"] == 1
+    assert (low["call_policy"], low["per_call"], low["calls"]) == ("burst", 1, 500)
+    assert low["sleeps"] > 0
+    assert (high["call_policy"], high["per_call"], high["calls"]) == ("chunk", 1000, 20)
+    assert low["offered"] == 500 and high["offered"] == 20000
+    one = subprocess.run(argv(topology, "-C", "trial", "-r", "100000", "-n", "5000"),
+                         capture_output=True, text=True, timeout=60)
+    assert one.returncode == 0, one.stderr
+    rep = json.loads(one.stdout)
+    assert (rep["call_policy"], rep["calls"], rep["offered"]) == ("trial", 1, 5000)
+    assert gone()
+
+
+@pytest.mark.netns
+def test_hold_sends_refused_frames_again(topology: Path) -> None:
+    """-H: the frames the peer's ring refused are sent again after each call (at most
+    HOLD_PKTS waiting); every frame is still sent once or counted refused."""
+    attach_sink(SINK_NS, "s0", slow=True)   # a consumer far slower than the sender
+    run(["sh", "-c", "echo 1 > /sys/class/net/s0/threaded"], ns=SINK_NS)
+    proc = subprocess.run(argv(topology, "-r", "0", "-n", "200000", "-H", "4096"),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    rep = SrgenReport.parse(proc.stdout)
+    assert rep.attempts_refused > 0        # the slow sink's ring overflowed
+    assert rep.raw["resent"] > 0 and 0 < rep.held_max <= 4096
+    assert rep.offered == 200000 and rep.sent + rep.refused == rep.offered
+    assert rep.refusals_counted            # every refused attempt is a veth drop
+    assert gone()
+
+
+@pytest.mark.parametrize("extra,word", [(["-C", "often"], "call policy"),
+                                        (["-q", "0"], "quantum"), (["-K", "0"], "chunk"),
+                                        (["-C", "trial", "-H", "8"], "re-send")])
+def test_refuses_bad_call_policy(tmp_path: Path, extra: list[str], word: str) -> None:
+    f = tmp_path / "f"
+    f.write_bytes(frame())
+    proc = subprocess.run([str(build_xdpgen()), "-f", str(f), "-t", "lo", "-x", "lo",
+                           "-o", str(xdpgen_object()), "-r", "0", "-n", "1", *extra],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert word in proc.stderr
 
 
 @pytest.mark.netns
@@ -233,3 +300,54 @@ def test_frames_the_sut_rewrote_in_place_are_not_sent_again(tmp_path: Path) -> N
     finally:
         for ns in (tester, router):
             run(["ip", "netns", "del", ns], check=False)
+
+
+@pytest.fixture
+def forwarding(tmp_path: Path) -> Iterator[Path]:
+    """t0 (g4p-fa) -> s0 [g4p-fs: GRO, IPv6 forwarding, a static neighbour] s1 -> t1
+    (g4p-fa, XDP sink): a SUT's stack that rewrites the frames it forwards (MACs, hop
+    limit).  Yields a frame file addressed through it."""
+    a, s = "g4p-fa", "g4p-fs"
+    try:
+        for ns in (a, s):
+            run(["ip", "netns", "add", ns])
+        for mine, peer, mac_a, mac_s in (("t0", "s0", "01", "02"), ("t1", "s1", "04", "03")):
+            run(["ip", "link", "add", mine, "netns", a, "type", "veth", "peer", "name", peer,
+                 "netns", s])
+            run(["ip", "link", "set", mine, "address", f"02:5e:00:00:02:{mac_a}", "up"], ns=a)
+            run(["ip", "link", "set", peer, "address", f"02:5e:00:00:02:{mac_s}", "up"], ns=s)
+        run(["ethtool", "-K", "s0", "gro", "on"], ns=s)
+        run(["sysctl", "-q", "-w", "net.ipv6.conf.all.forwarding=1"], ns=s)
+        run(["ip", "addr", "add", "2001:db8:1::1/64", "dev", "s0", "nodad"], ns=s)
+        run(["ip", "addr", "add", "2001:db8:2::1/64", "dev", "s1", "nodad"], ns=s)
+        run(["ip", "route", "add", "2001:db8:9::/64", "via", "2001:db8:2::2", "dev", "s1"], ns=s)
+        run(["ip", "neigh", "add", "2001:db8:2::2", "lladdr", "02:5e:00:00:02:04", "dev", "s1",
+             "nud", "permanent"], ns=s)
+        attach_sink(a, "t1")
+        eth = bytes.fromhex("025e00000202" "025e00000201" "86dd")
+        payload = bytes(24)
+        ip6 = (bytes.fromhex("60000000") + len(payload).to_bytes(2, "big") + bytes([59, 64])
+               + bytes.fromhex("20010db8000100000000000000000002")
+               + bytes.fromhex("20010db8000900000000000000000001"))
+        path = tmp_path / "fwd"
+        path.write_bytes(eth + ip6 + payload)
+        yield path
+    finally:
+        for ns in (a, s):
+            run(["ip", "netns", "del", ns], check=False)
+
+
+@pytest.mark.netns
+def test_frames_restored_on_recycled_pages(forwarding: Path) -> None:
+    """One call of 2000 frames: past the first 64 the kernel sends from recycled pages,
+    which the SUT's forwarding had rewritten in place (its MACs); before xdpgen wrote
+    the frame again per send only those 64 arrived."""
+    cmd = ["ip", "netns", "exec", "g4p-fa", str(build_xdpgen()), "-f", str(forwarding),
+           "-t", "t0", "-x", "t1", "-o", str(xdpgen_object()), "-d", "200", "-s", "50000",
+           "-C", "trial", "-r", "20000", "-n", "2000"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    rep = SrgenReport.parse(proc.stdout)
+    assert rep.offered == 2000 and rep.refused == 0
+    assert rep.rx_packets_delta == rep.sent == 2000
+    assert gone()

@@ -14,6 +14,22 @@
  * after userspace set stop, are dropped without being offered.  Before the
  * counter, shape_frame() picks and writes the packet's frame (flows, IMIX,
  * latency probes; see below).
+ *
+ * xdpgen also attaches this program to the namespace's loopback device in
+ * generic (skb) mode through a bpf_link, only so that it stays in the
+ * kernel's XDP dispatcher: a BPF_PROG_RUN with repeat > 1 adds and removes a
+ * program that is not there, and each change waits for an RCU grace period
+ * (~10-30 ms here).  On the loopback device the program passes every packet
+ * (LOOPBACK_IFINDEX) and touches nothing.
+ *
+ * Live frames recycle their page-pool pages within a run, and the kernel resets
+ * only a recycled page's data pointers, not its bytes: a frame that went through
+ * a SUT's stack as an skb comes back with the headers the SUT rewrote (MACs, hop
+ * limit, DA and SL), and the SUT drops the next one sent from that page.  So when
+ * userspace filled xdpgen_frame, the program writes the whole base frame again
+ * before each send, and shape_frame() then writes the packet's variant's head and
+ * tail regions over it (a frame's bytes beyond the head are restored too, which
+ * the regions alone would not do).
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -21,6 +37,21 @@
 #define MAX_COUNTER_OFF 4096
 #define SPIN_ROUNDS 16          /* bpf_loop calls of SPIN_ITERS each, at most */
 #define SPIN_ITERS (1 << 20)
+#define LOOPBACK_IFINDEX 1      /* the loopback device of every namespace */
+#define MAX_FRAME 3500          /* as xdpgen.c */
+
+/* The frame as built (len 0: not restored, e.g. an older xdpgen). */
+struct xdpgen_frame {
+	__u32 len;
+	unsigned char data[MAX_FRAME];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xdpgen_frame);
+} xdpgen_frame SEC(".maps");
 
 struct xdpgen_cfg {
 	__u64 seq;          /* the next packet's counter */
@@ -210,13 +241,18 @@ static __always_inline int shape_frame(struct xdp_md *ctx, __u64 seq)
 SEC("xdp")
 int xdpgen_tx(struct xdp_md *ctx)
 {
-	unsigned char *data, *end;
+	unsigned char *data = (unsigned char *)(long)ctx->data;
+	unsigned char *end = (unsigned char *)(long)ctx->data_end;
 	struct xdpgen_cfg *cfg;
+	struct xdpgen_frame *fr;
+	__u32 flen;
 	__u32 key = 0, off, c, *stop;
 	__u64 now, due;
 	unsigned char *p;
 	int r, probe;
 
+	if (ctx->ingress_ifindex == LOOPBACK_IFINDEX)
+		return XDP_PASS;        /* the dispatcher hold, not a run */
 	cfg = bpf_map_lookup_elem(&xdpgen_cfg, &key);
 	if (!cfg)
 		return XDP_ABORTED;
@@ -243,6 +279,16 @@ int xdpgen_tx(struct xdp_md *ctx)
 				cfg->slipped_ns += lag - cfg->max_lag_ns;
 			}
 		}
+	}
+	fr = bpf_map_lookup_elem(&xdpgen_frame, &key);
+	flen = fr ? fr->len : 0;
+	if (flen) {
+		if (flen > MAX_FRAME || flen != (__u32)(end - data))
+			return XDP_ABORTED;
+		if (bpf_xdp_store_bytes(ctx, 0, fr->data, flen))
+			return XDP_ABORTED;
+		data = (unsigned char *)(long)ctx->data;
+		end = (unsigned char *)(long)ctx->data_end;
 	}
 	c = (__u32)cfg->seq;
 	probe = shape_frame(ctx, cfg->seq);

@@ -13,16 +13,32 @@
  * of up to 16, to its ndo_xdp_xmit.  Over veth that needs NAPI on the peer
  * (an XDP program attached to it, as the tester's sink is).
  *
- *   - Pacing: one BPF_PROG_RUN per trial, repeat = COUNT.  Each live-frames
- *     call costs a fixed ~25-30 ms on this 6.18 host (the page pool's set-up
- *     and teardown), so pacing by many small calls cannot work; instead the
- *     program paces: packet i is due at t0 + i / RATE (bpf_ktime_get_ns,
- *     CLOCK_MONOTONIC) and it spins until then.  The kernel sends a batch
- *     when its last frame has run, so the batch is cut to QUANTUM worth of
- *     traffic (at least 1, at most BATCH).  A packet later than MAX_LAG slips
- *     the schedule (slipped_ns): the trial takes longer and the caller sees a
+ *   - Pacing: packet i is due at t0 + i / RATE (CLOCK_MONOTONIC, which
+ *     bpf_ktime_get_ns reads too); the program never offers a packet before
+ *     it is due (it spins until then).  A packet later than MAX_LAG slips the
+ *     schedule (slipped_ns): the trial takes longer and the caller sees a
  *     lower offered rate (generator limited), never a lower rate reported as
  *     the one asked.  RATE 0: unpaced.
+ *   - The call policy.  A BPF_PROG_RUN with repeat > 1 puts its program into
+ *     the kernel's XDP dispatcher and takes it out again, and each change
+ *     waits for an RCU grace period (bpf_prog_test_run_xdp ->
+ *     bpf_prog_change_xdp -> bpf_dispatcher_update -> synchronize_rcu): two
+ *     of them, 16-32 ms on this host, per call.  A program already in the
+ *     dispatcher is only counted again, so xdpgen holds it there: a bpf_link
+ *     attaches it to the namespace's loopback device in generic mode (the
+ *     program passes whatever arrives there).  A call then costs ~5-15 us
+ *     plus ~0.25 us per frame, and xdpgen issues repeat = k when k packets
+ *     are due, k adapted to the rate:
+ *       burst: k = QUANTUM worth of packets (at least 1), the call issued
+ *         when the k-th is due, clock_nanosleep in between, so the sender
+ *         uses a fraction of its CPU (the oldest packet of a call waits at
+ *         most one QUANTUM, as with srgen's -q);
+ *       chunk: where a call per QUANTUM would cost more than half of it
+ *         (high rates), calls of CHUNK_US of traffic in which the program
+ *         spins to each packet's due time, batches of QUANTUM.
+ *     -C burst|chunk forces one; without the hold (the loopback device has an
+ *     XDP program already) one call per trial and the program paces
+ *     ("held": 0 in the report).
  *   - Counting: BPF_PROG_RUN does not say how many frames the device took.
  *     veth counts them on its peer's receive queues and shows them in the TX
  *     port's ethtool statistics as tx_queue_N_xdp_xmit (taken) and
@@ -68,6 +84,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <linux/ethtool.h>
+#include <linux/if_link.h>
 #include <linux/sockios.h>
 #include <net/if.h>
 #include <pthread.h>
@@ -94,14 +111,24 @@
 #define CMD_LEN 256
 #define STOP_POLL_NS 1000000ull
 #define NO_STOP UINT64_MAX
+#define LOOPBACK_IFINDEX 1       /* the loopback device of every namespace */
+#define BURST_NPP_MIN 50000.0    /* auto: burst calls at rates up to 20 kpps */
+#define YIELD_DIV 16             /* chunk: sleep chunk/16 after each chunk call */
+#define SLEEP_MIN_NS 20000ull    /* sleep only for longer waits than this */
+#define WAKE_EARLY_NS 10000ull   /* wake this much early; the program spins the rest */
+#define UNPACED_CHUNK 65536u     /* frames per call when unpaced */
+#define RETRY_NS 50000ull        /* hold: at the end, retry the backlog this often */
+
+enum calls { CALLS_AUTO, CALLS_BURST, CALLS_CHUNK, CALLS_TRIAL };
 
 struct opts {
 	const char *frame_path, *tx, *rx, *prog_path;
 	double rate_pps;
 	uint64_t count;
 	int cpu, fifo, serve;
-	uint64_t drain_ns, settle_ns, max_lag_ns, quantum_ns, stop_lost;
+	uint64_t drain_ns, settle_ns, max_lag_ns, quantum_ns, chunk_ns, stop_lost, hold_pkts;
 	unsigned int batch;
+	enum calls calls;
 	long counter_off;
 	uint64_t flows;              /* -k: the frame file holds this many frames of one length */
 	const char *mix;             /* -I LEN:WEIGHT,...: the frame file holds these frames */
@@ -154,12 +181,13 @@ struct gen {
 	struct opts o;
 	unsigned char frame[MAX_FRAME];
 	size_t len;
-	int prog_fd, cfg_fd, stop_fd, ifindex, sock;
+	int prog_fd, cfg_fd, stop_fd, ifindex, sock, hold_fd;
 	int st[4];                   /* sysfs counter files */
 	struct ethtool_gstrings *names;
 	struct ethtool_stats *stats;
 	int *xmit_idx, *err_idx, n_xmit, n_err;
-	uint64_t seq, calls, prog_ns, prog_ns_max;
+	uint64_t seq, calls, prog_ns, prog_ns_max, sleeps;
+	uint64_t backlog, held_max, resent;   /* -H, this trial */
 	struct counters last;
 	int have_last;
 	struct bpf_object *obj;
@@ -189,7 +217,12 @@ static void usage(void)
 	      "              [-P FIFO] [-d DRAIN_MS] [-s SETTLE_US] [-b BATCH] [-l MAX_LAG_US]\n"
 	      "              [-q QUANTUM_US] [-V COUNTER_OFFSET] [-L STOP_LOST]\n"
 	      "              [-k FLOWS | -I LEN:WEIGHT,...] [-p PROBE_FILE [-a PROBE_PPS]]\n"
-	      "              [-m mmsg|xdp]\n",
+	      "              [-m mmsg|xdp] [-C auto|burst|chunk|trial] [-K CHUNK_US]\n"
+	      "              [-H HOLD_PKTS]\n"
+	      "  QUANTUM_US (20): traffic sent together (a burst call, a kernel batch)\n"
+	      "  -C: the call policy (auto: burst up to 20 kpps, chunk above; trial: one call)\n"
+	      "  CHUNK_US (1000): traffic of one chunk call (then a sleep of 1/16 of it)\n"
+	      "  -H: re-send refused frames after each call, up to HOLD_PKTS waiting\n",
 	      stderr);
 	exit(2);
 }
@@ -231,12 +264,13 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	o->drain_ns = 200ull * 1000000;
 	o->max_lag_ns = 1000ull * 1000;
 	o->quantum_ns = 20ull * 1000;
+	o->chunk_ns = 1000ull * 1000;
 	o->batch = 64;
 	o->rate_pps = -1;
 	o->counter_off = -1;
 	o->stop_lost = NO_STOP;
 	o->flows = 1;
-	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:m:V:k:I:p:a:s:L:o:Sh")) != -1) {
+	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:m:V:k:I:p:a:s:L:o:C:K:H:Sh")) != -1) {
 		switch (c) {
 		case 'f': o->frame_path = optarg; break;
 		case 'o': o->prog_path = optarg; break;
@@ -257,6 +291,20 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case 'b': o->batch = (unsigned int)parse_u64(optarg, "batch"); break;
 		case 'l': o->max_lag_ns = parse_u64(optarg, "max lag") * 1000ull; break;
 		case 'q': o->quantum_ns = parse_u64(optarg, "quantum") * 1000ull; break;
+		case 'K': o->chunk_ns = parse_u64(optarg, "chunk") * 1000ull; break;
+		case 'H': o->hold_pkts = parse_u64(optarg, "hold"); break;
+		case 'C':
+			if (!strcmp(optarg, "auto"))
+				o->calls = CALLS_AUTO;
+			else if (!strcmp(optarg, "burst"))
+				o->calls = CALLS_BURST;
+			else if (!strcmp(optarg, "chunk"))
+				o->calls = CALLS_CHUNK;
+			else if (!strcmp(optarg, "trial"))
+				o->calls = CALLS_TRIAL;
+			else
+				bad("call policy '%s': auto, burst or chunk", optarg);
+			break;
 		case 's': o->settle_ns = parse_u64(optarg, "settle") * 1000ull; break;
 		case 'L': o->stop_lost = parse_u64(optarg, "stop lost"); break;
 		case 'S': o->serve = 1; break;
@@ -294,6 +342,12 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		bad("-I (a mix of sizes) and -k (flows) do not go together");
 	if (o->probe_pps > 0 && !o->probe_path)
 		bad("-a needs -p PROBE_FILE");
+	if (!o->quantum_ns || o->quantum_ns * 2 > o->max_lag_ns)
+		bad("quantum must be more than 0 and at most half the max lag");
+	if (!o->chunk_ns)
+		bad("chunk must be more than 0");
+	if (o->hold_pkts && o->calls == CALLS_TRIAL)
+		bad("-H needs calls it can re-send between: not with -C trial");
 }
 
 /* -- counters ------------------------------------------------------------ */
@@ -429,7 +483,10 @@ static void *watcher(void *arg)
 	while (!w->done) {
 		usleep(STOP_POLL_NS / 1000);
 		read_xmit_into(w->g, w->st, &xmit, &err);
-		if (err - w->err0 > w->stop_lost) {
+		/* With -H a refused frame may still be sent again: only what is neither
+		 * re-sent nor within the hold's room is surely lost. */
+		if (err - w->err0 - __atomic_load_n(&w->g->resent, __ATOMIC_RELAXED) >
+		    w->stop_lost + w->g->o.hold_pkts) {
 			if (bpf_map_update_elem(w->g->stop_fd, &key, &one, BPF_ANY))
 				die("cannot stop the run: %s", strerror(errno));
 			w->stopped = 1;
@@ -743,6 +800,37 @@ static int run_prog(struct gen *g, uint32_t k, uint32_t batch)
 	return rc;
 }
 
+/* Give the program the frame to write again before each send (see xdpgen.bpf.c:
+ * recycled pages keep what a SUT's stack rewrote in them). */
+static void restore_frame(struct gen *g)
+{
+	static struct { uint32_t len; unsigned char data[MAX_FRAME]; } fr;
+	struct bpf_map *map = bpf_object__find_map_by_name(g->obj, "xdpgen_frame");
+	uint32_t key = 0;
+
+	if (!map)
+		die("%s lacks the xdpgen_frame map", g->o.prog_path);
+	fr.len = (uint32_t)g->len;
+	memcpy(fr.data, g->frame, g->len);
+	if (bpf_map_update_elem(bpf_map__fd(map), &key, &fr, BPF_ANY))
+		die("cannot give the program its frame: %s", strerror(errno));
+}
+
+/* Keep the program in the kernel's XDP dispatcher for as long as xdpgen runs
+ * (see the call policy above): a bpf_link of it on the loopback device, generic
+ * mode.  The link is a file descriptor of this process only, so it goes when
+ * the process ends, however it ends.  Without it every call costs two RCU
+ * grace periods: xdpgen then makes one call per trial. */
+static void hold(struct gen *g)
+{
+	LIBBPF_OPTS(bpf_link_create_opts, lopts, .flags = XDP_FLAGS_SKB_MODE);
+
+	g->hold_fd = bpf_link_create(g->prog_fd, LOOPBACK_IFINDEX, BPF_XDP, &lopts);
+	if (g->hold_fd < 0)
+		fprintf(stderr, "xdpgen: cannot hold the program in the XDP dispatcher (an XDP "
+			"link on the loopback device: %s): one call per trial\n", strerror(errno));
+}
+
 static void setup(struct gen *g)
 {
 	const struct opts *o = &g->o;
@@ -792,6 +880,8 @@ static void setup(struct gen *g)
 	g->cfg_fd = bpf_map__fd(map);
 	g->stop_fd = bpf_map__fd(bpf_object__find_map_by_name(g->obj, "xdpgen_stop"));
 	fill_shape_maps(g);
+	restore_frame(g);
+	hold(g);
 	{
 		struct xdpgen_cfg cfg = { .count = 1 };
 
@@ -832,31 +922,181 @@ static uint64_t drain(struct gen *g, const struct counters *before, uint64_t sen
 	return now_ns() - start;
 }
 
-/* One BPF_PROG_RUN of repeat = count: the program paces (see xdpgen.bpf.c).
- * The kernel runs it on batches of BATCH frames and sends each batch when its
- * last frame has run, so BATCH is chosen to hold at most QUANTUM of traffic. */
+/* How a trial's packets are split into calls (see the call policy above). */
+struct plan {
+	const char *policy;          /* "burst", "chunk" or "trial" (not held) */
+	unsigned int batch;          /* the kernel's batch_size */
+	uint64_t per_call;           /* repeat of a full call */
+	int sleep;                   /* wait for the call's last packet, sleeping */
+	uint64_t yield_ns;           /* sleep after each call (chunk) */
+};
+
+static void plan_calls(const struct gen *g, double ns_per_pkt, uint64_t count, struct plan *p)
+{
+	const struct opts *o = &g->o;
+	double q = ns_per_pkt > 0 ? (double)o->quantum_ns / ns_per_pkt : 0;
+	uint64_t k = q < 1 ? 1 : q > MAX_BATCH ? MAX_BATCH : (uint64_t)q;
+	double chunk;
+	int burst;
+
+
+	memset(p, 0, sizeof(*p));
+	if (ns_per_pkt <= 0) {   /* unpaced */
+		p->policy = g->hold_fd >= 0 ? "chunk" : "trial";
+		p->batch = o->batch;
+		p->per_call = g->hold_fd >= 0 ? UNPACED_CHUNK : count;
+		return;
+	}
+	p->batch = (unsigned int)k;
+	if (g->hold_fd < 0 || o->calls == CALLS_TRIAL) {
+		p->policy = "trial";
+		p->per_call = count;
+		return;
+	}
+	burst = o->calls == CALLS_BURST || (o->calls == CALLS_AUTO && ns_per_pkt >= BURST_NPP_MIN);
+	if (burst) {
+		p->policy = "burst";
+		p->per_call = k;
+		p->sleep = 1;
+		return;
+	}
+	chunk = (double)o->chunk_ns / ns_per_pkt;
+	p->policy = "chunk";
+	p->per_call = chunk > (double)k ? (uint64_t)chunk : k;
+	p->yield_ns = o->chunk_ns / YIELD_DIV;
+}
+
+/* Sleep until at (CLOCK_MONOTONIC ns) if that is far enough away. */
+static void sleep_until(struct gen *g, uint64_t at)
+{
+	struct timespec ts;
+
+	if (at < now_ns() + SLEEP_MIN_NS)
+		return;
+	at -= WAKE_EARLY_NS;
+	ts.tv_sec = (time_t)(at / 1000000000ull);
+	ts.tv_nsec = (long)(at % 1000000000ull);
+	g->sleeps++;
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+/* -H: send n held frames again, unpaced and outside the schedule: the schedule's
+ * offered, t0 and last offer stay as they were (a held frame was offered when it
+ * was due, as with srgen's -H); only the frame counter moves on. */
+static void resend(struct gen *g, uint64_t n)
+{
+	struct xdpgen_cfg cfg, saved;
+	int rc;
+
+	get_cfg(g, &saved);
+	cfg = saved;
+	cfg.npp_q8 = 0;
+	cfg.count = cfg.offered + n;
+	set_cfg(g, &cfg);
+	rc = run_prog(g, (uint32_t)n, n < MAX_BATCH ? (uint32_t)n : MAX_BATCH);
+	if (rc)
+		die("BPF_PROG_RUN failed: %s", strerror(-rc));
+	get_cfg(g, &cfg);
+	saved.seq = cfg.seq;
+	set_cfg(g, &saved);
+	g->resent += n;
+}
+
+/* -H: the frames refused since the last look join the backlog (at most hold_pkts;
+ * beyond that the oldest are lost: offered, never sent, counted refused).  When the
+ * peer refused nothing since the last look (its ring has room), up to one ring's
+ * worth (MAX_BATCH) of the backlog is sent again; what it refuses again comes back
+ * at the next look.  A peer that keeps refusing (overload) gets no re-sends, so the
+ * schedule is not crowded out: its backlog stays full and the rest is lost, as with
+ * srgen's -H. */
+static void hold_step(struct gen *g, uint64_t *err_seen)
+{
+	uint64_t xmit, err, fresh, n;
+
+	read_xmit(g, &xmit, &err);
+	fresh = err - *err_seen;
+	*err_seen = err;
+	g->backlog += fresh;
+	if (g->backlog > g->o.hold_pkts)
+		g->backlog = g->o.hold_pkts;
+	if (g->backlog > g->held_max)
+		g->held_max = g->backlog;
+	if (fresh || !g->backlog)
+		return;
+	n = g->backlog < MAX_BATCH ? g->backlog : MAX_BATCH;
+	g->backlog -= n;
+	resend(g, n);
+}
+
+/* Calls of repeat k until count packets were offered or the run stopped: the
+ * program paces each packet (never before it is due); in burst policy the call
+ * is issued, after a sleep, when its last packet is due. */
+static void send_calls(struct gen *g, const struct plan *p, uint64_t count, double ns_per_pkt,
+		       uint64_t err0, uint64_t drain_ns)
+{
+	struct xdpgen_cfg cfg;
+	uint64_t offered = 0, t0, k, yield = p->yield_ns, err_seen = err0, xmit, err, end;
+	int rc;
+
+	g->backlog = g->held_max = g->resent = 0;
+	get_cfg(g, &cfg);
+	t0 = cfg.t0_ns;
+	while (offered < count) {
+		k = count - offered < p->per_call ? count - offered : p->per_call;
+		if (k > UINT32_MAX)
+			k = UINT32_MAX;
+		if (p->sleep)
+			sleep_until(g, t0 + (uint64_t)((double)(offered + k - 1) * ns_per_pkt));
+		rc = run_prog(g, (uint32_t)k, p->batch < k ? p->batch : (uint32_t)k);
+		if (rc)
+			die("BPF_PROG_RUN failed: %s", strerror(-rc));
+		get_cfg(g, &cfg);
+		if (cfg.offered < offered + k)
+			break;   /* stopped (-L): the rest is dropped unoffered */
+		offered = cfg.offered;
+		t0 = cfg.t0_ns;
+		if (g->o.hold_pkts)
+			hold_step(g, &err_seen);
+		if (yield && offered < count)
+			sleep_until(g, now_ns() + yield + WAKE_EARLY_NS);
+	}
+	if (!g->o.hold_pkts)
+		return;
+	/* The schedule is over: retry what still waits, within the drain time. */
+	end = now_ns() + drain_ns;
+	while (now_ns() < end) {
+		if (!g->backlog) {
+			read_xmit(g, &xmit, &err);
+			if (err == err_seen)
+				break;   /* nothing waits, nothing new refused */
+		}
+		sleep_until(g, now_ns() + RETRY_NS + WAKE_EARLY_NS);
+		hold_step(g, &err_seen);
+	}
+}
+
+/* One trial: calls as plan_calls says; the program paces (see xdpgen.bpf.c). */
 static void run_trial(struct gen *g, const struct trial_req *t)
 {
 	const struct opts *o = &g->o;
 	struct counters before, after;
 	struct xdpgen_cfg cfg;
+	struct plan plan;
 	uint64_t between = 0, offered, first, last, slipped, max_lag;
-	uint64_t calls0 = g->calls, prog0 = g->prog_ns, err, sent, refused, drained, probes;
+	uint64_t calls0 = g->calls, prog0 = g->prog_ns, sleeps0 = g->sleeps, err, sent, refused;
+	uint64_t drained, probes;
 	double ns_per_pkt = t->rate_pps > 0 ? 1e9 / t->rate_pps : 0;
-	unsigned int batch = o->batch;
-	int stopped = 0, rc;
+	int stopped = 0;
 	struct watch w = { .g = g, .stop_lost = t->stop_lost };
 	pthread_t th;
 	uint32_t key = 0, zero = 0;
 
 	if (t->count > UINT32_MAX)
 		bad("count %" PRIu64 " is more than one run can repeat (%u)", t->count, UINT32_MAX);
-	if (ns_per_pkt > 0) {
-		double q = (double)o->quantum_ns / ns_per_pkt;
-
-		if (q < batch)
-			batch = q >= 1 ? (unsigned int)q : 1;
-	}
+	plan_calls(g, ns_per_pkt, t->count, &plan);
+	if (o->hold_pkts && !strcmp(plan.policy, "trial"))
+		die("-H needs the dispatcher hold (see above): one call per trial cannot re-send");
 	shape_begin(g, t->rate_pps, t->probe_pps, t->count);
 	read_counters(g, &before);
 	if (g->have_last)
@@ -867,7 +1107,9 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 	cfg.count = t->count;
 	cfg.max_lag_ns = o->max_lag_ns;
 	cfg.counter_off = o->counter_off > 0 ? (uint32_t)o->counter_off : 0;
-	first = now_ns() + 100000;   /* 100 us to enter the kernel */
+	/* Paced: 100 us to enter the kernel.  Unpaced, elapsed runs from now (the
+	 * program then leaves t0 alone, and a short run may end within 100 us). */
+	first = now_ns() + (ns_per_pkt > 0 ? 100000 : 0);
 	cfg.t0_ns = first;
 	cfg.last_ns = first;
 	set_cfg(g, &cfg);
@@ -885,11 +1127,8 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 		if (pthread_create(&th, NULL, watcher, &w))
 			die("cannot start the watcher thread");
 	}
-	if (t->count) {
-		rc = run_prog(g, (uint32_t)t->count, batch);
-		if (rc)
-			die("BPF_PROG_RUN failed: %s", strerror(-rc));
-	}
+	if (t->count)
+		send_calls(g, &plan, t->count, ns_per_pkt, before.xmit_err, t->drain_ns);
 	if (t->stop_lost != NO_STOP) {
 		w.done = 1;
 		pthread_join(th, NULL);
@@ -918,8 +1157,8 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 	       ", \"refused_short\": 0, \"elapsed_ns\": %" PRIu64
 	       ", \"rate_pps\": %.3f, \"frame_len\": %zu, \"batch\": %u, \"calls\": %" PRIu64
 	       ", \"mode\": \"xdp\", \"engine\": \"xdp\", \"ring_frames\": 0, \"queue_pkts\": 0"
-	       ", \"hold_pkts\": 0, \"held_max\": 0, \"counter_offset\": %ld, \"flows\": %" PRIu64
-	       ", \"mix\": \"%s\""
+	       ", \"hold_pkts\": %" PRIu64 ", \"held_max\": %" PRIu64 ", \"resent\": %" PRIu64
+	       ", \"counter_offset\": %ld, \"flows\": %" PRIu64 ", \"mix\": \"%s\""
 	       ", \"attempts_refused\": %" PRIu64 ", \"unaccounted\": %" PRIu64
 	       ", \"max_lag_ns\": %" PRIu64 ", \"max_lag_bound_ns\": %" PRIu64
 	       ", \"slipped_ns\": %" PRIu64 ", \"drain_ns\": %" PRIu64
@@ -929,15 +1168,19 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 	       ", \"xdp_xmit_delta\": %" PRIu64 ", \"xdp_xmit_err_delta\": %" PRIu64
 	       ", \"rx_packets_delta\": %" PRIu64 ", \"rx_dropped_delta\": %" PRIu64
 	       ", \"prog_ns\": %" PRIu64 ", \"prog_ns_max\": %" PRIu64
+	       ", \"call_policy\": \"%s\", \"per_call\": %" PRIu64 ", \"held\": %d"
+	       ", \"sleeps\": %" PRIu64
 	       ", \"stopped\": %d, \"offered\": %" PRIu64,
 	       t->count, sent, refused, t->count ? last - first : 0, t->rate_pps, g->len,
-	       batch, g->calls - calls0, o->counter_off, o->flows, o->mix ? o->mix : "", err,
+	       plan.batch, g->calls - calls0, o->hold_pkts, g->held_max, g->resent,
+	       o->counter_off, o->flows, o->mix ? o->mix : "", err,
 	       refused > err ? refused - err : 0, max_lag, o->max_lag_ns, slipped, t->drain_ns,
 	       t->settle_ns, drained, o->cpu, between,
 	       after.tx_packets - before.tx_packets, after.tx_dropped - before.tx_dropped,
 	       after.xmit - before.xmit, err,
 	       after.rx_packets - before.rx_packets, after.rx_dropped - before.rx_dropped,
-	       g->prog_ns - prog0, g->prog_ns_max, stopped, offered);
+	       g->prog_ns - prog0, g->prog_ns_max, plan.policy, plan.per_call,
+	       g->hold_fd >= 0, g->sleeps - sleeps0, stopped, offered);
 	if (t->probe_pps > 0) {
 		collect_probes(&g->sh.rx, probes);
 		probe_rx_print(&g->sh.rx, t->probe_pps, probes, g->sh.probe_len);
@@ -991,6 +1234,8 @@ int main(int argc, char **argv)
 
 		run_trial(&g, &t);
 	}
+	if (g.hold_fd >= 0)
+		close(g.hold_fd);
 	bpf_object__close(g.obj);
 	close(g.sock);
 	return 0;

@@ -75,6 +75,12 @@ ADDRESSING_RANGES: dict[str, tuple[int, int]] = {
 (a C-SID below 2 ** csid_nflen, vnf_target below the VNF count)."""
 
 
+def _ab_schema() -> dict[str, Any]:
+    from srperf.config.ab import AbBlock
+
+    return AbBlock.json_schema()
+
+
 def _addressing() -> dict[str, Any]:
     props: dict[str, Any] = {}
     for f in dataclasses.fields(Addressing):
@@ -122,6 +128,7 @@ EXPERIMENT_SCHEMA: dict[str, Any] = {
         "http": HttpConfig.json_schema(),
         "pipes": PIPES_SCHEMA,
         "traffic": TrafficConfig.json_schema(),
+        "ab": _ab_schema(),
     },
 }
 

@@ -170,3 +170,32 @@ def test_bad_ab_blocks(tmp_path: Path, capsys: pytest.CaptureFixture[str], conte
     err = capsys.readouterr().err
     assert str(f) in err and key in err
 
+
+
+def test_a_block_whose_generator_fell_behind_is_dropped_and_counted() -> None:
+    import random
+
+    from srperf.results import paired
+
+    calls = {"n": 0}
+    clock = {"t": 0.0}
+
+    def measure(side: str, block: int, slot: int) -> float:
+        calls["n"] += 1
+        clock["t"] += 1.0
+        if calls["n"] in (2, 9):   # the generator stalled in two blocks
+            raise paired.BlockUnusable("stalled")
+        return 100.0 + (calls["n"] % 3)
+
+    dropped = paired.Dropped()
+    r = paired.run_paired(measure, paired.StopRule(0.001, 1e9, 3, 6), random.Random(0),
+                          lambda: clock["t"], dropped=dropped)
+    assert dropped.count == 2 and dropped.reasons == ["stalled", "stalled"]
+    assert r.n_blocks == 6 and r.stop_reason == paired.BLOCKS_SPENT
+
+    def always(side: str, block: int, slot: int) -> float:
+        raise paired.BlockUnusable("stalled")
+
+    with pytest.raises(paired.BlockUnusable):
+        paired.run_paired(always, paired.StopRule(1, 1e9, 3, 6), random.Random(0),
+                          lambda: 0.0)

@@ -257,7 +257,9 @@ def cmd_ab(args: argparse.Namespace) -> int:
     limited = (f"; {outcome.generator_limited_used} trials paced short of the load but "
                f"saturated the SUT (used)" if outcome.generator_limited_used else "")
     print(f"at {outcome.load_pps / 1e3:.1f} kpps offered, received rate: {r.describe()}")
-    print(f"stopped: {r.stop_reason} ({r.n_blocks} blocks){limited}")
+    dropped = (f"; {outcome.dropped.count} blocks dropped (the generator fell behind)"
+               if outcome.dropped.count else "")
+    print(f"stopped: {r.stop_reason} ({r.n_blocks} blocks){limited}{dropped}")
     print(f"stored as run {run_id} in {store.where}")
     return EXIT_OK
 

@@ -41,9 +41,10 @@ log = logging.getLogger(__name__)
 TRIAL_ATTEMPTS = 3
 """Attempts of a trial that is not usable before the comparison stops; a figure is only
 ever taken from a usable trial."""
-TRIAL_ATTEMPTS_SLIPPED = 6
-"""Attempts of a trial whose generator fell behind (see :data:`MAX_SLIP`): on a shared
-host a stall of the generator's CPU is common and says nothing about the sides."""
+TRIAL_ATTEMPTS_SLIPPED = 3
+"""Attempts of a trial whose generator fell behind (see :data:`MAX_SLIP`) before its
+block is dropped (:class:`srperf.results.paired.BlockUnusable`): on a shared host a
+stall of the generator's CPU is common and says nothing about the sides."""
 SATURATION_MARGIN = 0.01
 """A trial saturated the SUT when it lost at least this share of what was offered."""
 MAX_SLIP = 0.05
@@ -138,6 +139,8 @@ class AbOutcome:
     """Trials the generator paced short of the load but that still saturated the SUT."""
     retried: int = 0
     """Trials measured again because one gave no figure (each one stored)."""
+    dropped: paired.Dropped = field(default_factory=paired.Dropped)
+    """Blocks dropped because the generator fell behind in one of their trials."""
 
     def detail(self) -> dict[str, Any]:
         """What is stored with the run (``comparisons.detail``)."""
@@ -150,7 +153,8 @@ class AbOutcome:
                 "figure": "received rate of a trial that saturated the SUT, at the common "
                           "offered load (received / elapsed, pps)",
                 "generator_limited_used": self.generator_limited_used,
-                "retried": self.retried,
+                "retried": self.retried, "blocks_dropped": self.dropped.count,
+                "dropped_reasons": self.dropped.reasons[-10:],
                 "result": None if r is None else {
                     "n_blocks": r.n_blocks, "ratio": r.ratio, "low": r.low, "high": r.high,
                     "sd_log": r.sd_log, "mdd_pct": r.mdd_pct, "status": r.status,
@@ -306,8 +310,12 @@ def run_ab(session: Any, cfg: AbConfig, settings: SearchSettings, algorithm: str
         if figure is not None:
             outcome.generator_limited_used += int(trial.generator_limited)
         if figure is None:
-            raise AbError(f"side {s} ({b.name}): the trial at {load:.0f} pps in block "
-                          f"{block} was not usable: {why}")
+            text = (f"side {s} ({b.name}): the trial at {load:.0f} pps in block {block} was "
+                    f"not usable: {why}")
+            if why.startswith("the generator"):
+                say(f"block {block} dropped: {why}")
+                raise paired.BlockUnusable(text)
+            raise AbError(text)
         return figure
 
     def on_block(n: int, order: str, figures: list[float], log_ratio: float) -> None:
@@ -317,8 +325,12 @@ def run_ab(session: Any, cfg: AbConfig, settings: SearchSettings, algorithm: str
         width = f", interval +-{r.half_width_pct:.2f} %" if r.status != paired.NOT_ENOUGH else ""
         say(f"block {n} {order}: B/A {math.exp(log_ratio):.4f}{width}")
 
-    outcome.result = paired.run_paired(measure, cfg.rule(), random.Random(cfg.seed), clock,
-                                       on_block=on_block)
+    try:
+        outcome.result = paired.run_paired(measure, cfg.rule(), random.Random(cfg.seed),
+                                           clock, on_block=on_block, dropped=outcome.dropped)
+    except paired.BlockUnusable as exc:
+        raise AbError(f"{paired.MAX_DROPPED_IN_A_ROW} blocks in a row dropped, the last: "
+                      f"{exc}; a quieter host, a lower --load or a longer --trial-s") from None
     return outcome
 
 

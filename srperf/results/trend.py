@@ -145,6 +145,17 @@ class TestTrend:
     settings: TrendSettings = TrendSettings()
 
     @property
+    def visible_step(self) -> Any:
+        """The smallest step this test's trend would see at the noise of its current
+        group (:func:`srperf.results.trend_power.visibility`; computed once)."""
+        cached = self.__dict__.get("_visible_step")
+        if cached is None:
+            from srperf.results.trend_power import visibility
+
+            cached = self.__dict__["_visible_step"] = visibility(self)
+        return cached
+
+    @property
     def points(self) -> list[Sample]:
         """The samples with figures (what jumpavg grouped), in order."""
         return [s for s in self.samples if not s.is_gap]
@@ -316,8 +327,11 @@ def format_table(items: list[TestTrend]) -> str:
     bw = max(10, *(len(t.key.testbed) for t in items))
     fw = max(len("forwarder"), *(len(t.key.forwarder) for t in items))
     tw = max(30, *(len(t.key.test) for t in items))
+    k = items[0].settings.confirm + 1
+    vis_head = f"step seen 1/{k} nights"
+    vw = max(len(vis_head), *(len(t.visible_step.short()) for t in items))
     lines = [f"{'class':<{cw}} {'testbed':<{bw}} {'forwarder':<{fw}} {'test':<{tw}} {'n':>3} "
-             f"{'gaps':>4} {'avg':>9} {'stdev':>8}  last change"]
+             f"{'gaps':>4} {'avg':>9} {'stdev':>8} {vis_head:>{vw}}  last change"]
     for t in items:
         cur = t.current
         ch = t.last_change
@@ -328,7 +342,8 @@ def format_table(items: list[TestTrend]) -> str:
         lines.append(f"{t.cls:<{cw}} {t.key.testbed:<{bw}} {t.key.forwarder:<{fw}} "
                      f"{t.key.test:<{tw}} {len(t.points):>3} {t.gaps:>4} "
                      f"{_num(cur.avg if cur else math.nan):>9} "
-                     f"{_num(cur.stdev if cur else math.nan):>8}  {change}")
+                     f"{_num(cur.stdev if cur else math.nan):>8} "
+                     f"{t.visible_step.short():>{vw}}  {change}")
     return "\n".join(lines)
 
 

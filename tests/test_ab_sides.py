@@ -199,3 +199,8 @@ def test_a_block_whose_generator_fell_behind_is_dropped_and_counted() -> None:
     with pytest.raises(paired.BlockUnusable):
         paired.run_paired(always, paired.StopRule(1, 1e9, 3, 6), random.Random(0),
                           lambda: 0.0)
+
+
+def test_the_figure_leaves_out_the_time_the_generator_slipped() -> None:
+    t = TrialResult(1000.0, 1.0, 1000, 1000, 0, 900, 1.08, extra={"slipped_ns": 80_000_000})
+    assert saturated_rate(t) == pytest.approx(900.0)

@@ -15,7 +15,7 @@ TEST_PREFIXES = ("srpt", "tgen", "lxc", "ebp", "srpcli", "srpsig", "sshq", "srps
                  "srpvp", "srppv", "srpbd", "srphd", "h16a", "h16b", "h17c", "h17e", "htrex",
                  "hvary", "s27", "s23", "s24b", "s25", "s22a", "s24a", "s26", "s22b", "s22d",
                  "p8v", "p8t", "p8d", "p8p", "p8c", "p8s", "p8f", "p8g", "q3b", "h38", "q3a",
-                 "k34", "s35", "t36", "l37", "s5b", "k4b", "k4a", "t6b", "x45", "g43")
+                 "k34", "s35", "t36", "l37", "s5b", "k4b", "k4a", "t6b", "x45", "g43", "a4b")
 
 
 def _namespaces() -> set[str]:

@@ -38,8 +38,9 @@ def test_the_step_found_is_red_and_a_smaller_one_is_not() -> None:
     mean, sd = statistics.fmean(means), statistics.stdev(means)
 
     def red(step: float, k: int) -> bool:
-        level = mean * (1 - step / 100) + tp.Z_80 * sd
-        return tp.red_within(values, tp._stepped(values[-1], level), k, 1, t.settings)
+        level = mean * (1 - step / 100)
+        nights = [tp._stepped(values[-1], level + sd * z) for z in tp.night_offsets(k)]
+        return tp.red_within(values, nights, 1, t.settings)
 
     assert red(v.own_night_pct, 1) and not red(v.own_night_pct - 2 * tp.RESOLUTION_PCT, 1)
     assert red(v.within_pct, v.k) and not red(v.within_pct - 2 * tp.RESOLUTION_PCT, v.k)
@@ -51,6 +52,15 @@ def test_noisier_history_sees_only_larger_steps() -> None:
     assert quiet.cv_pct < noisy.cv_pct
     assert quiet.own_night_pct < noisy.own_night_pct   # measured-ok: synthetic, seeded
     assert "not seen" in noisy.describe() and "CV" in noisy.describe()
+
+
+def test_stepped_nights_are_spread_and_their_mean_is_on_the_better_side() -> None:
+    import math
+
+    assert tp.night_offsets(1) == [pytest.approx(tp.Z_80)]
+    z3 = tp.night_offsets(3)
+    assert z3 == sorted(z3, reverse=True) and len(set(z3)) == 3
+    assert sum(z3) / 3 == pytest.approx(tp.Z_80 / math.sqrt(3))
 
 
 def test_k_follows_the_detectors_confirm_rule() -> None:

@@ -16,7 +16,10 @@ history shows:
   level: four stepped nights in five land worse than it, so a step found red here is
   red on at least about 80 % of such nights (assuming a worse night is never less red,
   which is how jumpavg's split behaves).  A night of several repetitions keeps the
-  newest night's spread around its new level.
+  newest night's spread around its new level.  ``k`` stepped nights are not ``k``
+  copies (identical nights would look noiseless to jumpavg): their mean lands
+  0.84 / sqrt(k) standard deviations to the better side and they are spread as the
+  k quantiles of a night's noise, the least visible first (:func:`night_offsets`).
 - **own night**: the smallest step for which that night is red
   (:meth:`TestTrend.red_on`'s rule); **within k nights**: the smallest step for which
   one of ``k`` such nights in a row is red (``k`` defaults to the detector's
@@ -97,14 +100,14 @@ def _stepped(last: Sequence[float], level: float) -> list[float]:
     return [v - m + level for v in last]
 
 
-def red_within(values: list[list[float]], night: list[float], k: int, direction: int,
+def red_within(values: list[list[float]], nights: Sequence[list[float]], direction: int,
                settings: TrendSettings, before: list[Any] | None = None) -> bool:
-    """True when one of ``k`` copies of ``night`` appended to ``values`` is red (the
+    """True when one of ``nights``, appended in turn to ``values``, is red (the
     detector's rule, :func:`new_regression`); ``before``: ``values`` grouped already."""
     series = list(values)
     if before is None:
         before = group(series, direction, settings)
-    for _ in range(k):
+    for night in nights:
         series.append(night)
         now = group(series, direction, settings)
         if new_regression(now, before, len(series), settings.confirm) is not None:
@@ -113,28 +116,44 @@ def red_within(values: list[list[float]], night: list[float], k: int, direction:
     return False
 
 
+def night_offsets(k: int) -> list[float]:
+    """Where ``k`` stepped nights land, in standard deviations of a night, better side
+    positive: their mean :data:`Z_80` / sqrt(k) to the better side of the stepped level
+    (so that the mean of k real nights lands worse with 80 % probability), spread as
+    the k quantiles of a normal night, the least visible first."""
+    nd = statistics.NormalDist()
+    shift = Z_80 / math.sqrt(k)
+    spread = [nd.inv_cdf((j + 0.5) / k) for j in range(k)] if k > 1 else [0.0]
+    return [shift + q for q in sorted(spread, reverse=True)]
+
+
 def smallest_step(values: list[list[float]], level: float, sd: float, direction: int,
                   k: int, settings: TrendSettings, upper_pct: float = MAX_STEP_PCT,
                   before: list[Any] | None = None) -> float | None:
     """The smallest step (%) for which a night at ``level`` moved by it (worse) and
     :data:`Z_80` x ``sd`` back turns red within ``k`` nights; None if not even at
-    ``upper_pct`` (a step known red: the bisection's upper end)."""
+    :data:`MAX_STEP_PCT` (``upper_pct``: a step likely red, tried first as the
+    bisection's upper end)."""
     d = 1 if direction >= 0 else -1
     if before is None:
         before = group(values, direction, settings)
 
-    def red(step_pct: float) -> bool:
-        centre = level * (1.0 - d * step_pct / 100.0) + d * Z_80 * sd
-        return red_within(values, _stepped(values[-1], centre), k, direction, settings,
-                          before)
+    offsets = night_offsets(k)
 
+    def red(step_pct: float) -> bool:
+        centre = level * (1.0 - d * step_pct / 100.0)
+        nights = [_stepped(values[-1], centre + d * sd * z) for z in offsets]
+        return red_within(values, nights, direction, settings, before)
+
+    if upper_pct < MAX_STEP_PCT and not red(upper_pct):
+        upper_pct = MAX_STEP_PCT
     if upper_pct >= MAX_STEP_PCT and not red(MAX_STEP_PCT):
         return None
     lo, hi = 0.0, upper_pct
     while hi - lo > RESOLUTION_PCT:
         mid = (lo + hi) / 2
         lo, hi = (lo, mid) if red(mid) else (mid, hi)
-    return round(hi, 1)
+    return hi   # a step found red (rounding it could leave the red side)
 
 
 def visibility(t: TestTrend, k: int | None = None) -> StepVisibility:
@@ -157,7 +176,8 @@ def visibility(t: TestTrend, k: int | None = None) -> StepVisibility:
     values = [list(p.values) for p in pts[-HISTORY:]]
     before = group(values, t.key.direction, t.settings)
     own = smallest_step(values, mean, sd, t.key.direction, 1, t.settings, before=before)
-    # red on its own night is red within k nights: own bounds the second search
+    # a step red on its own night is usually red within k nights: own is tried first as
+    # the second search's upper end
     within = smallest_step(values, mean, sd, t.key.direction, k, t.settings,
                            MAX_STEP_PCT if own is None else own, before)
     return StepVisibility(100.0 * sd / abs(mean), len(means), own, within, k)

@@ -27,7 +27,7 @@ def history(cv: float, nights: int = 30, reps: int = 3, seed: int = 1,
 
 def test_the_step_found_is_red_and_a_smaller_one_is_not() -> None:
     t = analyse(KEY, history(0.03), TrendSettings())
-    v = t.visible_step
+    v = tp.visibility(t)
     assert v.known and v.own_night_pct is not None and v.within_pct is not None
     assert v.within_pct <= v.own_night_pct
     cur = t.current
@@ -47,8 +47,8 @@ def test_the_step_found_is_red_and_a_smaller_one_is_not() -> None:
 
 
 def test_noisier_history_sees_only_larger_steps() -> None:
-    quiet = analyse(KEY, history(0.01), TrendSettings()).visible_step
-    noisy = analyse(KEY, history(0.08), TrendSettings()).visible_step
+    quiet = tp.visibility(analyse(KEY, history(0.01), TrendSettings()))
+    noisy = tp.visibility(analyse(KEY, history(0.08), TrendSettings()))
     assert quiet.cv_pct < noisy.cv_pct
     assert quiet.own_night_pct < noisy.own_night_pct   # measured-ok: synthetic, seeded
     assert "not seen" in noisy.describe() and "CV" in noisy.describe()
@@ -64,13 +64,15 @@ def test_stepped_nights_are_spread_and_their_mean_is_on_the_better_side() -> Non
 
 
 def test_k_follows_the_detectors_confirm_rule() -> None:
-    v = analyse(KEY, history(0.03), TrendSettings(confirm=4)).visible_step
+    v = analyse(KEY, history(0.03), TrendSettings(confirm=4))
+    v = tp.visibility(v)
     assert v.k == 5
 
 
 def test_a_time_figure_steps_upwards() -> None:
     key = TestKey("tb", "linux", "end 64B ns/pkt", "ns", -1)
-    v = analyse(key, history(0.03, key=key), TrendSettings()).visible_step
+    v = analyse(key, history(0.03, key=key), TrendSettings())
+    v = tp.visibility(v)
     assert v.known and v.own_night_pct is not None
 
 
@@ -79,7 +81,8 @@ def test_a_time_figure_steps_upwards() -> None:
     ([Sample(f"r{i}", f"2026-01-0{i + 1}", (5.0, 5.0)) for i in range(5)], "identical"),
 ])
 def test_no_noise_seen_is_not_enough_evidence(samples: list[Sample], why: str) -> None:
-    v = analyse(KEY, samples, TrendSettings()).visible_step
+    v = analyse(KEY, samples, TrendSettings())
+    v = tp.visibility(v)
     assert not v.known and why in v.reason and v.short() == "n/a"
     assert "not known" in v.describe()
 
@@ -87,8 +90,9 @@ def test_no_noise_seen_is_not_enough_evidence(samples: list[Sample], why: str) -
 def test_the_trend_table_has_the_column() -> None:
     from srperf.results.trend import format_table
 
-    text = format_table([analyse(KEY, history(0.03), TrendSettings())])
+    t = analyse(KEY, history(0.03), TrendSettings())
+    text = format_table([t], tp.visibility)
     head, row = text.splitlines()[:2]
     assert "step seen 1/3 nights" in head
-    v = analyse(KEY, history(0.03), TrendSettings()).visible_step
-    assert v.short() in row
+    assert tp.visibility(t).short() in row
+    assert "step seen" not in format_table([t])   # without it, the table as before

@@ -127,7 +127,7 @@ def _read_file(path: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
 def settings_of(args: argparse.Namespace) -> dict[str, Any]:
     """The A/B settings: the file's keys (or its ab: block), overridden by the options
     given; the sides checked (``_sides``), and the experiment mapping (``_experiment``)."""
-    from srperf.config.ab import check_side, side_spec
+    from srperf.config.ab_sides import check_side, side_spec
     from srperf.config.reader import apply_overrides
 
     data: dict[str, Any] = {}

@@ -157,8 +157,16 @@ def smallest_step(values: list[list[float]], level: float, sd: float, direction:
 
 
 def visibility(t: TestTrend, k: int | None = None) -> StepVisibility:
-    """What ``t``'s trend can see at the noise of its current group."""
+    """What ``t``'s trend can see at the noise of its current group (computed once per
+    trend and ``k``)."""
     k = t.settings.confirm + 1 if k is None else k
+    cache = t.__dict__.setdefault("_visible_steps", {})
+    if k not in cache:
+        cache[k] = _visibility(t, k)
+    return cache[k]
+
+
+def _visibility(t: TestTrend, k: int) -> StepVisibility:
     cur = t.current
     pts = t.points
     if cur is None or t.key.direction == 0:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from srperf.results.store import ResultStore
 from srperf.results.trend import RunFilter, TestTrend, TrendSettings, trends
+from srperf.results.trend_power import visibility
 
 log = logging.getLogger(__name__)
 
@@ -110,9 +111,9 @@ def judge(store: ResultStore, run_id: str, flt: RunFilter,
         out.texts[t.key.test] = (f"trend: {state}; current group {cur.avg:.4g} "
                                  f"+- {cur.stdev:.3g} {t.key.unit} over "
                                  f"{cur.last - cur.first + 1} runs; "
-                                 f"{t.visible_step.describe()}" if cur else
+                                 f"{visibility(t).describe()}" if cur else
                                  f"trend: {state}; no figure yet")
-        out.steps[t.key.test] = t.visible_step.to_dict()
+        out.steps[t.key.test] = visibility(t).to_dict()
         red = t.red_on(run_id)
         if red is not None:
             prev = t.groups[t.groups.index(red) - 1]

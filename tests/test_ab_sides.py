@@ -204,3 +204,16 @@ def test_a_block_whose_generator_fell_behind_is_dropped_and_counted() -> None:
 def test_the_figure_leaves_out_the_time_the_generator_slipped() -> None:
     t = TrialResult(1000.0, 1.0, 1000, 1000, 0, 900, 1.08, extra={"slipped_ns": 80_000_000})
     assert saturated_rate(t) == pytest.approx(900.0)
+
+
+def test_srperf_run_reads_an_experiment_with_an_ab_block(tmp_path: Path) -> None:
+    """The block is the experiment's own (schema-checked); ``srperf run`` ignores it."""
+    from srperf.config.experiment import load_experiment
+
+    f = tmp_path / "exp.yaml"
+    f.write_text("name: x\nbehaviors: [end]\nab: {a: end, b: end_x, budget_s: 60}\n")
+    assert load_experiment(f).behaviors == ("end",)
+    f.write_text("name: x\nbehaviors: [end]\nab: {a: end, b: end_x, budget_s: -1}\n")
+    with pytest.raises(ConfigError) as e:
+        load_experiment(f)
+    assert "budget_s" in str(e.value)

@@ -171,14 +171,12 @@ def settings_of(args: argparse.Namespace) -> dict[str, Any]:
         spec = side_spec(src, k, value, forwarder, options, getattr(args, f"{k}_set", []) or [],
                          getattr(args, f"{k}_sut_change", None))
         sides[k] = check_side(src, k, spec)
-    behaviors = list(dict.fromkeys([sides["a"].behavior, sides["b"].behavior]
-                                   if sides["a"].forwarder == forwarder else
-                                   [sides["b"].behavior]))
-    if sides["b"].forwarder != forwarder and sides["a"].forwarder == forwarder:
-        behaviors = [sides["a"].behavior]
-    if sides["a"].forwarder != forwarder and sides["b"].forwarder != forwarder:
-        # neither side is on the experiment's forwarder: the experiment is side A's
-        exp_data["forwarder"], behaviors = sides["a"].forwarder, [sides["a"].behavior]
+    # the experiment (search settings, testbed) is of the sides on its forwarder; when
+    # neither side is, it is side A's
+    on_exp = [side for side in sides.values() if side.forwarder == forwarder]
+    if not on_exp:
+        exp_data["forwarder"], on_exp = sides["a"].forwarder, [sides["a"]]
+    behaviors = list(dict.fromkeys(side.behavior for side in on_exp))
     exp_data["behaviors"] = behaviors
     data["_sides"], data["_experiment"], data["_source"] = sides, exp_data, src
     return data

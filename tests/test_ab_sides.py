@@ -86,6 +86,7 @@ def test_only_a_saturated_trial_on_time_gives_a_figure() -> None:
     assert saturated_rate(_trial(900, elapsed=1.02)) == pytest.approx(900 / 1.02)
     assert unusable_reason(_trial(995)).startswith("not saturated")   # the generator's rate
     assert unusable_reason(_trial(900, elapsed=1.7)).startswith("the generator fell behind")
+    assert not unusable_reason(_trial(900, elapsed=1.3))
     assert unusable_reason(_trial(0)) == "nothing received"
 
 
@@ -196,9 +197,9 @@ def test_a_block_whose_generator_fell_behind_is_dropped_and_counted() -> None:
     def always(side: str, block: int, slot: int) -> float:
         raise paired.BlockUnusable("stalled")
 
-    with pytest.raises(paired.BlockUnusable):
-        paired.run_paired(always, paired.StopRule(1, 1e9, 3, 6), random.Random(0),
+    r = paired.run_paired(always, paired.StopRule(1, 1e9, 3, 6), random.Random(0),
                           lambda: 0.0)
+    assert r.stop_reason == paired.GENERATOR_BEHIND and r.status == paired.NOT_ENOUGH
 
 
 def test_the_figure_leaves_out_the_time_the_generator_slipped() -> None:

@@ -53,6 +53,8 @@ MIN_BLOCKS = 3
 ORDERS = ("ABBA", "BAAB")
 SIGNIFICANT, NOT_SIGNIFICANT, NOT_ENOUGH = "different", "not_resolved", "not_enough_evidence"
 WIDTH_REACHED, BUDGET_SPENT, BLOCKS_SPENT = "width_reached", "budget_spent", "max_blocks"
+GENERATOR_BEHIND = "blocks_dropped"
+"""Stopped because :data:`MAX_DROPPED_IN_A_ROW` blocks in a row were dropped."""
 
 
 def block_orders(n: int, rng: random.Random) -> list[str]:
@@ -218,7 +220,8 @@ def run_paired(measure: Measure, rule: StopRule, rng: random.Random,
     """Measure blocks (random ABBA/BAAB) until ``rule`` says stop; ``clock()`` gives
     seconds (a monotonic clock, or a simulated one in tests).  A block in which
     ``measure`` raises :class:`BlockUnusable` is dropped (counted in ``dropped``; its
-    time counts against the budget); :data:`MAX_DROPPED_IN_A_ROW` in a row re-raise.
+    time counts against the budget); after :data:`MAX_DROPPED_IN_A_ROW` in a row it stops
+    with the blocks it has (``stop_reason`` :data:`GENERATOR_BEHIND`).
     Whether a block is dropped must not depend on its sides' figures, or the ratio is
     biased: only the generator's own failures qualify."""
     start = clock()
@@ -238,7 +241,7 @@ def run_paired(measure: Measure, rule: StopRule, rng: random.Random,
             dropped.in_a_row += 1
             dropped.reasons.append(str(exc))
             if dropped.in_a_row >= MAX_DROPPED_IN_A_ROW:
-                raise
+                return summarize(logs, confidence, GENERATOR_BEHIND)
             block_s = clock() - t0
             continue
         dropped.in_a_row = 0
@@ -248,7 +251,7 @@ def run_paired(measure: Measure, rule: StopRule, rng: random.Random,
             on_block(len(logs), order, figures, logs[-1])
 
 
-__all__ = ["BlockUnusable", "Dropped", "MAX_DROPPED_IN_A_ROW", "BLOCKS_SPENT", "BUDGET_SPENT", "MIN_BLOCKS", "NOT_ENOUGH", "NOT_SIGNIFICANT",
+__all__ = ["GENERATOR_BEHIND", "BlockUnusable", "Dropped", "MAX_DROPPED_IN_A_ROW", "BLOCKS_SPENT", "BUDGET_SPENT", "MIN_BLOCKS", "NOT_ENOUGH", "NOT_SIGNIFICANT",
            "ORDERS", "PairedResult", "SIGNIFICANT", "StopRule", "WIDTH_REACHED",
            "block_log_ratio", "block_orders", "minimal_detectable_pct", "run_paired",
            "summarize"]

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from srperf.config.settings import Settings, setting
-from srperf.errors import ConfigError
 
 SIDE_KEYS = ("behavior", "forwarder", "options", "sut_change")
 _SIDE_SCHEMA = {"description": "a behavior name, or a mapping with keys "

@@ -335,6 +335,8 @@ def run_nightly(suite: Suite, progress: Callable[[str], None] | None = None,
             if result.trend is not None:
                 verdict += "; trend red" if result.trend.red else "; trend green"
                 md_parts += [f"- **{a.test}**: {a.describe()}" for a in result.trend.alerts]
+                md_parts += [f"- {name}: {text[text.index('smallest'):]}" for name, text in
+                             sorted(result.trend.texts.items()) if "smallest" in text]
             say(f"nightly {suite.name}: {exp.name} run {run_id}: {verdict}; report {html}")
         out.junit_path = junit.write(
             safe_paths.file_in(reports_dir, f"junit-{suite_part}.xml", "reports", suite.source),

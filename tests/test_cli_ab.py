@@ -43,11 +43,21 @@ def test_ab_on_the_model_stores_every_trial_and_the_result(
 
 def test_ab_file_form_and_a_over_a(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     f = tmp_path / "aa.yaml"
-    f.write_text("a: end\nb: end\nload_pps: 500000\ntrial_s: 0.2\nbudget_s: 20\n"
+    f.write_text("a: end\nb: end\nload_pps: 2000000\ntrial_s: 0.2\nbudget_s: 20\n"
                  "testbed: simulated\nmax_blocks: 8\n")
     assert main(["ab", str(f), "--results", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "at 500.0 kpps offered" in out and "stopped:" in out
+    assert "at 2000.0 kpps offered" in out and "stopped:" in out
+
+
+def test_ab_never_takes_a_figure_from_a_load_the_sut_forwarded_whole(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """At a load below the SUT's capacity the received rate is the generator's: refused,
+    saying so, never a ratio."""
+    rc = main(["ab", "--a", "end", "--b", "end", "--load", "100000", "--results",
+               str(tmp_path), *ARGS])
+    assert rc == 1
+    assert "not saturated" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("content, key", [

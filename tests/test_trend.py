@@ -217,6 +217,12 @@ def test_nightly_is_red_on_the_night_of_the_step_and_junit_names_it(tmp_path: Pa
     assert [c.get("name") for c in failed] == ["end 64B PDR@0.5%"]
     message = failed[0].find("failure").get("message")
     assert "trend regression" in message and "->" in message and "t36-night-10" in message
+    # every night states the smallest step its trend would see (issue 48)
+    v9 = verdicts[8].results[0].trend
+    assert "smallest step red on its own night" in v9.texts["end 64B PDR@0.5%"]
+    step = v9.steps["end 64B PDR@0.5%"]
+    assert step["k"] == suite.trend.confirm + 1 and step["own_night_pct"] is not None
+    assert "smallest step red on its own night" in verdicts[8].markdown
 
 
 def test_suite_trend_settings_are_checked(tmp_path: Path) -> None:

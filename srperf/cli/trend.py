@@ -84,6 +84,7 @@ def settings_from(args: argparse.Namespace):  # -> TrendSettings
 def cmd_trend(args: argparse.Namespace) -> int:
     from srperf.cli.results import _open
     from srperf.results.trend import RunFilter, format_table, trends
+    from srperf.results.trend_power import visibility
 
     settings = settings_from(args)
     if args.html:
@@ -98,7 +99,7 @@ def cmd_trend(args: argparse.Namespace) -> int:
             from srperf.results.trend_report import write_trend_report
 
             write_trend_report(items, Path(args.html), title=f"srperf trend: {store.where}")
-    print(format_table(items))
+    print(format_table(items, visibility))
     if args.html:
         print(f"trend report: {args.html}")
     return EXIT_OK

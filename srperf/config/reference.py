@@ -69,6 +69,7 @@ ROOTS: tuple[Root, ...] = (
     Root("experiment", "profile", _model("ProfileConfig")),
     Root("experiment", "traffic", _model("TrafficConfig")),
     Root("experiment", "pm", _model("PmConfig", "srperf.config.pm"), "kind: pdr, forwarder: linux"),
+    Root("experiment", "ab", _model("AbBlock", "srperf.config.ab"), "srperf ab FILE"),
     Root("experiment", "goodput", _model("GoodputConfig", "srperf.config.stateful"),
          "kind: goodput"),
     Root("experiment", "http", _model("HttpConfig", "srperf.config.stateful"), "kind: http"),

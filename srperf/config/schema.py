@@ -76,6 +76,12 @@ ADDRESSING_RANGES: dict[str, tuple[int, int]] = {
 (a C-SID below 2 ** csid_nflen, vnf_target below the VNF count)."""
 
 
+def _ab_schema() -> dict[str, Any]:
+    from srperf.config.ab import AbBlock
+
+    return AbBlock.json_schema()
+
+
 def _addressing() -> dict[str, Any]:
     props: dict[str, Any] = {}
     for f in dataclasses.fields(Addressing):
@@ -124,6 +130,7 @@ EXPERIMENT_SCHEMA: dict[str, Any] = {
         "pipes": PIPES_SCHEMA,
         "traffic": TrafficConfig.json_schema(),
         "pm": PmConfig.json_schema(),
+        "ab": _ab_schema(),
     },
 }
 

@@ -141,6 +141,17 @@ class MeasurementSession:
         self.options = options
         self.sut.install(options)
 
+    def use_forwarder(self, forwarder: Forwarder, options: Settings) -> None:
+        """Go on with another ``forwarder`` (a paired A/B of two forwarders): the current
+        one's SUT handle is closed (the SUT cleaned), the new one's opened."""
+        self.testbed.check_forwarder(forwarder, "<session>")
+        if self._sut is not None:
+            self._sut.close()
+            self._sut = None
+        self.forwarder, self.options = forwarder, options
+        self._sut = self.testbed.sut(forwarder, options)
+        self._sut.open()
+
     # -- steps ----------------------------------------------------------------------------
     def configure(self, behavior: Any) -> None:
         """Configure ``behavior`` on the SUT (and the VNFs it needs)."""
@@ -152,9 +163,12 @@ class MeasurementSession:
     def generator(self, behavior: Any, seed: int = 0) -> TrafficGenerator:
         return self.testbed.generator(behavior.name, seed)
 
-    def verify(self, behavior: Any, packet_size: int, seed: int = 0) -> str | None:
-        """Verify once per (behavior, size); returns what was verified, None if it already was."""
-        if not self.verify_enabled or (behavior.name, packet_size) in self._verified:
+    def verify(self, behavior: Any, packet_size: int, seed: int = 0,
+               again: bool = False) -> str | None:
+        """Verify once per (behavior, size) (``again``: even if it was, e.g. on a changed
+        SUT); returns what was verified, None if it already was."""
+        if not self.verify_enabled or (
+                (behavior.name, packet_size) in self._verified and not again):
             return None
         size = min(s for s, _ in self.imix) if packet_size == IMIX_SIZE else packet_size
         gen = self.generator(behavior, seed)

@@ -53,6 +53,8 @@ MIN_BLOCKS = 3
 ORDERS = ("ABBA", "BAAB")
 SIGNIFICANT, NOT_SIGNIFICANT, NOT_ENOUGH = "different", "not_resolved", "not_enough_evidence"
 WIDTH_REACHED, BUDGET_SPENT, BLOCKS_SPENT = "width_reached", "budget_spent", "max_blocks"
+GENERATOR_BEHIND = "blocks_dropped"
+"""Stopped because :data:`MAX_DROPPED_IN_A_ROW` blocks in a row were dropped."""
 
 
 def block_orders(n: int, rng: random.Random) -> list[str]:
@@ -192,32 +194,64 @@ class StopRule:
 
 
 Measure = Callable[[str, int, int], float]
-"""``measure(side, block, slot)``: the figure (> 0) of configuration "A" or "B"."""
+"""``measure(side, block, slot)``: the figure (> 0) of configuration "A" or "B"; it may
+raise :class:`BlockUnusable` to drop the block it is in."""
+MAX_DROPPED_IN_A_ROW = 5
+
+
+class BlockUnusable(Exception):
+    """A trial gave no figure for a reason that does not depend on its side (the
+    generator's CPU stalled): the block is dropped and the comparison goes on."""
+
+
+@dataclass
+class Dropped:
+    """Blocks dropped, and the last reason."""
+
+    count: int = 0
+    in_a_row: int = 0
+    reasons: list[str] = field(default_factory=list)
 
 
 def run_paired(measure: Measure, rule: StopRule, rng: random.Random,
                clock: Callable[[], float], confidence: float = 0.95,
-               on_block: Callable[[int, str, list[float], float], None] | None = None
-               ) -> PairedResult:
+               on_block: Callable[[int, str, list[float], float], None] | None = None,
+               dropped: Dropped | None = None) -> PairedResult:
     """Measure blocks (random ABBA/BAAB) until ``rule`` says stop; ``clock()`` gives
-    seconds (a monotonic clock, or a simulated one in tests)."""
+    seconds (a monotonic clock, or a simulated one in tests).  A block in which
+    ``measure`` raises :class:`BlockUnusable` is dropped (counted in ``dropped``; its
+    time counts against the budget); after :data:`MAX_DROPPED_IN_A_ROW` in a row it stops
+    with the blocks it has (``stop_reason`` :data:`GENERATOR_BEHIND`).
+    Whether a block is dropped must not depend on its sides' figures, or the ratio is
+    biased: only the generator's own failures qualify."""
     start = clock()
     logs: list[float] = []
     block_s = 0.0
+    dropped = dropped if dropped is not None else Dropped()
     while True:
         why = rule.decide(logs, clock() - start, block_s, confidence)
         if why:
             return summarize(logs, confidence, why)
         t0 = clock()
         order = rng.choice(ORDERS)
-        figures = [measure(side, len(logs) + 1, slot) for slot, side in enumerate(order)]
+        try:
+            figures = [measure(side, len(logs) + 1, slot) for slot, side in enumerate(order)]
+        except BlockUnusable as exc:
+            dropped.count += 1
+            dropped.in_a_row += 1
+            dropped.reasons.append(str(exc))
+            if dropped.in_a_row >= MAX_DROPPED_IN_A_ROW:
+                return summarize(logs, confidence, GENERATOR_BEHIND)
+            block_s = clock() - t0
+            continue
+        dropped.in_a_row = 0
         logs.append(block_log_ratio(order, figures))
         block_s = clock() - t0
         if on_block is not None:
             on_block(len(logs), order, figures, logs[-1])
 
 
-__all__ = ["BLOCKS_SPENT", "BUDGET_SPENT", "MIN_BLOCKS", "NOT_ENOUGH", "NOT_SIGNIFICANT",
+__all__ = ["GENERATOR_BEHIND", "BlockUnusable", "Dropped", "MAX_DROPPED_IN_A_ROW", "BLOCKS_SPENT", "BUDGET_SPENT", "MIN_BLOCKS", "NOT_ENOUGH", "NOT_SIGNIFICANT",
            "ORDERS", "PairedResult", "SIGNIFICANT", "StopRule", "WIDTH_REACHED",
            "block_log_ratio", "block_orders", "minimal_detectable_pct", "run_paired",
            "summarize"]

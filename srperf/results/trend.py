@@ -35,7 +35,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import jumpavg
 
@@ -306,8 +306,11 @@ def _num(x: float) -> str:
     return "-" if x is None or math.isnan(x) else f"{x:.4g}" if abs(x) < 100 else f"{x:.1f}"
 
 
-def format_table(items: list[TestTrend]) -> str:
-    """The ``srperf trend`` table: one line per test."""
+def format_table(items: list[TestTrend],
+                 visible: Callable[[TestTrend], Any] | None = None) -> str:
+    """The ``srperf trend`` table: one line per test (with ``visible``,
+    :func:`srperf.results.trend_power.visibility`, a column of the smallest step each
+    test would see)."""
     if not items:
         return "(no trended tests: no finished run with figures matches)"
     # columns as wide as their longest entry: a relative test (``end 64B PDR@0.5% /
@@ -316,8 +319,13 @@ def format_table(items: list[TestTrend]) -> str:
     bw = max(10, *(len(t.key.testbed) for t in items))
     fw = max(len("forwarder"), *(len(t.key.forwarder) for t in items))
     tw = max(30, *(len(t.key.test) for t in items))
+    k = items[0].settings.confirm + 1
+    seen = {t.key: visible(t).short() for t in items} if visible is not None else {}
+    vis_head = f" {'step seen 1/' + str(k) + ' nights':>{max(19, *map(len, seen.values()))}}" \
+        if seen else ""
+    vw = len(vis_head) - 1
     lines = [f"{'class':<{cw}} {'testbed':<{bw}} {'forwarder':<{fw}} {'test':<{tw}} {'n':>3} "
-             f"{'gaps':>4} {'avg':>9} {'stdev':>8}  last change"]
+             f"{'gaps':>4} {'avg':>9} {'stdev':>8}{vis_head}  last change"]
     for t in items:
         cur = t.current
         ch = t.last_change
@@ -328,7 +336,8 @@ def format_table(items: list[TestTrend]) -> str:
         lines.append(f"{t.cls:<{cw}} {t.key.testbed:<{bw}} {t.key.forwarder:<{fw}} "
                      f"{t.key.test:<{tw}} {len(t.points):>3} {t.gaps:>4} "
                      f"{_num(cur.avg if cur else math.nan):>9} "
-                     f"{_num(cur.stdev if cur else math.nan):>8}  {change}")
+                     f"{_num(cur.stdev if cur else math.nan):>8}"
+                     + (f" {seen[t.key]:>{vw}}" if seen else "") + f"  {change}")
     return "\n".join(lines)
 
 

@@ -248,8 +248,11 @@ def _env() -> "jinja2.Environment":
 def render(items: list[TestTrend], title: str) -> str:
     rows = collect(items)
     beds = testbeds(items)
+    from srperf.results.trend_power import visibility
+
     return _env().get_template("trend.html.j2").render(
         title=title, rows=rows, version=__version__, testbeds=beds,
+        steps={t.key: visibility(t) for t in items},
         side_by_side=[r for r in rows if len(r.trends) > 1] if len(beds) > 1 else [],
         generated=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         nan=math.nan, counts={c.replace(" ", "_"): sum(1 for r in rows for t in r.trends

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from srperf.results.store import ResultStore
 from srperf.results.trend import RunFilter, TestTrend, TrendSettings, trends
+from srperf.results.trend_power import visibility
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,10 @@ class TrendVerdict:
     run_id: str
     alerts: list[TrendAlert] = field(default_factory=list)
     texts: dict[str, str] = field(default_factory=dict)
-    """Test name -> one line: its class on this run, current group average."""
+    """Test name -> one line: its class on this run, current group average, the
+    smallest step it would see."""
+    steps: dict[str, dict[str, object]] = field(default_factory=dict)
+    """Test name -> :class:`srperf.results.trend_power.StepVisibility` as a dict."""
 
     @property
     def red(self) -> bool:
@@ -64,7 +68,8 @@ class TrendVerdict:
 
     def to_dict(self) -> dict[str, object]:
         return {"verdict": "regression" if self.red else "normal",
-                "red": {a.test: a.describe() for a in self.alerts}}
+                "red": {a.test: a.describe() for a in self.alerts},
+                "smallest_step": self.steps}
 
 
 def _suspect(store: ResultStore, t: TestTrend, previous: str, current: str) -> str:
@@ -105,8 +110,10 @@ def judge(store: ResultStore, run_id: str, flt: RunFilter,
             state = "not enough evidence (fewer than 3 runs before the step)"
         out.texts[t.key.test] = (f"trend: {state}; current group {cur.avg:.4g} "
                                  f"+- {cur.stdev:.3g} {t.key.unit} over "
-                                 f"{cur.last - cur.first + 1} runs" if cur else
+                                 f"{cur.last - cur.first + 1} runs; "
+                                 f"{visibility(t).describe()}" if cur else
                                  f"trend: {state}; no figure yet")
+        out.steps[t.key.test] = visibility(t).to_dict()
         red = t.red_on(run_id)
         if red is not None:
             prev = t.groups[t.groups.index(red) - 1]

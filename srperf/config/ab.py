@@ -20,7 +20,16 @@ SIDE_KEYS = ("behavior", "forwarder", "options", "sut_change")
 _SIDE_SCHEMA = {"description": "a behavior name, or a mapping with keys "
                                + ", ".join(SIDE_KEYS),
                 "oneOf": [{"type": "string"}, {"type": "object"}]}
-_POS = {"type": "number", "exclusiveMinimum": 0}
+_RATE = {"type": "number", "exclusiveMinimum": 0, "maximum": 1e9}
+"""An offered rate in pps (at most 1 Gpps: no generator comes near it)."""
+
+
+def _pos(maximum: float) -> dict[str, Any]:
+    return {"type": "number", "exclusiveMinimum": 0, "maximum": maximum}
+
+
+def _blocks() -> dict[str, Any]:
+    return {"type": "integer", "minimum": 3, "maximum": 100000}
 
 
 @dataclass(frozen=True)
@@ -37,25 +46,25 @@ class AbBlock(Settings):
                                schema={"type": "integer", "minimum": 48, "maximum": 9000})
     load_pps: Any = setting(None, "common offered load; none: load_factor x the larger "
                             "figure load_from finds", unit="pps",
-                            schema={"oneOf": [{"type": "null"}, _POS]})
+                            schema={"oneOf": [{"type": "null"}, _RATE]})
     load_factor: float = setting(1.1, "the common load over the larger side's figure",
-                                 schema=_POS)
+                                 unit="x", schema=_pos(10))
     load_from: str = setting("probe", "probe: one trial a side at probe_pps, its received "
                              "rate; search: one search a side, its PDR",
                              schema={"enum": ["probe", "search"]})
     probe_pps: Any = setting(None, "rate of the probe trials; none: the search's maximum "
-                             "rate", unit="pps", schema={"oneOf": [{"type": "null"}, _POS]})
-    trial_s: float = setting(1.0, "duration of one trial", unit="s", schema=_POS)
+                             "rate", unit="pps", schema={"oneOf": [{"type": "null"}, _RATE]})
+    trial_s: float = setting(1.0, "duration of one trial", unit="s", schema=_pos(3600))
     width_pct: float = setting(1.0, "stop when the 95 % interval is within +- this",
-                               unit="%", schema=_POS)
+                               unit="%", schema=_pos(100))
     budget_s: float = setting(600.0, "stop before a block would end past this", unit="s",
-                              schema=_POS)
-    min_blocks: int = setting(8, "blocks before the width may stop it",
-                              schema={"type": "integer", "minimum": 3})
-    max_blocks: int = setting(1000, "at most this many blocks",
-                              schema={"type": "integer", "minimum": 3})
-    seed: int = setting(0, "seed of the random block orders",
-                        schema={"type": "integer", "minimum": 0})
+                              schema=_pos(7 * 86400))
+    min_blocks: int = setting(8, "blocks before the width may stop it", unit="blocks",
+                              schema=_blocks())
+    max_blocks: int = setting(1000, "at most this many blocks", unit="blocks",
+                              schema=_blocks())
+    seed: int = setting(0, "seed of the random block orders", unit="(a seed)",
+                        schema={"type": "integer", "minimum": 0, "maximum": 2**32 - 1})
 
 
 AB_FILE_KEYS = tuple(AbBlock.json_schema()["properties"]) + ("forwarder", "testbed", "set")

@@ -191,9 +191,10 @@ def test_a_short_run_measures_verified_chains_and_leaves_nothing(tmp_path: Path)
     assert (status, forwarder) == ("finished", "xdp")
     rows = db.execute("SELECT behavior, status, lower_pps FROM searches").fetchall()
     assert sorted(r[0] for r in rows) == ["xdp_enc_mon_fw", "xdp_end_fw", "xdp_fw"]
-    assert all(r[1] in ("ok", "generator_limited") for r in rows), rows
-    assert all(r[2] and r[2] > 0 for r in rows if r[1] == "ok"), rows
-    assert (proc.returncode == 0) == any(r[1] == "ok" for r in rows), rows
+    # at_max: the chain passed the testbed's line rate (xdpgen offers it since its fix)
+    assert all(r[1] in ("ok", "at_max", "generator_limited") for r in rows), rows
+    assert all(r[2] and r[2] > 0 for r in rows if r[1] in ("ok", "at_max")), rows
+    assert (proc.returncode == 0) == any(r[1] in ("ok", "at_max") for r in rows), rows
     assert not X.wait_no_leftovers("x45r"), X.leftovers("x45r")
 
 

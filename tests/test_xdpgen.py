@@ -349,5 +349,7 @@ def test_frames_restored_on_recycled_pages(forwarding: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     rep = SrgenReport.parse(proc.stdout)
     assert rep.offered == 2000 and rep.refused == 0
-    assert rep.rx_packets_delta == rep.sent == 2000
+    # the sink may also count xdpgen's one start-up frame (sent before the trial, it can
+    # arrive through the forwarding namespace after the trial's counters were read)
+    assert rep.sent == 2000 and rep.rx_packets_delta - rep.sent in (0, 1), rep
     assert gone()

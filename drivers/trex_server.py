@@ -30,7 +30,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 import posixpath
 import re
 import time
@@ -230,8 +229,10 @@ class TrexServer:
         from srperf.safety import programs
         from srperf.transports.netns import NetnsTransport
 
-        if isinstance(self.node, NetnsTransport) and os.path.lexists(self.opt.release or ""):
-            programs.check_trex_release(self.source, self.opt.release or "")   # a missing one: below
+        if isinstance(self.node, NetnsTransport):
+            # Always, also when the release is missing now (its parent must then be
+            # trusted): one another user creates after this check would be run by root.
+            programs.check_trex_release(self.source, self.opt.release or "")
         if self.pid() is not None:
             log.info("TRex server of testbed %s already running on %s", self.testbed,
                      self.node.where)

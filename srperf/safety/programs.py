@@ -22,23 +22,31 @@ from pathlib import Path
 from srperf.safety import read_gate
 
 
+def _tree_or_parent(file: str, key: str, tree: str) -> None:
+    """``tree`` as a trusted tree; when it is missing, its nearest existing parent as a
+    trusted directory, so that no other user can make it between this check and its use."""
+    path = Path(os.path.abspath(tree))
+    there = path
+    while not os.path.lexists(there) and there != there.parent:
+        there = there.parent
+    if there == path:
+        read_gate.trusted_tree(path, file, key)
+    else:
+        read_gate.trusted_dir(there, file, key)
+
+
 def check_trex_release(file: str, release: str) -> None:
-    """The TRex release directory ``release`` (on this host) as a trusted tree."""
-    read_gate.trusted_tree(release, file, "tester.options.release")
+    """The TRex release directory ``release`` (on this host) as a trusted tree; when it
+    is missing (starting it then fails), its nearest existing parent as a trusted
+    directory: a release another user could create there would be run by root."""
+    _tree_or_parent(file, "tester.options.release", release)
 
 
 def check_trex_client(file: str, client_path: str) -> None:
     """The TRex client directory whose Python root imports, as a trusted tree; when it
     is missing (the import then fails), its nearest existing parent as a trusted
     directory, so that no other user can make it in between."""
-    path = Path(os.path.abspath(client_path))
-    there = path
-    while not os.path.lexists(there) and there != there.parent:
-        there = there.parent
-    if there == path:
-        read_gate.trusted_tree(path, file, "tester.options.client_path")
-    else:
-        read_gate.trusted_dir(there, file, "tester.options.client_path")
+    _tree_or_parent(file, "tester.options.client_path", client_path)
 
 
 def check_program(file: str, key: str, program: str) -> None:

@@ -1,0 +1,72 @@
+"""Second independent probe of the read gate (issue 44): a local TRex release that is
+missing when ``testbed up`` (TrexServer.start) looks, and that another user creates right
+after that look, is never run by root; its nearest existing parent must be trusted."""
+
+from __future__ import annotations
+
+import os
+import pwd
+from pathlib import Path
+
+import pytest
+
+from srperf.drivers.trex import TrexOptions
+from srperf.drivers.trex_server import TrexServer
+from srperf.errors import GeneratorError
+from srperf.safety import programs
+from srperf.safety.read_gate import Untrusted
+from srperf.transports.netns import NetnsTransport
+
+NOBODY = pwd.getpwnam("nobody")
+
+
+def _server(release: Path) -> TrexServer:
+    opts = TrexOptions(release=str(release), interfaces=["03:00.0", "03:00.1"],
+                       sync_port=1, async_port=2)
+    return TrexServer(NetnsTransport(None), opts, "q4qprobe", ready_s=2,
+                      source="<testbed q4qprobe>")
+
+
+def test_release_another_user_creates_after_the_check_is_not_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, NOBODY.pw_uid, NOBODY.pw_gid)
+    release = theirs / "release"
+    marker = tmp_path / "ran-as-root"
+    planted: list[Path] = []
+    real_pid = TrexServer.pid
+
+    def plant_then_pid(self: TrexServer) -> int | None:
+        # The other user wins the race: the release appears just after start() looked.
+        if not planted:
+            release.mkdir()
+            trex = release / "t-rex-64"
+            trex.write_text(f"#!/bin/sh\nid -u > {marker}\n")
+            trex.chmod(0o755)
+            for path in (release, trex):
+                os.chown(path, NOBODY.pw_uid, NOBODY.pw_gid)
+            planted.append(release)
+        return real_pid(self)
+
+    monkeypatch.setattr(TrexServer, "pid", plant_then_pid)
+    with pytest.raises(Untrusted) as err:
+        _server(release).start()
+    assert "tester.options.release" in str(err.value) and "nobody" in str(err.value)
+    assert not marker.exists()
+
+
+def test_missing_release_in_a_trusted_parent_is_still_reported_as_missing(
+        tmp_path: Path) -> None:
+    release = tmp_path / "v3.04"
+    with pytest.raises(GeneratorError, match="no executable t-rex-64"):
+        _server(release).start()
+    assert not release.exists()
+
+
+def test_missing_release_below_a_sticky_shared_directory_is_refused(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)   # like /tmp: anyone may create the release there
+    with pytest.raises(Untrusted, match="tester.options.release"):
+        programs.check_trex_release("<testbed>", str(shared / "trex"))

@@ -21,7 +21,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-WT = Path("/work/wt/i44q")
+WT = Path(__file__).resolve().parents[2]   # the checkout
 SRPERF = str(WT / ".venv/bin/srperf")
 BASE = Path("/tmp/q4q-probe")
 NOBODY = pwd.getpwnam("nobody").pw_uid
@@ -541,7 +541,7 @@ def main() -> None:
     from collections import Counter
     c = Counter(r[1] for r in results)
     print(f"cases {len(results)}: " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())))
-    with open(WT / "probe2/results.tsv", "a") as f:
+    with open(Path("/tmp/read_probe2-results.tsv"), "a") as f:
         for r in results:
             f.write("\t".join(map(str, r)) + "\n")
     pw = list(BASE.glob("PWNED*"))

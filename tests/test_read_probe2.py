@@ -70,3 +70,49 @@ def test_missing_release_below_a_sticky_shared_directory_is_refused(tmp_path: Pa
     shared.chmod(0o1777)   # like /tmp: anyone may create the release there
     with pytest.raises(Untrusted, match="tester.options.release"):
         programs.check_trex_release("<testbed>", str(shared / "trex"))
+
+
+def _lab(parent: Path, name: str, target: str) -> Path:
+    """An SSH testbed in ``parent/name`` (nobody's address, its own key) whose provision
+    names ``target``."""
+    import subprocess
+
+    import yaml
+
+    tmp_path = parent / name
+    tmp_path.mkdir()
+    key = tmp_path / "key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)],
+                   check=True)
+    pub = (tmp_path / "key.pub").read_text().split()
+    (tmp_path / "known_hosts").write_text(f"203.0.113.250 {pub[0]} {pub[1]}\n")
+    data = {"name": "q4q-lab", "kind": "ssh", "prefix": "q4ql",
+            "tester": {"driver": "linux", "tx": {"name": "t0"}, "rx": {"name": "t1"}},
+            "sut": {"forwarder": "linux", "in": {"name": "s0"}, "out": {"name": "s1"},
+                    "transport": {"kind": "ssh", "ssh": {
+                        "host": "203.0.113.250", "key_file": str(key),
+                        "known_hosts": str(tmp_path / "known_hosts")}}},
+            "provision": {"kernel": {"target": target}}}
+    path = tmp_path / "lab.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_validate_checks_the_kernel_target_as_provision_takes_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """validate said ok for a provision.kernel.target in a directory another user owns
+    (provision refused it only when used); now it refuses it, naming the key."""
+    from cli_call import call_main
+
+    shipped = Path(__file__).resolve().parents[1] / "testbed" / "kernel-6.12.yaml"
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    planted = theirs / "kernel.yaml"
+    planted.write_text(shipped.read_text())
+    os.chown(theirs, NOBODY.pw_uid, NOBODY.pw_gid)
+    code, _, err = call_main(["validate", str(_lab(tmp_path, "a", str(planted)))], capsys)
+    assert code == 2 and str(theirs) in err, err
+    code, _, err = call_main(["validate", str(_lab(tmp_path, "b", "missing.yaml"))], capsys)
+    assert code == 2 and "provision.kernel.target" in err and "missing.yaml" in err, err
+    code, out, err = call_main(["validate", str(_lab(tmp_path, "c", str(shipped)))], capsys)
+    assert code == 0 and "ok (testbed)" in out, err

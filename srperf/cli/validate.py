@@ -9,11 +9,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from srperf import resources
 from srperf.cli import guard
 from srperf.cli.guard import EXIT_CONFIG, EXIT_OK
 from srperf.errors import ConfigError
+
+if TYPE_CHECKING:
+    from srperf.config.model import TestbedConfig
 
 
 def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -48,12 +52,24 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 preflight.check_run(exp, tb)
                 print(f"{name}: ok (experiment, checked against testbed {tb.source})")
             else:
-                preflight.check_testbed(load_testbed(path))
+                tb = load_testbed(path)
+                preflight.check_testbed(tb)
+                _check_kernel_target(tb)
                 print(f"{name}: ok (testbed)")
         except ConfigError as exc:
             print(f"srperf: config error: {exc}", file=sys.stderr)
             status = EXIT_CONFIG
     return status
+
+
+def _check_kernel_target(tb: "TestbedConfig") -> None:
+    """The kernel an SSH testbed's ``provision.kernel.target`` names is checked as
+    ``srperf provision`` would take it (the kernel testbed through the read gate, its
+    image present), not only when provisioning."""
+    from srperf.kernel.provision import request
+
+    if tb.kind == "ssh" and (tb.provision or {}).get("kernel"):
+        request(tb, None)
 
 
 def _config_path(name: str) -> Path:

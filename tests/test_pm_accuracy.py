@@ -12,10 +12,8 @@ must equal the truth (sent - the sink's count), packet for packet; 0 where nothi
 
 from __future__ import annotations
 
-import json
 import re
 import socket
-import struct
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -27,14 +25,15 @@ from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from srperf.forwarders.ebpf.build import build_all
 from srperf.pm.build import build_pm
-from srperf.pm.maps import Runner, find_prog
+from srperf.pm.maps import find_prog
 from srperf.pm.model import BlockLoss, PmSettings, make_flows
 from srperf.pm.monitor import LossMonitor, PmNode
 from srperf.pm.node import Attached, attach_egress, attach_ingress, detach
 from srperf.traffic.packet_socket import ns_packet_socket, receive_frames
 from srperf.util.netns import netns_names, run
+
+from pm_chain import plant_drop, runner_in
 
 pytestmark = pytest.mark.netns
 
@@ -45,12 +44,6 @@ BLOCKS = 3
 SID_LISTS = [[f"fc00:46:{f + 1:x}::1", f"fc00:46:{f + 1:x}::2", "fc00:46:ff::d"]
              for f in range(4)]
 MARK = re.compile(rb"p46 f(\d+) b(\d+) s\d+")
-
-
-def runner_in(ns: str) -> Runner:
-    def runner(argv: list[str]) -> str:
-        return run(argv, ns=ns).stdout
-    return runner
 
 
 def _chain_up() -> None:
@@ -73,25 +66,6 @@ def _chain_up() -> None:
 def _chain_down() -> None:
     for ns in (IN, LK, EG):
         run(["ip", "netns", "del", ns], check=False)
-
-
-def _plant_drop(ppm: int) -> None:
-    """vnf_drop on l0's tc ingress dropping ``ppm`` parts per million."""
-    obj = next(p for p in build_all() if p.name == "vnf_drop.o")
-    lk = runner_in(LK)
-    lk(["tc", "qdisc", "replace", "dev", "l0", "clsact"])
-    lk(["tc", "filter", "replace", "dev", "l0", "ingress", "pref", "46", "handle", "1",
-        "bpf", "da", "obj", str(obj), "sec", "tc"])
-    prog = find_prog(lk, "vnf_drop")
-    assert prog is not None
-    info = json.loads(lk(["bpftool", "-j", "prog", "show", "id", str(prog)]))
-    for map_id in info["map_ids"]:
-        if json.loads(lk(["bpftool", "-j", "map", "show", "id", str(map_id)]))["name"] \
-                == "vnf_drop_cfg":
-            lk(["bpftool", "map", "update", "id", str(map_id), "key", "hex", "00", "00", "00",
-                "00", "value", "hex", *[f"{b:02x}" for b in struct.pack("<I", ppm)]])
-            return
-    raise AssertionError("vnf_drop has no vnf_drop_cfg map")
 
 
 @dataclass
@@ -201,7 +175,7 @@ def test_no_drop_no_loss_and_colours_alternate(chain: Chain) -> None:
 
 
 def test_planted_drop_per_block_loss_equals_the_truth(chain: Chain) -> None:
-    _plant_drop(10_000)   # 1 %
+    plant_drop(LK, 10_000)   # 1 %
     losses, sent, seen = _run_chain(chain)
     total_lost = 0
     for loss in losses:

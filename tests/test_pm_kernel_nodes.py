@@ -23,7 +23,6 @@ import json
 import os
 import re
 import socket
-import struct
 import threading
 import time
 from collections import Counter
@@ -39,6 +38,8 @@ from srperf.pm.implementations import IMPLEMENTATIONS, check_flows, lookup
 from srperf.pm.kernel_base import PmNodeError, PmUnsupported, node_tag
 from srperf.pm.model import BlockLoss, Count, Flow, PmSettings, make_flows
 from srperf.pm.monitor import LossMonitor
+
+from pm_chain import plant_drop, runner_in
 
 KERNEL = ("ip6tables", "nftables", "ipset")
 FLOWS = make_flows([["fc00:1::1", "fc00:1::2", "fc00:1::3"], ["fc00:2::1"],
@@ -302,12 +303,6 @@ def _run(argv: list[str], ns: str | None = None, check: bool = True):  # type: i
     return run(argv, ns=ns, check=check)
 
 
-def runner_in(ns: str):  # type: ignore[no-untyped-def]
-    def runner(argv: list[str]) -> str:
-        return _run(argv, ns).stdout
-    return runner
-
-
 def _udp_socket(ns: str) -> socket.socket:
     """An IPv6 UDP socket created in namespace ``ns`` (setns in a short thread)."""
     out: dict[str, object] = {}
@@ -364,27 +359,6 @@ def _chain_up() -> None:
 def _chain_down() -> None:
     for ns in (IN, LK, EG):
         _run(["ip", "netns", "del", ns], check=False)
-
-
-def _plant_drop(ppm: int) -> None:
-    """vnf_drop on l0's tc ingress dropping ``ppm`` parts per million."""
-    from srperf.forwarders.ebpf.build import build_all
-    from srperf.pm.maps import find_prog
-
-    obj = next(p for p in build_all() if p.name == "vnf_drop.o")
-    lk = runner_in(LK)
-    lk(["tc", "qdisc", "replace", "dev", "l0", "clsact"])
-    lk(["tc", "filter", "replace", "dev", "l0", "ingress", "pref", "46", "handle", "1",
-        "bpf", "da", "obj", str(obj), "sec", "tc"])
-    prog = find_prog(lk, "vnf_drop")
-    assert prog is not None
-    for map_id in json.loads(lk(["bpftool", "-j", "prog", "show", "id", str(prog)]))["map_ids"]:
-        if json.loads(lk(["bpftool", "-j", "map", "show", "id", str(map_id)]))["name"] \
-                == "vnf_drop_cfg":
-            lk(["bpftool", "map", "update", "id", str(map_id), "key", "hex", "00", "00", "00",
-                "00", "value", "hex", *[f"{b:02x}" for b in struct.pack("<I", ppm)]])
-            return
-    raise AssertionError("vnf_drop has no vnf_drop_cfg map")
 
 
 def leftovers() -> list[str]:
@@ -501,7 +475,7 @@ def test_counts_exact_per_flow_and_colour_and_detach_leaves_nothing(chain: Chain
 def test_planted_drop_per_block_loss_equals_the_truth(chain: Chain) -> None:
     """1 % dropped between the nodes: per flow and block the ingress count is what was
     sent, the egress count what the sink saw, so the monitor's loss is the truth."""
-    _plant_drop(10_000)
+    plant_drop(LK, 10_000)
     losses, sent, seen = _run_blocks(chain, blocks=3, per_block=100)
     total = 0
     for loss in losses:

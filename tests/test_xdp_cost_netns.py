@@ -25,24 +25,12 @@ TB = TestbedConfig(name="x4bp", prefix="x4bp")
 
 @pytest.fixture(scope="module")
 def testbed():
-    from srperf.testbeds.virtual import VirtualTestbed
-
-    vt = VirtualTestbed(TB)
-    try:
-        vt.up()
-        yield vt
-    finally:
-        try:
-            X.script(TB, "clean", {})
-        finally:
-            vt.down()
+    yield from X.testbed_up(TB)
 
 
 @pytest.fixture()
 def sut(testbed):
-    yield TB
-    X.clean(TB)
-    assert not X.wait_no_leftovers("x4bp"), X.leftovers("x4bp")
+    yield from X.clean_sut(TB)
 
 
 def steps(tb: TestbedConfig) -> dict[str, tuple[int, int]]:

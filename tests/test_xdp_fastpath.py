@@ -27,24 +27,12 @@ REDIRECT, PASS, DROP = 4, 2, 1
 
 @pytest.fixture(scope="module")
 def testbed():
-    from srperf.testbeds.virtual import VirtualTestbed
-
-    vt = VirtualTestbed(TB)
-    try:
-        vt.up()
-        yield vt
-    finally:
-        try:
-            X.script(TB, "clean", {})
-        finally:
-            vt.down()
+    yield from X.testbed_up(TB)
 
 
 @pytest.fixture()
 def sut(testbed):
-    yield TB
-    X.clean(TB)
-    assert not X.wait_no_leftovers("x45p"), X.leftovers("x45p")
+    yield from X.clean_sut(TB)
 
 
 def frame_of(chain: str) -> bytes:

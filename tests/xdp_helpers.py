@@ -7,7 +7,7 @@ import json
 import subprocess
 import time
 from pathlib import Path
-from typing import Mapping
+from typing import Iterator, Mapping
 
 from srperf.config.model import TestbedConfig
 from srperf.forwarders.base import Prepared
@@ -52,6 +52,30 @@ def load(tb: TestbedConfig, behavior: str, **options: object) -> XdpOptions:
 def clean(tb: TestbedConfig) -> None:
     res = script(tb, "clean", {})
     assert res.returncode == 0, res.stderr
+
+
+def testbed_up(tb: TestbedConfig) -> Iterator[object]:
+    """A module fixture's body: ``tb``'s virtual testbed up for the tests, then the xdp
+    script's clean and the testbed down, whatever the tests did."""
+    from srperf.testbeds.virtual import VirtualTestbed
+
+    vt = VirtualTestbed(tb)
+    try:
+        vt.up()
+        yield vt
+    finally:
+        try:
+            script(tb, "clean", {})
+        finally:
+            vt.down()
+
+
+def clean_sut(tb: TestbedConfig) -> Iterator[TestbedConfig]:
+    """A test fixture's body: ``tb`` for the test, then clean, and nothing of the fast
+    path left under its prefix."""
+    yield tb
+    clean(tb)
+    assert not wait_no_leftovers(tb.prefix), leftovers(tb.prefix)
 
 
 def prog_run(tb: TestbedConfig, frame: bytes, repeat: int = 1, tail_calls: int = 0) -> ProgRun:

@@ -13,7 +13,10 @@ from netns_guard import forbid_unmarked_traffic  # noqa: F401 - autouse: the fas
 # Namespace prefixes the suite's tests use (one per test area).
 TEST_PREFIXES = ("srpt", "tgen", "lxc", "ebp", "srpcli", "srpsig", "sshq", "srpssh", "cfgc",
                  "srpvp", "srppv", "srpbd", "srphd", "h16a", "h16b", "h17c", "h17e", "htrex",
-                 "hvary", "s27", "s23", "s24b", "s25", "s22a", "s24a", "s26", "s22b", "s22d", "p8v", "p8t", "p8d", "p8p", "p8c", "p8s", "p8f", "p8g", "q3b", "h38", "q3a", "k34", "s35", "t36", "l37", "s5b", "k4b", "k4a", "t6b", "x45", "g43", "c4c", "x4b", "p4p", "m4k", "m4x", "g4f", "g4p", "a4b")
+                 "hvary", "s27", "s23", "s24b", "s25", "s22a", "s24a", "s26", "s22b", "s22d", "p8v",
+                 "p8t", "p8d", "p8p", "p8c", "p8s", "p8f", "p8g", "q3b", "h38", "q3a", "k34", "s35",
+                 "t36", "l37", "s5b", "k4b", "k4a", "t6b", "x45", "g43", "c4c", "x4b", "p4p", "m4k",
+                 "m4x", "g4f", "g4p", "a4b", "a5u", "t5e", "s5h", "x5s", "k5t", "u5s", "l5n")
 
 
 def _namespaces() -> set[str]:

@@ -116,3 +116,34 @@ def test_validate_checks_the_kernel_target_as_provision_takes_it(
     assert code == 2 and "provision.kernel.target" in err and "missing.yaml" in err, err
     code, out, err = call_main(["validate", str(_lab(tmp_path, "c", str(shipped)))], capsys)
     assert code == 0 and "ok (testbed)" in out, err
+
+
+@pytest.mark.parametrize("key", ["results", "reports"])
+def test_validate_checks_a_suites_directories_as_nightly_does(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], key: str) -> None:
+    """validate said ok for a suite whose results:/reports: directory another user owns
+    (nightly refused it only when it ran: the second probe's last 2 validate gaps); now
+    validate refuses it, naming the key, and makes no directory of its own."""
+    import yaml
+    from cli_call import call_main
+
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, NOBODY.pw_uid, NOBODY.pw_gid)
+    mine = tmp_path / "mine"
+    suite = {"name": "u5s-suite", "testbed": "virtual", "experiments": ["quick"],
+             "results": str(mine / "results"), "reports": str(mine / "reports")}
+    good = tmp_path / "good.yaml"
+    good.write_text(yaml.safe_dump(suite))
+    code, out, err = call_main(["validate", str(good)], capsys)
+    assert code == 0 and "nightly suite" in out, err
+    assert not mine.exists()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({**suite, key: str(theirs)}))
+    code, _, err = call_main(["validate", str(bad)], capsys)
+    assert code == 2 and key in err and str(theirs) in err, err
+    placed = tmp_path / "a-file"
+    placed.write_text("")
+    bad.write_text(yaml.safe_dump({**suite, key: str(placed / "below")}))
+    code, _, err = call_main(["validate", str(bad)], capsys)
+    assert code == 2 and key in err and "not a directory" in err, err

@@ -15,6 +15,7 @@ from srperf import resources
 from srperf.cli import guard
 from srperf.cli.guard import EXIT_CONFIG, EXIT_OK
 from srperf.errors import ConfigError
+from srperf.safety import safe_paths
 
 if TYPE_CHECKING:
     from srperf.config.model import TestbedConfig
@@ -91,6 +92,10 @@ def _validate_suite(path: Path, testbed: str | None) -> str:
     from srperf.nightly import load_suite
 
     suite = load_suite(path)
+    # The directories nightly writes into, checked as nightly checks them (refused when
+    # another user can write into one or owns a symlink on the way), without making them.
+    safe_paths.check_dir(Path(suite.results), "results", suite.source)
+    safe_paths.check_dir_to_be_made(Path(suite.reports), "reports", suite.source)
     tb = load_testbed(resources.find_config(testbed or suite.testbed, "testbed"))
     preflight.check_testbed(tb)
     for name in suite.experiments:

@@ -197,13 +197,20 @@ def check_dir(path: Path, what: str, file: str = "<command line>") -> None:
         raise ConfigError(file, what, str(path), f"refused as srperf's directory: {why}")
 
 
-def ensure_dir(path: Path, what: str, file: str = "<command line>",
-               mode: int = 0o755) -> Path:
-    """``path`` checked (:func:`check_dir`), made when missing (with its parents)."""
+def check_dir_to_be_made(path: Path, what: str, file: str = "<command line>") -> None:
+    """:func:`check_dir` of ``path``, and a file or device on the way to it refused, as
+    :func:`ensure_dir` checks before making it (``srperf validate`` makes nothing)."""
     for parent in reversed([path, *path.parents]):   # a file or device above it
         if parent.exists() and not parent.is_dir():
             check_dir(parent, what, file)
     check_dir(path, what, file)
+
+
+def ensure_dir(path: Path, what: str, file: str = "<command line>",
+               mode: int = 0o755) -> Path:
+    """``path`` checked (:func:`check_dir_to_be_made`), made when missing (with its
+    parents)."""
+    check_dir_to_be_made(path, what, file)
     try:
         path.mkdir(mode=mode, parents=True, exist_ok=True)
     except OSError as exc:
@@ -735,8 +742,8 @@ def open_store_file(path: Path, what: str = "--db", file: str = "<command line>"
     return path
 
 
-__all__ = ["PRIVATE", "SHARED", "UnsafePath", "append_private", "check_dir", "check_outputs",
-           "check_trusted_file", "copy_file", "read_trusted", "describe", "ensure_dir", "file_in",
+__all__ = ["PRIVATE", "SHARED", "UnsafePath", "append_private", "check_dir",
+           "check_dir_to_be_made", "check_outputs", "check_trusted_file", "copy_file", "read_trusted", "describe", "ensure_dir", "file_in",
            "foreign_symlink", "make_dir", "make_dirs", "make_temp_dir", "new_private_file",
            "open_new", "open_store_file", "open_subdirs", "others_can_write", "remove_empty",
            "remove_file", "remove_subtree", "remove_tree", "replace", "safe_component",

@@ -12,7 +12,7 @@ cumulative since the node's flows were set (the monitor takes differences).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from srperf.pm.maps import Runner, read_counters, set_flows, set_state
@@ -46,6 +46,9 @@ class EbpfNode:
 
     runner: Runner
     attached: Attached
+    detached: bool = field(default=False, init=False)
+    """Set by :meth:`detach`: a second call (a cleanup path after a normal end) does
+    nothing, as the kernel nodes' detach does (it would fail on a gone filter)."""
 
     @property
     def role(self) -> str:
@@ -61,7 +64,9 @@ class EbpfNode:
         return read_counters(self.runner, self.attached.maps)
 
     def detach(self) -> None:
-        detach(self.runner, self.attached)
+        if not self.detached:
+            detach(self.runner, self.attached)
+            self.detached = True
 
 
 __all__ = ["CounterNode", "EbpfNode"]

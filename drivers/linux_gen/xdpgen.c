@@ -864,7 +864,7 @@ static void check_mtu(struct gen *g)
 static void check_frame(struct gen *g)
 {
 	struct counters c0, c1;
-	uint64_t start, moved;
+	uint64_t start;
 	int err;
 
 	read_counters(g, &c0);
@@ -882,8 +882,14 @@ static void check_frame(struct gen *g)
 			    "its peer needs NAPI (an XDP program or GRO on it)", g->o.tx);
 		usleep(POLL_NS / 1000);
 	}
-	for (start = moved = now_ns(); now_ns() - moved < CHECK_SETTLE_NS &&
-	     now_ns() - start < CHECK_WAIT_NS && c1.rx_packets == c0.rx_packets;) {
+	/* out of the peer's ring (tx_packets), then at the rx port or CHECK_SETTLE_NS */
+	for (start = now_ns(); c1.xmit != c0.xmit && c1.tx_packets == c0.tx_packets &&
+	     now_ns() - start < CHECK_WAIT_NS;) {
+		usleep(POLL_NS / 1000);
+		read_counters(g, &c1);
+	}
+	for (start = now_ns(); c1.rx_packets == c0.rx_packets &&
+	     now_ns() - start < CHECK_SETTLE_NS;) {
 		usleep(POLL_NS / 1000);
 		read_counters(g, &c1);
 	}
@@ -954,22 +960,41 @@ static void setup(struct gen *g)
 
 struct trial_req { double rate_pps; uint64_t count, drain_ns, settle_ns, stop_lost; double probe_pps; };
 
-static uint64_t drain(struct gen *g, const struct counters *before, uint64_t sent,
+/* Wait for the trial's frames as srgen does: until the rx port has counted every
+ * frame the TX port took, or the TX port's tx_packets has (a veth counts a live frame
+ * there once its peer's NAPI took it out of the ring: none waits in the SUT's ring)
+ * and neither counter moved for settle_ns; drain_ns at most (all of it when settle_ns
+ * is 0).  Before, the drain ended once rx had not moved for settle_ns, with frames
+ * still in a stalled peer's ring: sent (xdp_xmit) was then more than tx_packets. */
+static uint64_t drain(struct gen *g, const struct counters *before, uint64_t offered,
 		      const struct trial_req *t, struct counters *after)
 {
-	uint64_t start = now_ns(), moved = start, rx_prev = before->rx_packets, now;
+	uint64_t start = now_ns(), moved = start, now = start, sent;
+	uint64_t rx = before->rx_packets, tx = before->tx_packets;
 
-	for (;;) {
-		now = now_ns();
+	if (!t->settle_ns) {
+		struct timespec ts = { (time_t)(t->drain_ns / 1000000000ull),
+				       (long)(t->drain_ns % 1000000000ull) };
+
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
 		read_counters(g, after);
-		if (after->rx_packets - before->rx_packets >= sent && after->xmit - before->xmit >= sent)
-			break;
-		if (after->rx_packets != rx_prev) {
-			rx_prev = after->rx_packets;
+		return now_ns() - start;
+	}
+	for (;;) {
+		read_counters(g, after);
+		now = now_ns();
+		sent = after->xmit - before->xmit;
+		if (sent > offered)
+			sent = offered;
+		if (after->rx_packets != rx || after->tx_packets != tx) {
+			rx = after->rx_packets;
+			tx = after->tx_packets;
 			moved = now;
-		} else if (t->settle_ns && now - moved >= t->settle_ns) {
-			break;
 		}
+		if (rx - before->rx_packets >= sent ||
+		    (now - moved >= t->settle_ns && tx - before->tx_packets >= sent))
+			break;
 		if (now - start >= t->drain_ns)
 			break;
 		usleep(POLL_NS / 1000);

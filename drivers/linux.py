@@ -487,6 +487,19 @@ class LinuxGenerator(TrafficGenerator):
                 linux_sink.attach_sink(self.ns, self.rx)
                 self._probe_sink = False
 
+    def start(self) -> None:
+        """Start the resident sender of the prepared traffic now, not at the first trial
+        (as a caller that reads the ports' counters around its trials needs: xdpgen's
+        start-up frame, which checks that the TX port takes live frames, is no trial's)."""
+        if self._frame_file is None:
+            raise GeneratorError("prepare(frame) must be called before start()")
+        self._engine_now = self.choose_engine()
+        if not self.resident:
+            return
+        if self._qdisc_queue:
+            self._prepare_port()
+        self._ensure_resident()
+
     def max_rate_pps(self) -> float | None:
         """The unpaced maximum measured by :meth:`measure_max_rate` (pps), else None."""
         return self._max_rate_pps

@@ -98,6 +98,7 @@ from srperf.safety import safe_paths
 from srperf.build import ensure_built
 from srperf.config.settings import Settings, setting
 from srperf.drivers.base import MixUnsupported, TrafficGenerator, TrialResult, beyond_generator
+from srperf.drivers import linux_engine
 from srperf.drivers.linux_engine import ENGINES, Traffic, port_driver, xdp_refusal
 from srperf.errors import GeneratorError
 from srperf.traffic.flows import Flows, flow_frames
@@ -743,7 +744,8 @@ class LinuxGenerator(TrafficGenerator):
                 else self._frame_file.stat().st_size // max(self._flow_count, 1))
         return Traffic(frame_bytes=size, flows=self._flow_count, mix=self._mix is not None,
                        latency=self._probe_file is not None or self.probe_pps > 0,
-                       send_mode=self.mode, tx_driver=self._tx_driver)
+                       send_mode=self.mode, tx_driver=self._tx_driver,
+                       kernel=linux_engine.kernel_release())
 
     def choose_engine(self) -> str:
         """The engine of the next trial: ``packet`` or ``xdp`` (``auto``: xdp when

@@ -3,7 +3,8 @@
 ``tester.options.engine`` is ``auto``, ``xdp`` or ``packet``.  xdpgen
 (drivers/xdpgen.py) sends by BPF_PROG_RUN live frames and counts through the TX
 port's veth ``xdp_xmit`` counters, so it cannot do everything srgen does (ring
-mode, frames above a page, a TX port other than veth).  :func:`xdp_refusal` says
+mode, frames above a page, a TX port other than veth, a kernel before 5.18: the
+release is read by :func:`kernel_release`).  :func:`xdp_refusal` says
 why it cannot send a given traffic (None: it can); ``auto`` then falls back to
 srgen, and ``xdp`` is refused
 (before the run by srperf/measure/preflight.py, at the trial otherwise).

@@ -98,6 +98,7 @@ from srperf.safety import safe_paths
 from srperf.build import ensure_built
 from srperf.config.settings import Settings, setting
 from srperf.drivers.base import MixUnsupported, TrafficGenerator, TrialResult, beyond_generator
+from srperf.drivers import linux_engine
 from srperf.drivers.linux_engine import ENGINES, Traffic, port_driver, xdp_refusal
 from srperf.errors import GeneratorError
 from srperf.traffic.flows import Flows, flow_frames
@@ -487,6 +488,19 @@ class LinuxGenerator(TrafficGenerator):
                 linux_sink.attach_sink(self.ns, self.rx)
                 self._probe_sink = False
 
+    def start(self) -> None:
+        """Start the resident sender of the prepared traffic now, not at the first trial
+        (as a caller that reads the ports' counters around its trials needs: xdpgen's
+        start-up frame, which checks that the TX port takes live frames, is no trial's)."""
+        if self._frame_file is None:
+            raise GeneratorError("prepare(frame) must be called before start()")
+        self._engine_now = self.choose_engine()
+        if not self.resident:
+            return
+        if self._qdisc_queue:
+            self._prepare_port()
+        self._ensure_resident()
+
     def max_rate_pps(self) -> float | None:
         """The unpaced maximum measured by :meth:`measure_max_rate` (pps), else None."""
         return self._max_rate_pps
@@ -730,7 +744,8 @@ class LinuxGenerator(TrafficGenerator):
                 else self._frame_file.stat().st_size // max(self._flow_count, 1))
         return Traffic(frame_bytes=size, flows=self._flow_count, mix=self._mix is not None,
                        latency=self._probe_file is not None or self.probe_pps > 0,
-                       send_mode=self.mode, tx_driver=self._tx_driver)
+                       send_mode=self.mode, tx_driver=self._tx_driver,
+                       kernel=linux_engine.kernel_release())
 
     def choose_engine(self) -> str:
         """The engine of the next trial: ``packet`` or ``xdp`` (``auto``: xdp when

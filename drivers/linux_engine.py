@@ -3,7 +3,8 @@
 ``tester.options.engine`` is ``auto``, ``xdp`` or ``packet``.  xdpgen
 (drivers/xdpgen.py) sends by BPF_PROG_RUN live frames and counts through the TX
 port's veth ``xdp_xmit`` counters, so it cannot do everything srgen does (ring
-mode, frames above a page, a TX port other than veth).  :func:`xdp_refusal` says
+mode, frames above a page, a TX port other than veth, a kernel before 5.18: the
+release is read by :func:`kernel_release`).  :func:`xdp_refusal` says
 why it cannot send a given traffic (None: it can); ``auto`` then falls back to
 srgen, and ``xdp`` is refused
 (before the run by srperf/measure/preflight.py, at the trial otherwise).
@@ -12,6 +13,8 @@ srgen, and ``xdp`` is refused
 from __future__ import annotations
 
 import hashlib
+import os
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +25,8 @@ ENGINES = ("auto", "xdp", "packet")
 XDP_MAX_FRAME_BYTES = 3500
 """Largest frame (no FCS) xdpgen sends: one page with headroom and skb_shared_info
 (MAX_FRAME in xdpgen.c)."""
+LIVE_FRAMES_KERNEL = (5, 18)
+"""First kernel release with BPF_PROG_RUN live frames (BPF_F_TEST_XDP_LIVE_FRAMES)."""
 
 
 @dataclass(frozen=True)
@@ -37,11 +42,18 @@ class Traffic:
     """Several frame sizes (IMIX), which both engines send (linux_gen/mix.h)."""
     tx_driver: str = "veth"
     """The TX port's kernel driver (``ethtool -i``), "" when it cannot be read."""
+    kernel: str | None = None
+    """The release of the kernel xdpgen would run on (:func:`kernel_release`); None: not
+    checked."""
 
 
 def xdp_refusal(t: Traffic) -> str | None:
     """Why xdpgen cannot send ``t`` (None: it can).  Flows, latency probes and IMIX it
     sends as srgen does (xdpgen.bpf.c, ``shape_frame``)."""
+    if t.kernel is not None:
+        why = live_frames_refusal(t.kernel)
+        if why is not None:
+            return why
     if t.frame_bytes > XDP_MAX_FRAME_BYTES:
         return (f"a {t.frame_bytes}-byte frame is larger than xdpgen's {XDP_MAX_FRAME_BYTES} "
                 "(one page with headroom)")
@@ -50,6 +62,25 @@ def xdp_refusal(t: Traffic) -> str | None:
     if t.tx_driver != "veth":
         return (f"the TX port's driver is {t.tx_driver or 'unknown'!r}, not veth (xdpgen "
                 "counts with the veth's xdp_xmit counters)")
+    return None
+
+
+def kernel_release() -> str:
+    """The release of this host's kernel (``uname -r``), which the local generator runs
+    on: the boundary the live-frames check reads (tests replace it with a double)."""
+    return os.uname().release
+
+
+def live_frames_refusal(release: str) -> str | None:
+    """Why a kernel of ``release`` cannot run xdpgen (None: it can): BPF_PROG_RUN takes
+    ``BPF_F_TEST_XDP_LIVE_FRAMES`` from 5.18 on; an older kernel refuses the flag."""
+    m = re.match(r"(\d+)\.(\d+)", release)
+    if m is None:
+        return f"the kernel release {release!r} does not say whether it has live frames"
+    if (int(m[1]), int(m[2])) < LIVE_FRAMES_KERNEL:
+        since = ".".join(map(str, LIVE_FRAMES_KERNEL))
+        return (f"kernel {release} has no BPF_PROG_RUN live frames "
+                f"(BPF_F_TEST_XDP_LIVE_FRAMES, kernel {since} and later)")
     return None
 
 
@@ -90,5 +121,5 @@ def describe(options: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-__all__ = ["ENGINES", "XDP_MAX_FRAME_BYTES", "Traffic", "describe", "port_driver",
-           "xdp_refusal"]
+__all__ = ["ENGINES", "LIVE_FRAMES_KERNEL", "XDP_MAX_FRAME_BYTES", "Traffic", "describe",
+           "kernel_release", "live_frames_refusal", "port_driver", "xdp_refusal"]

@@ -1,13 +1,13 @@
 """``srperf run`` with ``tester.options.engine: xdp`` on the virtual testbed (issue 43):
 the searches end with an honest status, every trial says it was sent by xdpgen, the
-run's environment names the engine, and no program or map of xdpgen is left."""
+run's environment names the engine, and no program, map, link or pinned object of
+xdpgen, nor its process, is left (found by id: tests/xdpgen_objects.py)."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -15,32 +15,13 @@ import yaml
 
 from srperf.cli.entry import main
 from srperf.util.netns import netns_names
+from xdpgen_objects import pinned, watching
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
 PREFIX = "g4c"
 TESTBED = {"name": "g4c", "kind": "virtual", "prefix": PREFIX,
            "tester": {"line_rate_pps": 200000, "options": {"engine": "xdp"}}}
-
-
-def _xdpgen_left() -> list[str]:
-    """Names of xdpgen's programs and maps the kernel still holds."""
-    left = []
-    for what, name in (("prog", "xdpgen_tx"), ("map", "xdpgen_cfg")):
-        out = subprocess.run(["bpftool", "-j", what, "show"], capture_output=True, text=True,
-                             check=True).stdout
-        left += [f"{what} {name}" for o in json.loads(out) if o.get("name") == name]
-    return left
-
-
-def _gone(timeout_s: float = 5.0) -> list[str]:
-    """What is left once the kernel had time to free closed objects (RCU)."""
-    end = time.monotonic() + timeout_s
-    left = _xdpgen_left()
-    while left and time.monotonic() < end:
-        time.sleep(0.1)
-        left = _xdpgen_left()
-    return left
 
 
 def test_run_with_engine_xdp(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -50,8 +31,9 @@ def test_run_with_engine_xdp(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     (tmp_path / "exp.yaml").write_text(yaml.safe_dump(exp))
     (tmp_path / "tb.yaml").write_text(yaml.safe_dump(TESTBED))
     try:
-        rc = main(["run", str(tmp_path / "exp.yaml"), "--testbed", str(tmp_path / "tb.yaml"),
-                   "--results", str(tmp_path / "res")])
+        with watching(f"{PREFIX}-tester") as seen:
+            rc = main(["run", str(tmp_path / "exp.yaml"), "--testbed",
+                       str(tmp_path / "tb.yaml"), "--results", str(tmp_path / "res")])
         out = capsys.readouterr().out
         assert rc in (0, 3), out    # 3: every search generator-limited on a busy host
         db = sqlite3.connect(tmp_path / "res" / "srperf.sqlite")
@@ -75,4 +57,6 @@ def test_run_with_engine_xdp(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         for ns in left_ns:
             subprocess.run(["ip", "netns", "del", ns], check=False)
     assert not left_ns, f"namespaces left: {left_ns}"
-    assert not _gone(), "xdpgen's program or map outlived the run"
+    assert seen.progs and seen.maps, "the watcher never saw xdpgen's program"
+    assert not seen.gone(), "xdpgen or its objects outlived the run"
+    assert not pinned(PREFIX)

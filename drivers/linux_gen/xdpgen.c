@@ -108,6 +108,8 @@
 #define COUNTER_LEN 8
 #define ETH_HLEN_ 14
 #define POLL_NS 500000ull
+#define CHECK_WAIT_NS 200000000ull   /* the start-up frame: counted within 200 ms */
+#define CHECK_SETTLE_NS 20000000ull  /* and 20 ms for it to reach the rx port */
 #define CMD_LEN 256
 #define STOP_POLL_NS 1000000ull
 #define NO_STOP UINT64_MAX
@@ -831,6 +833,68 @@ static void hold(struct gen *g)
 			"link on the loopback device: %s): one call per trial\n", strerror(errno));
 }
 
+/* A frame longer than the TX port's MTU allows is refused (exit 1), as srgen refuses
+ * it: the veth's ndo_xdp_xmit lets a frame through up to MTU + 18 bytes (room for a
+ * VLAN tag), so without this check xdpgen sent 1-4 bytes more than the link takes. */
+static void check_mtu(struct gen *g)
+{
+	struct ifreq ifr;
+	size_t v, room;
+
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", g->o.tx);
+	if (ioctl(g->sock, SIOCGIFMTU, &ifr) < 0)
+		die("SIOCGIFMTU %s: %s", g->o.tx, strerror(errno));
+	for (v = 0; v < g->sh.nvar; v++) {
+		const unsigned char *f = g->sh.frames + g->sh.off[v];
+
+		room = (size_t)ifr.ifr_mtu + ETH_HLEN_ + (f[12] == 0x81 && !f[13] ? 4 : 0);
+		if (g->sh.len[v] > room)
+			die("frame of %zu bytes too long for the MTU of %s (%d)", g->sh.len[v],
+			    g->o.tx, ifr.ifr_mtu);
+	}
+}
+
+/* The start-up frame: live frames must work here (the kernel takes the flag) and the
+ * TX port must take them with its counters moving.  A veth whose peer has no NAPI (no
+ * XDP program, no GRO) drops every live frame and counts none (-ENXIO): before, such
+ * a port gave trials of nothing sent, "refused" with no counter to show it.  Then the
+ * frame is given time to arrive (it is no trial's), so that the first trial's
+ * received count does not hold it. */
+static void check_frame(struct gen *g)
+{
+	struct counters c0, c1;
+	uint64_t start;
+	int err;
+
+	read_counters(g, &c0);
+	err = run_prog(g, 1, 1);
+	if (err)
+		die("BPF_PROG_RUN with live frames on %s failed: %s (kernel 5.18+ and a device "
+		    "with ndo_xdp_xmit needed)", g->o.tx, strerror(-err));
+	start = now_ns();
+	for (;;) {
+		read_counters(g, &c1);
+		if (c1.xmit != c0.xmit || c1.xmit_err != c0.xmit_err)
+			break;
+		if (now_ns() - start > CHECK_WAIT_NS)
+			die("%s took no live frame and counted none (xdp_xmit, xdp_xmit_errors): "
+			    "its peer needs NAPI (an XDP program or GRO on it)", g->o.tx);
+		usleep(POLL_NS / 1000);
+	}
+	/* out of the peer's ring (tx_packets), then at the rx port or CHECK_SETTLE_NS */
+	for (start = now_ns(); c1.xmit != c0.xmit && c1.tx_packets == c0.tx_packets &&
+	     now_ns() - start < CHECK_WAIT_NS;) {
+		usleep(POLL_NS / 1000);
+		read_counters(g, &c1);
+	}
+	for (start = now_ns(); c1.rx_packets == c0.rx_packets &&
+	     now_ns() - start < CHECK_SETTLE_NS;) {
+		usleep(POLL_NS / 1000);
+		read_counters(g, &c1);
+	}
+}
+
 static void setup(struct gen *g)
 {
 	const struct opts *o = &g->o;
@@ -857,6 +921,7 @@ static void setup(struct gen *g)
 	if (!g->ifindex)
 		die("no interface %s", o->tx);
 	open_xmit_stats(g);
+	check_mtu(g);
 	g->st[0] = open_stat(o->tx, "tx_packets");
 	g->st[1] = open_stat(o->tx, "tx_dropped");
 	g->st[2] = open_stat(o->rx, "rx_packets");
@@ -887,11 +952,7 @@ static void setup(struct gen *g)
 
 		set_cfg(g, &cfg);
 	}
-	/* One frame to see that live frames work here (kernel, device). */
-	err = run_prog(g, 1, 1);
-	if (err)
-		die("BPF_PROG_RUN with live frames on %s failed: %s (kernel 5.18+ and a device "
-		    "with ndo_xdp_xmit needed)", o->tx, strerror(-err));
+	check_frame(g);
 	g->seq++;
 }
 
@@ -899,22 +960,41 @@ static void setup(struct gen *g)
 
 struct trial_req { double rate_pps; uint64_t count, drain_ns, settle_ns, stop_lost; double probe_pps; };
 
-static uint64_t drain(struct gen *g, const struct counters *before, uint64_t sent,
+/* Wait for the trial's frames as srgen does: until the rx port has counted every
+ * frame the TX port took, or the TX port's tx_packets has (a veth counts a live frame
+ * there once its peer's NAPI took it out of the ring: none waits in the SUT's ring)
+ * and neither counter moved for settle_ns; drain_ns at most (all of it when settle_ns
+ * is 0).  Before, the drain ended once rx had not moved for settle_ns, with frames
+ * still in a stalled peer's ring: sent (xdp_xmit) was then more than tx_packets. */
+static uint64_t drain(struct gen *g, const struct counters *before, uint64_t offered,
 		      const struct trial_req *t, struct counters *after)
 {
-	uint64_t start = now_ns(), moved = start, rx_prev = before->rx_packets, now;
+	uint64_t start = now_ns(), moved = start, now = start, sent;
+	uint64_t rx = before->rx_packets, tx = before->tx_packets;
 
-	for (;;) {
-		now = now_ns();
+	if (!t->settle_ns) {
+		struct timespec ts = { (time_t)(t->drain_ns / 1000000000ull),
+				       (long)(t->drain_ns % 1000000000ull) };
+
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
 		read_counters(g, after);
-		if (after->rx_packets - before->rx_packets >= sent && after->xmit - before->xmit >= sent)
-			break;
-		if (after->rx_packets != rx_prev) {
-			rx_prev = after->rx_packets;
+		return now_ns() - start;
+	}
+	for (;;) {
+		read_counters(g, after);
+		now = now_ns();
+		sent = after->xmit - before->xmit;
+		if (sent > offered)
+			sent = offered;
+		if (after->rx_packets != rx || after->tx_packets != tx) {
+			rx = after->rx_packets;
+			tx = after->tx_packets;
 			moved = now;
-		} else if (t->settle_ns && now - moved >= t->settle_ns) {
-			break;
 		}
+		if (rx - before->rx_packets >= sent ||
+		    (now - moved >= t->settle_ns && tx - before->tx_packets >= sent))
+			break;
 		if (now - start >= t->drain_ns)
 			break;
 		usleep(POLL_NS / 1000);

@@ -247,26 +247,28 @@ def check_programs(exp: Experiment, tb: TestbedConfig) -> None:
 
 def check_engine(exp: Experiment, tb: TestbedConfig) -> None:
     """``tester.options.engine: xdp`` where xdpgen cannot send the experiment's traffic
-    (a frame above its page limit, of an IMIX's sizes too, srgen's ring mode, a TX port
-    that is not a veth) is refused before anything starts (drivers/linux_engine.py;
+    (a kernel without live frames, a frame above its page limit, of an IMIX's sizes too,
+    srgen's ring mode, a TX port that is not a veth, read in ``tester.netns`` when set)
+    is refused before anything starts (drivers/linux_engine.py;
     ``auto`` falls back to srgen there instead)."""
     engine = tb.tester.options.get("engine", "packet")
     mix = 0 in exp.packet_sizes
     if tb.tester.driver != "linux" or engine != "xdp" or _is_model(tb):
         return
-    from srperf.drivers.linux_engine import Traffic, port_driver, xdp_refusal
+    from srperf.drivers.linux_engine import Traffic, kernel_release, port_driver, xdp_refusal
 
     if tb.kind == "virtual":
         driver = "veth"      # a virtual testbed's tester ports are veths it makes
     elif tester_is_local(tb):
-        driver = port_driver([], tb.tester.tx.name)
+        in_ns = ["ip", "netns", "exec", tb.tester.netns] if tb.tester.netns else []
+        driver = port_driver(in_ns, tb.tester.tx.name)
     else:
         driver = ""
     sizes = [s for s in exp.packet_sizes if s] + ([s for s, _ in exp.imix] if mix else [])
     why = xdp_refusal(Traffic(frame_bytes=max(sizes) - 4,
                               flows=exp.traffic.flows.count, latency=exp.latency.enabled,
                               send_mode=str(tb.tester.options.get("mode", "mmsg")),
-                              tx_driver=driver, mix=mix))
+                              tx_driver=driver, mix=mix, kernel=kernel_release()))
     if why is not None:
         raise ConfigError(tb.source, "tester.options.engine", engine,
                           f"{why} ({exp.source} asks for it)")

@@ -127,6 +127,7 @@ struct opts {
 	uint64_t count;
 	int cpu, fifo, serve;
 	uint64_t drain_ns, settle_ns, max_lag_ns, quantum_ns, chunk_ns, stop_lost, hold_pkts;
+	uint64_t yield_ns;           /* -Y: sleep after each chunk call (UINT64_MAX: chunk/16) */
 	unsigned int batch;
 	enum calls calls;
 	long counter_off;
@@ -218,10 +219,11 @@ static void usage(void)
 	      "              [-q QUANTUM_US] [-V COUNTER_OFFSET] [-L STOP_LOST]\n"
 	      "              [-k FLOWS | -I LEN:WEIGHT,...] [-p PROBE_FILE [-a PROBE_PPS]]\n"
 	      "              [-m mmsg|xdp] [-C auto|burst|chunk|trial] [-K CHUNK_US]\n"
-	      "              [-H HOLD_PKTS]\n"
+	      "              [-H HOLD_PKTS] [-Y YIELD_US]\n"
 	      "  QUANTUM_US (20): traffic sent together (a burst call, a kernel batch)\n"
 	      "  -C: the call policy (auto: burst up to 20 kpps, chunk above; trial: one call)\n"
 	      "  CHUNK_US (1000): traffic of one chunk call (then a sleep of 1/16 of it)\n"
+	      "  YIELD_US: the sleep after each chunk call instead (0: none)\n"
 	      "  -H: re-send refused frames after each call, up to HOLD_PKTS waiting\n",
 	      stderr);
 	exit(2);
@@ -265,12 +267,13 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	o->max_lag_ns = 1000ull * 1000;
 	o->quantum_ns = 20ull * 1000;
 	o->chunk_ns = 1000ull * 1000;
+	o->yield_ns = UINT64_MAX;
 	o->batch = 64;
 	o->rate_pps = -1;
 	o->counter_off = -1;
 	o->stop_lost = NO_STOP;
 	o->flows = 1;
-	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:m:V:k:I:p:a:s:L:o:C:K:H:Sh")) != -1) {
+	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:m:V:k:I:p:a:s:L:o:C:K:H:Y:Sh")) != -1) {
 		switch (c) {
 		case 'f': o->frame_path = optarg; break;
 		case 'o': o->prog_path = optarg; break;
@@ -293,6 +296,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case 'q': o->quantum_ns = parse_u64(optarg, "quantum") * 1000ull; break;
 		case 'K': o->chunk_ns = parse_u64(optarg, "chunk") * 1000ull; break;
 		case 'H': o->hold_pkts = parse_u64(optarg, "hold"); break;
+		case 'Y': o->yield_ns = parse_u64(optarg, "yield") * 1000ull; break;
 		case 'C':
 			if (!strcmp(optarg, "auto"))
 				o->calls = CALLS_AUTO;
@@ -963,7 +967,7 @@ static void plan_calls(const struct gen *g, double ns_per_pkt, uint64_t count, s
 	chunk = (double)o->chunk_ns / ns_per_pkt;
 	p->policy = "chunk";
 	p->per_call = chunk > (double)k ? (uint64_t)chunk : k;
-	p->yield_ns = o->chunk_ns / YIELD_DIV;
+	p->yield_ns = o->yield_ns == UINT64_MAX ? o->chunk_ns / YIELD_DIV : o->yield_ns;
 }
 
 /* Sleep until at (CLOCK_MONOTONIC ns) if that is far enough away. */

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Does xdpgen at SCHED_FIFO keep its schedule beside a busy loop per CPU?  Sleep shares
+after each chunk call (``-Y``) side by side, interleaved (issue 43).
+
+    SRPERF_BUILD_DIR=... /work/bin/traffic .venv/bin/python bench/xdpgen_slip.py \\
+        [--yields default,0,125,250] [--rates 75000,300000] [--rounds 4] [--duration 1] \\
+        [--fifo 50] [--loops 2] [--ns-prefix a5u]
+
+Topology: bench/generator.py's (t0 in PREFIX-tx -- veth -- s0 in PREFIX-sink, the XDP
+drop sink on s0 in threaded NAPI on CPU 1 at FIFO 50).  ``--loops`` busy loops at normal
+priority, unpinned, as scripts/under_load.sh starts them, run for the whole sitting.
+xdpgen is pinned to CPU 0 at FIFO ``--fifo`` with the hold queue (-H 4096), as
+``srperf run`` starts it on the default testbed with ``fifo_priority`` set.  Each
+round runs every rate with every sleep share in turn, one trial each: the offered
+rate's error against the asked one, the schedule's slip (``slipped_ns``) and the
+largest lag (``max_lag_ns``).  A trial within 1 % is one ``srperf run`` would count
+(the linux driver's tolerance).  ``default`` is xdpgen's own (1/16 of the 1 ms chunk).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import generator as topo  # noqa: E402  (bench/generator.py: topology_up/down)
+
+from srperf.behaviors.catalogue import get  # noqa: E402
+from srperf.config.testbed import load_testbed  # noqa: E402
+from srperf.drivers.xdpgen import build_xdpgen, xdpgen_object  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+TOLERANCE = 0.01
+
+
+def trial(frame: Path, rate: float, duration: float, fifo: int, yield_us: str
+          ) -> dict[str, float]:
+    cmd = [str(build_xdpgen()), "-o", str(xdpgen_object()), "-f", str(frame), "-t", "t0",
+           "-x", "t0", "-d", "50", "-c", "0", "-H", "4096", "-r", str(rate),
+           "-n", str(round(rate * duration))]
+    if fifo:
+        cmd += ["-P", str(fifo)]
+    if yield_us != "default":
+        cmd += ["-Y", yield_us]
+    out = subprocess.run(["ip", "netns", "exec", topo.TX_NS, *cmd], capture_output=True,
+                         text=True, check=True).stdout
+    d = json.loads(out.strip().splitlines()[-1])
+    elapsed = d["elapsed_ns"] / 1e9
+    offered = d["sent"] + d["refused"]
+    return {"error": (offered / elapsed / rate - 1) if elapsed else -1.0,
+            "slipped_ms": d["slipped_ns"] / 1e6, "max_lag_ms": d["max_lag_ns"] / 1e6,
+            "sleeps": d["sleeps"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--yields", default="default,0,125,250",
+                   help="sleep after each chunk call, us (default: xdpgen's chunk/16)")
+    p.add_argument("--rates", default="75000,300000", help="asked rates, pps")
+    p.add_argument("--rounds", type=int, default=4)
+    p.add_argument("--duration", type=float, default=1.0, help="seconds per trial")
+    p.add_argument("--fifo", type=int, default=50, help="xdpgen's SCHED_FIFO priority")
+    p.add_argument("--loops", type=int, default=os.cpu_count() or 1,
+                   help="busy loops at normal priority beside it (0: none)")
+    p.add_argument("--ns-prefix", default="a5u")
+    args = p.parse_args(argv)
+    if os.geteuid() != 0:
+        print("run as root", file=sys.stderr)
+        return 2
+    topo.TX_NS, topo.SINK_NS = f"{args.ns_prefix}-tx", f"{args.ns_prefix}-sink"
+    yields = [y.strip() for y in args.yields.split(",") if y.strip()]
+    rates = [float(r) for r in args.rates.split(",")]
+    frame = bytes(get("ipv6").build_frame(load_testbed(ROOT / "testbed" / "virtual.yaml"), 64))
+    results: dict[tuple[float, str], list[dict[str, float]]] = {}
+    print(f"{time.strftime('%H:%M:%S', time.gmtime())} UTC, load {os.getloadavg()}, "
+          f"{args.loops} busy loop(s), xdpgen FIFO {args.fifo} on CPU 0")
+    loops: list[subprocess.Popen[bytes]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        ff = Path(tmp) / "ipv6.bin"
+        ff.write_bytes(frame)
+        try:
+            topo.topology_up(sink_cpu=1, fifo=50)
+            loops = [subprocess.Popen(["sh", "-c", "while :; do :; done"])
+                     for _ in range(args.loops)]
+            for _ in range(args.rounds):
+                for rate in rates:
+                    for y in yields:
+                        t = trial(ff, rate, args.duration, args.fifo, y)
+                        results.setdefault((rate, y), []).append(t)
+                        print(f"{rate:>9.0f} yield {y:>7}: {100 * t['error']:+6.2f} % slipped "
+                              f"{t['slipped_ms']:6.2f} ms max lag {t['max_lag_ms']:6.2f} ms "
+                              f"sleeps {t['sleeps']:.0f}", flush=True)
+        finally:
+            for proc in loops:
+                proc.kill()
+            for proc in loops:
+                proc.wait()
+            topo.topology_down()
+    print(f"\n{time.strftime('%H:%M:%S', time.gmtime())} UTC, load {os.getloadavg()}")
+    print(f"{'rate':>9} {'yield us':>8} {'within 1 %':>10} {'median err':>10} "
+          f"{'worst err':>9} {'median slip ms':>14} {'max slip ms':>11}")
+    for (rate, y), ts in results.items():
+        ok = sum(abs(t["error"]) <= TOLERANCE for t in ts)
+        print(f"{rate:>9.0f} {y:>8} {f'{ok}/{len(ts)}':>10} "
+              f"{100 * statistics.median(t['error'] for t in ts):+9.2f}% "
+              f"{100 * min(t['error'] for t in ts):+8.2f}% "
+              f"{statistics.median(t['slipped_ms'] for t in ts):14.2f} "
+              f"{max(t['slipped_ms'] for t in ts):11.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -3,8 +3,8 @@
 (srgen) and engine auto (or xdp: xdpgen), interleaved ABBA (issue 43's must-show).
 
     SRPERF_BUILD_DIR=... /work/bin/traffic .venv/bin/python bench/engine_agreement.py \\
-        [--engines packet,auto] [--runs 1] [--prefix a5u] [--fifo PRIO] [--under-load] \\
-        [--keep DIR]
+        [--engines packet,auto] [--runs 1] [--prefix a5u] [--fifo PRIO] [--quantum-us US] \\
+        [--under-load] [--keep DIR]
     .venv/bin/python bench/engine_agreement.py --summary DIR [--engines packet,auto]
 
 Each run is ``srperf run experiments/quick.yaml`` on a copy of testbed/virtual.yaml with
@@ -63,6 +63,7 @@ class EngineRun:
     exit_code: int
     under_load: bool = False
     fifo: int = 0
+    quantum_us: float = 0.0
     pdr_kpps: dict[str, float] = field(default_factory=dict)
     status: dict[str, str] = field(default_factory=dict)
     """Per behavior: the search status (ok, at_max, generator_limited, below_min...), or
@@ -101,6 +102,8 @@ def one_run(engine: str, args: argparse.Namespace, work: Path) -> EngineRun:
     options: dict[str, object] = {"engine": engine}
     if args.fifo:
         options["fifo_priority"] = args.fifo
+    if args.quantum_us:
+        options["quantum_s"] = args.quantum_us / 1e6
     tb = testbed_file(ROOT / "testbed" / "virtual.yaml", args.prefix, options, work)
     results = work / f"results-{engine}-{time.monotonic_ns()}"
     argv = [str(Path(sys.executable).parent / "srperf"), "run",
@@ -108,7 +111,7 @@ def one_run(engine: str, args: argparse.Namespace, work: Path) -> EngineRun:
     if args.under_load:
         argv = [str(ROOT / "scripts" / "under_load.sh"), *argv]
     run = EngineRun(engine, time.strftime("%H:%M:%S", time.gmtime()), loadavg(), "", 0.0, 0,
-                    args.under_load, args.fifo)
+                    args.under_load, args.fifo, args.quantum_us)
     started = time.monotonic()
     proc = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=dict(os.environ))
     run.wall_s = time.monotonic() - started
@@ -126,6 +129,7 @@ def describe_run(run: EngineRun) -> str:
     return (f"{run.started_utc} UTC {run.engine:<6} exit {run.exit_code} "
             f"{run.wall_s:5.0f} s, load {run.load_before} -> {run.load_after}"
             f"{' under load' if run.under_load else ''}{f' fifo {run.fifo}' if run.fifo else ''}"
+            f"{f' quantum {run.quantum_us:g} us' if run.quantum_us else ''}"
             f"; trials by engine {run.engines_used}\n    " + ", ".join(cells))
 
 
@@ -195,6 +199,9 @@ def main() -> int:
     p.add_argument("--prefix", default="a5u", help="testbed prefix (namespaces)")
     p.add_argument("--fifo", type=int, default=0, metavar="PRIO",
                    help="tester.options.fifo_priority for every run (0: the testbed's)")
+    p.add_argument("--quantum-us", type=float, default=0.0, metavar="US",
+                   help="tester.options.quantum_s for every run: srgen then sends what is due "
+                   "every US as xdpgen does (its default 20 us); 0: the testbed's")
     p.add_argument("--under-load", action="store_true",
                    help="each run beside one busy loop per CPU (scripts/under_load.sh)")
     p.add_argument("--keep", help="keep results and append to DIR/figures.jsonl")
@@ -205,6 +212,8 @@ def main() -> int:
         p.error(f"--engines: choose from {', '.join(ENGINE_CHOICES)}, not {args.engines!r}")
     if not 0 <= args.fifo <= 99:
         p.error(f"--fifo: a priority 0-99, not {args.fifo}")
+    if not 0 <= args.quantum_us <= 500:
+        p.error(f"--quantum-us: 0-500 us (at most half of max_lag_s), not {args.quantum_us}")
     if args.summary:
         lines = (Path(args.summary) / "figures.jsonl").read_text().splitlines()
         runs = [EngineRun(**json.loads(line)) for line in lines if line.strip()]

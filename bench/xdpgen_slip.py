@@ -46,8 +46,8 @@ from srperf.drivers.xdpgen import build_xdpgen, xdpgen_object  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TOLERANCE = 0.01
-CHURN = ("while :; do ip netns add {ns} && ip -n {ns} link add a type veth peer name b; "
-         "ip netns del {ns}; done")
+CHURN = ("while :; do ip netns add {ns} && "
+         "ip -n {ns} link add name churn0 type veth peer name churn1; ip netns del {ns}; done")
 """--churn: what other work on a shared host does to the RTNL lock."""
 
 

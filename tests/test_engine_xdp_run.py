@@ -1,6 +1,7 @@
-"""``srperf run`` with ``tester.options.engine: xdp`` on the virtual testbed (issue 43):
-the searches end with an honest status, every trial says it was sent by xdpgen, the
-run's environment names the engine, and no program or map of xdpgen is left."""
+"""``srperf run`` with ``tester.options.engine: xdp``, and with no engine key (the default,
+``auto``), on the virtual testbed (issue 43): the searches end with an honest status, every
+trial says it was sent by xdpgen, the run's environment names the engine asked and counts
+the engines that sent, and no program or map of xdpgen is left."""
 
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ from srperf.util.netns import netns_names
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
-PREFIX = "g4c"
-TESTBED = {"name": "g4c", "kind": "virtual", "prefix": PREFIX,
-           "tester": {"line_rate_pps": 200000, "options": {"engine": "xdp"}}}
+
+def _testbed(prefix: str, options: dict[str, str]) -> dict[str, object]:
+    return {"name": prefix, "kind": "virtual", "prefix": prefix,
+            "tester": {"line_rate_pps": 200000, "options": options}}
 
 
 def _xdpgen_left() -> list[str]:
@@ -43,12 +45,17 @@ def _gone(timeout_s: float = 5.0) -> list[str]:
     return left
 
 
-def test_run_with_engine_xdp(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(("prefix", "options", "asked"), [
+    ("g4c", {"engine": "xdp"}, "xdp"),
+    ("a5ud", {}, "auto"),   # no engine key: auto, which picks xdpgen for this traffic
+])
+def test_run_with_engine_xdp(tmp_path: Path, capsys: pytest.CaptureFixture[str], prefix: str,
+                             options: dict[str, str], asked: str) -> None:
     exp = {"name": "g4c", "forwarder": "linux", "behaviors": ["ipv6", "end"], "repetitions": 1,
            "search": {"algorithm": "bisect", "thresholds_pct": [0.5], "trial_duration_s": 0.2,
                       "accuracy": "10%", "min_rate": "5%", "max_rate": "100%"}}
     (tmp_path / "exp.yaml").write_text(yaml.safe_dump(exp))
-    (tmp_path / "tb.yaml").write_text(yaml.safe_dump(TESTBED))
+    (tmp_path / "tb.yaml").write_text(yaml.safe_dump(_testbed(prefix, options)))
     try:
         rc = main(["run", str(tmp_path / "exp.yaml"), "--testbed", str(tmp_path / "tb.yaml"),
                    "--results", str(tmp_path / "res")])
@@ -68,10 +75,11 @@ def test_run_with_engine_xdp(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         run_status, env = db.execute("SELECT status, environment FROM runs").fetchone()
         assert run_status == "finished"
         gen = json.loads(env)["generator"]
-        assert gen["driver"] == "linux" and gen["engine"] == "xdp"
+        assert gen["driver"] == "linux" and gen["engine"] == asked
         assert gen["srgen_sha256"] and gen["xdpgen_sha256"] and gen["xdpgen_prog_sha256"]
+        assert gen["engines_sent"] == {"xdp": len(trials)}   # which engine sent, counted
     finally:
-        left_ns = [n for n in netns_names() if n.startswith(f"{PREFIX}-")]
+        left_ns = [n for n in netns_names() if n.startswith(f"{prefix}-")]
         for ns in left_ns:
             subprocess.run(["ip", "netns", "del", ns], check=False)
     assert not left_ns, f"namespaces left: {left_ns}"

@@ -39,12 +39,13 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
-from trial_gap import testbed_file  # noqa: E402  (a sibling bench script)
+from make_run import interleaved  # noqa: E402  (sibling bench scripts)
+from trial_gap import testbed_file  # noqa: E402
 
 ENGINE_CHOICES = ("packet", "auto", "xdp")
 NOT_PDR = ("generator_limited", "below_min")
@@ -224,14 +225,8 @@ def main() -> int:
         p.error("--runs: at least 1")
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="srperf-engines-"))
     work.mkdir(parents=True, exist_ok=True)
-    runs: list[EngineRun] = []
-    for r in range(args.runs):
-        for engine in (engines if r % 2 == 0 else list(reversed(engines))):
-            run = one_run(engine, args, work)
-            runs.append(run)
-            with open(work / "figures.jsonl", "a") as out:
-                out.write(json.dumps(asdict(run)) + "\n")
-            print(describe_run(run), flush=True)
+    runs = interleaved(engines, args.runs, work, lambda e: one_run(e, args, work),
+                       lambda _r, run: print(describe_run(run), flush=True))
     return summarize(runs, engines)
 
 

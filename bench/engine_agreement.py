@@ -208,6 +208,9 @@ def main() -> int:
     p.add_argument("--keep", help="keep results and append to DIR/figures.jsonl")
     p.add_argument("--summary", metavar="DIR", help="run nothing: summarize DIR/figures.jsonl")
     args = p.parse_args()
+    from srperf.measure.bench_times import announce
+
+    announce(__file__, lambda line: print(line, flush=True))
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     if not engines or any(e not in ENGINE_CHOICES for e in engines):
         p.error(f"--engines: choose from {', '.join(ENGINE_CHOICES)}, not {args.engines!r}")

@@ -86,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="busy loops at normal priority beside it (0: none)")
     p.add_argument("--ns-prefix", default="a5u")
     args = p.parse_args(argv)
+    from srperf.measure.bench_times import announce
+
+    announce(__file__, lambda line: print(line, flush=True))
     if os.geteuid() != 0:
         print("run as root", file=sys.stderr)
         return 2

@@ -89,10 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     from srperf.measure.bench_times import announce
 
     announce(__file__, lambda line: print(line, flush=True))
-    if os.geteuid() != 0:
-        print("run as root", file=sys.stderr)
+    if not topo.start(args.ns_prefix):
         return 2
-    topo.TX_NS, topo.SINK_NS = f"{args.ns_prefix}-tx", f"{args.ns_prefix}-sink"
     yields = [y.strip() for y in args.yields.split(",") if y.strip()]
     reads = [r.strip() for r in args.reads.split(",") if r.strip()]
     variants = [(y, r) for y in yields for r in reads]

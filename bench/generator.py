@@ -101,6 +101,18 @@ def topology_up(sink_cpu: int, fifo: int, defer_irqs: int = 0, gro_flush_ns: int
             run(["chrt", "-f", "-p", str(fifo), str(pid)])
 
 
+def start(ns_prefix: str) -> bool:
+    """A bench on this topology begins (once it said its running time): root checked
+    (False, said on stderr, without it), the namespaces named PREFIX-tx and PREFIX-sink
+    (bench/generator_engines.py, bench/xdpgen_slip.py)."""
+    global TX_NS, SINK_NS
+    if os.geteuid() != 0:
+        print("run as root", file=sys.stderr)
+        return False
+    TX_NS, SINK_NS = f"{ns_prefix}-tx", f"{ns_prefix}-sink"
+    return True
+
+
 def topology_down() -> None:
     for ns in (TX_NS, SINK_NS):
         run(["ip", "netns", "del", ns], check=False)

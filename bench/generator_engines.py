@@ -138,10 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     from srperf.measure.bench_times import announce
 
     announce(__file__, lambda line: print(line, flush=True))
-    if os.geteuid() != 0:
-        print("run as root", file=sys.stderr)
+    if not topo.start(args.ns_prefix):
         return 2
-    topo.TX_NS, topo.SINK_NS = f"{args.ns_prefix}-tx", f"{args.ns_prefix}-sink"
     engines = args.engines.split(",")
     rates = [0.0] + [float(r) * 1e6 for r in args.rates.split(",")]
     tb = load_testbed(ROOT / "testbed" / "virtual.yaml")

@@ -72,6 +72,7 @@ import time
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Callable, TypeVar
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -222,19 +223,37 @@ def main() -> int:
         return summarize(figures, modes, args.rounds)
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="srperf-makerun-"))
     work.mkdir(parents=True, exist_ok=True)
-    figures: list[RunFigures] = []
-    for r in range(args.rounds):
-        for mode in (modes if r % 2 == 0 else list(reversed(modes))):
-            fig = run_mode(mode, args, work)
-            figures.append(fig)
-            with open(work / "figures.jsonl", "a") as out:
-                out.write(json.dumps(asdict(fig)) + "\n")
-            per = ", ".join(f"{b} {n}" for b, n in fig.trials_per_search.items())
-            print(f"round {r + 1} {mode:<8} wall {fig.wall_s:6.1f} s (install {fig.install_s:4.1f}"
-                  f" s, srperf run {fig.run_s:6.1f} s); {fig.searches} searches, {fig.trials} "
-                  f"trials, {fig.trial_s:.1f} trial-s, {fig.sending_s:.1f} s sending, {fig.near} "
-                  f"near, {fig.stopped} stopped; trials per search: {per}", flush=True)
+
+    def report(r: int, fig: RunFigures) -> None:
+        per = ", ".join(f"{b} {n}" for b, n in fig.trials_per_search.items())
+        print(f"round {r + 1} {fig.mode:<8} wall {fig.wall_s:6.1f} s (install "
+              f"{fig.install_s:4.1f} s, srperf run {fig.run_s:6.1f} s); {fig.searches} "
+              f"searches, {fig.trials} trials, {fig.trial_s:.1f} trial-s, {fig.sending_s:.1f} s "
+              f"sending, {fig.near} near, {fig.stopped} stopped; trials per search: {per}",
+              flush=True)
+
+    figures = interleaved(modes, args.rounds, work, lambda m: run_mode(m, args, work), report)
     return summarize(figures, modes, args.rounds)
+
+
+R = TypeVar("R")
+
+
+def interleaved(modes: list[str], rounds: int, work: Path, run_one: Callable[[str], R],
+                report: Callable[[int, R], None]) -> list[R]:
+    """``run_one(mode)`` for every mode, ``rounds`` times, in ABBA order (the modes
+    reversed in odd rounds); each result (a dataclass) is appended to
+    WORK/figures.jsonl, so a sitting can be made in pieces, and given to ``report``
+    with its round (bench/engine_agreement.py uses it too)."""
+    done: list[R] = []
+    for r in range(rounds):
+        for mode in (modes if r % 2 == 0 else list(reversed(modes))):
+            fig = run_one(mode)
+            done.append(fig)
+            with open(work / "figures.jsonl", "a") as out:
+                out.write(json.dumps(asdict(fig)) + "\n")   # type: ignore[call-overload]
+            report(r, fig)
+    return done
 
 
 def summarize(figures: list[RunFigures], modes: list[str], rounds: int) -> int:

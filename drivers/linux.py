@@ -99,7 +99,8 @@ from srperf.build import ensure_built
 from srperf.config.settings import Settings, setting
 from srperf.drivers.base import MixUnsupported, TrafficGenerator, TrialResult, beyond_generator
 from srperf.drivers import linux_engine
-from srperf.drivers.linux_engine import ENGINES, Traffic, port_driver, xdp_refusal
+from srperf.drivers.linux_engine import (DEFAULT_ENGINE, ENGINES, Traffic, port_driver,
+                                         xdp_refusal)
 from srperf.errors import GeneratorError
 from srperf.traffic.flows import Flows, flow_frames
 from srperf.traffic.packet_socket import send_and_capture
@@ -225,7 +226,7 @@ class LinuxGeneratorOptions(Settings):
     rest_s: float = setting(0.04, "a trial starts no sooner than this after the previous one "
                             "ended (the SUT recovers from its load)", unit="s",
                             schema={"type": "number", "minimum": 0, "maximum": 10})
-    engine: str = setting("packet", "send engine: packet (srgen, AF_PACKET), xdp (xdpgen, "
+    engine: str = setting(DEFAULT_ENGINE, "send engine: packet (srgen, AF_PACKET), xdp (xdpgen, "
                           "BPF_PROG_RUN live frames: a veth TX port, frames up to 3500 "
                           "bytes; its queue always holds) or auto (xdp where the trial's "
                           "traffic allows it, else packet)",
@@ -908,6 +909,10 @@ class LinuxGenerator(TrafficGenerator):
             extra["stopped"] = stopped
         if "probes" in rep.raw:
             extra["probes"] = rep.raw["probes"]
+        for key in ("preempted", "wake_late_max_ns", "read_max_ns"):   # xdpgen's: why a
+            # schedule slipped (preempted, woken late, a slow read of the refusals)
+            if key in rep.raw:
+                extra[key] = int(rep.raw[key])
         return TrialResult(rate_pps=rate_pps, duration_s=duration_s, intended=intended,
                            sent=rep.sent, refused=rep.refused, received=rep.rx_packets_delta,
                            elapsed_s=elapsed_s, generator_limited=limited,

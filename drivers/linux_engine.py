@@ -13,15 +13,20 @@ srgen, and ``xdp`` is refused
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import subprocess
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 ENGINES = ("auto", "xdp", "packet")
 """Values of ``tester.options.engine``."""
+DEFAULT_ENGINE = "auto"
+"""A testbed's engine when ``tester.options.engine`` is not set (LinuxGeneratorOptions); a
+LinuxGenerator made in code (benches, tests) sends with srgen unless told otherwise."""
 XDP_MAX_FRAME_BYTES = 3500
 """Largest frame (no FCS) xdpgen sends: one page with headroom and skb_shared_info
 (MAX_FRAME in xdpgen.c)."""
@@ -110,7 +115,7 @@ def describe(options: Mapping[str, Any]) -> dict[str, Any]:
     in the trial's ``extra["engine"]``."""
     from srperf.drivers.linux import build_srgen
 
-    engine = str(options.get("engine", "packet"))
+    engine = str(options.get("engine", DEFAULT_ENGINE))
     out: dict[str, Any] = {"driver": "linux", "engine": engine,
                            "srgen_sha256": _digest(build_srgen())}
     if engine != "packet":
@@ -121,5 +126,22 @@ def describe(options: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-__all__ = ["ENGINES", "LIVE_FRAMES_KERNEL", "XDP_MAX_FRAME_BYTES", "Traffic", "describe",
-           "kernel_release", "live_frames_refusal", "port_driver", "xdp_refusal"]
+def engines_sent(extras: Iterable[str | Mapping[str, Any] | None]) -> dict[str, int]:
+    """Trials per engine that sent them, from the trials' ``extra`` (a JSON object or its
+    text, as the store keeps it): ``{"xdp": 40, "packet": 2}``.  A trial whose extra names
+    no engine (another driver, or one stored before engines existed) is not counted."""
+    used: Counter[str] = Counter()
+    for extra in extras:
+        if isinstance(extra, str):
+            try:
+                extra = json.loads(extra)
+            except ValueError:
+                continue
+        if isinstance(extra, Mapping) and extra.get("engine"):
+            used[str(extra["engine"])] += 1
+    return dict(sorted(used.items()))
+
+
+__all__ = ["DEFAULT_ENGINE", "ENGINES", "LIVE_FRAMES_KERNEL", "XDP_MAX_FRAME_BYTES", "Traffic",
+           "describe", "engines_sent", "kernel_release", "live_frames_refusal", "port_driver",
+           "xdp_refusal"]

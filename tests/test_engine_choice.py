@@ -13,7 +13,9 @@ import yaml
 from srperf.cli.entry import main
 from srperf.drivers.linux import LinuxGenerator, LinuxGeneratorOptions
 from srperf.drivers.linux_engine import XDP_MAX_FRAME_BYTES, Traffic, xdp_refusal
+from srperf.config.testbed import load_testbed
 from srperf.errors import GeneratorError
+from srperf.traffic.generators import create_generator
 from srperf.util.netns import netns_names
 from refusals import assert_refused
 
@@ -27,9 +29,25 @@ def _tb(options: dict[str, Any], **more: Any) -> dict[str, Any]:
             "tester": {"line_rate_pps": 300000, "options": options}, **more}
 
 
-def test_option_declared_with_default_packet() -> None:
-    assert LinuxGeneratorOptions().engine == "packet"
+def test_option_declared_with_default_auto() -> None:
+    assert LinuxGeneratorOptions().engine == "auto"
     assert "engine" in "\n".join(LinuxGeneratorOptions.describe())
+
+
+@pytest.mark.parametrize(("options", "engine"), [({}, "auto"), ({"engine": "packet"}, "packet"),
+                                                 ({"engine": "xdp"}, "xdp")])
+def test_testbed_without_engine_key_runs_auto(tmp_path: Path, options: dict[str, Any],
+                                              engine: str) -> None:
+    """A testbed that names no engine gets the option's default (auto); one that names
+    one gets it; a LinuxGenerator made in code (benches, tests) keeps srgen."""
+    tb_file = tmp_path / "tb.yaml"
+    tb_file.write_text(yaml.safe_dump(_tb(options)))
+    gen = create_generator(load_testbed(tb_file), None)
+    try:
+        assert isinstance(gen, LinuxGenerator) and gen.engine == engine
+    finally:
+        gen.close()
+    assert LinuxGenerator(None, "lo", "lo").engine == "packet"
 
 
 def test_bad_engine_value_refused() -> None:
@@ -181,3 +199,12 @@ def test_quantum_passed_only_where_it_means_something(engine: str, quantum_s: fl
         assert (argv[argv.index("-q") + 1] if "-q" in argv else None) == q
     finally:
         gen.close()
+
+
+def test_default_testbed_runs_auto_at_fifo_50() -> None:
+    """testbed/virtual.yaml names no engine (so auto, the option's default) and runs the
+    generator at SCHED_FIFO 50, as docs/generator-engines.md gives the reasons for."""
+    tb = load_testbed(Path(__file__).resolve().parents[1] / "testbed" / "virtual.yaml")
+    assert "engine" not in tb.tester.options
+    assert tb.tester.options["fifo_priority"] == 50
+    assert LinuxGeneratorOptions(**tb.tester.options).engine == "auto"

@@ -95,6 +95,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -129,6 +130,8 @@ struct opts {
 	uint64_t count;
 	int cpu, fifo, serve;
 	uint64_t drain_ns, settle_ns, max_lag_ns, quantum_ns, chunk_ns, stop_lost, hold_pkts;
+	uint64_t yield_ns;           /* -Y: sleep after each chunk call (UINT64_MAX: chunk/16) */
+	int hold_ethtool;            /* -R ethtool: the hold reads refusals by ethtool ioctl */
 	unsigned int batch;
 	enum calls calls;
 	long counter_off;
@@ -189,6 +192,8 @@ struct gen {
 	struct ethtool_stats *stats;
 	int *xmit_idx, *err_idx, n_xmit, n_err;
 	uint64_t seq, calls, prog_ns, prog_ns_max, sleeps;
+	uint64_t wake_late_max;       /* this trial: the latest wake-up after a sleep, ns */
+	uint64_t read_max;            /* this trial: the longest refusal read of the hold, ns */
 	uint64_t backlog, held_max, resent;   /* -H, this trial */
 	struct counters last;
 	int have_last;
@@ -220,10 +225,12 @@ static void usage(void)
 	      "              [-q QUANTUM_US] [-V COUNTER_OFFSET] [-L STOP_LOST]\n"
 	      "              [-k FLOWS | -I LEN:WEIGHT,...] [-p PROBE_FILE [-a PROBE_PPS]]\n"
 	      "              [-m mmsg|xdp] [-C auto|burst|chunk|trial] [-K CHUNK_US]\n"
-	      "              [-H HOLD_PKTS]\n"
+	      "              [-H HOLD_PKTS] [-Y YIELD_US] [-R sysfs|ethtool]\n"
 	      "  QUANTUM_US (20): traffic sent together (a burst call, a kernel batch)\n"
 	      "  -C: the call policy (auto: burst up to 20 kpps, chunk above; trial: one call)\n"
 	      "  CHUNK_US (1000): traffic of one chunk call (then a sleep of 1/16 of it)\n"
+	      "  YIELD_US: the sleep after each chunk call instead (0: none)\n"
+	      "  -R: how the hold reads refusals after each call (sysfs tx_dropped: no RTNL)\n"
 	      "  -H: re-send refused frames after each call, up to HOLD_PKTS waiting\n",
 	      stderr);
 	exit(2);
@@ -267,12 +274,13 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	o->max_lag_ns = 1000ull * 1000;
 	o->quantum_ns = 20ull * 1000;
 	o->chunk_ns = 1000ull * 1000;
+	o->yield_ns = UINT64_MAX;
 	o->batch = 64;
 	o->rate_pps = -1;
 	o->counter_off = -1;
 	o->stop_lost = NO_STOP;
 	o->flows = 1;
-	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:m:V:k:I:p:a:s:L:o:C:K:H:Sh")) != -1) {
+	while ((c = getopt(argc, argv, "f:r:n:t:x:c:P:d:b:l:q:m:V:k:I:p:a:s:L:o:C:K:H:Y:R:Sh")) != -1) {
 		switch (c) {
 		case 'f': o->frame_path = optarg; break;
 		case 'o': o->prog_path = optarg; break;
@@ -295,6 +303,12 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case 'q': o->quantum_ns = parse_u64(optarg, "quantum") * 1000ull; break;
 		case 'K': o->chunk_ns = parse_u64(optarg, "chunk") * 1000ull; break;
 		case 'H': o->hold_pkts = parse_u64(optarg, "hold"); break;
+		case 'Y': o->yield_ns = parse_u64(optarg, "yield") * 1000ull; break;
+		case 'R':
+			if (strcmp(optarg, "sysfs") && strcmp(optarg, "ethtool"))
+				bad("hold reads '%s': sysfs or ethtool", optarg);
+			o->hold_ethtool = !strcmp(optarg, "ethtool");
+			break;
 		case 'C':
 			if (!strcmp(optarg, "auto"))
 				o->calls = CALLS_AUTO;
@@ -1043,13 +1057,14 @@ static void plan_calls(const struct gen *g, double ns_per_pkt, uint64_t count, s
 	chunk = (double)o->chunk_ns / ns_per_pkt;
 	p->policy = "chunk";
 	p->per_call = chunk > (double)k ? (uint64_t)chunk : k;
-	p->yield_ns = o->chunk_ns / YIELD_DIV;
+	p->yield_ns = o->yield_ns == UINT64_MAX ? o->chunk_ns / YIELD_DIV : o->yield_ns;
 }
 
 /* Sleep until at (CLOCK_MONOTONIC ns) if that is far enough away. */
 static void sleep_until(struct gen *g, uint64_t at)
 {
 	struct timespec ts;
+	uint64_t late;
 
 	if (at < now_ns() + SLEEP_MIN_NS)
 		return;
@@ -1059,6 +1074,9 @@ static void sleep_until(struct gen *g, uint64_t at)
 	g->sleeps++;
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 		;
+	late = now_ns() - at;
+	if (late > g->wake_late_max)
+		g->wake_late_max = late;
 }
 
 /* -H: send n held frames again, unpaced and outside the schedule: the schedule's
@@ -1083,6 +1101,26 @@ static void resend(struct gen *g, uint64_t n)
 	g->resent += n;
 }
 
+/* -H: the refusals so far, as the hold counts them after each call.  The TX port's
+ * sysfs tx_dropped, which veth raises for each frame its peer's ring refused (the
+ * xdp_xmit_errors of ethtool -S, read before and after the trial for the report), reads
+ * without the RTNL lock: an ethtool ioctl takes it, and on a host where other work
+ * adds or deletes devices or namespaces it waited tens of ms, mid-schedule (-R ethtool
+ * keeps that read, to compare).  The longest read of a trial is its "read_max_ns". */
+static uint64_t hold_refusals(struct gen *g)
+{
+	uint64_t t = now_ns(), xmit, err, d;
+
+	if (g->o.hold_ethtool)
+		read_xmit(g, &xmit, &err);
+	else
+		err = read_stat(g->st[1]);
+	d = now_ns() - t;
+	if (d > g->read_max)
+		g->read_max = d;
+	return err;
+}
+
 /* -H: the frames refused since the last look join the backlog (at most hold_pkts;
  * beyond that the oldest are lost: offered, never sent, counted refused).  When the
  * peer refused nothing since the last look (its ring has room), up to one ring's
@@ -1092,9 +1130,8 @@ static void resend(struct gen *g, uint64_t n)
  * srgen's -H. */
 static void hold_step(struct gen *g, uint64_t *err_seen)
 {
-	uint64_t xmit, err, fresh, n;
+	uint64_t err = hold_refusals(g), fresh, n;
 
-	read_xmit(g, &xmit, &err);
 	fresh = err - *err_seen;
 	*err_seen = err;
 	g->backlog += fresh;
@@ -1116,7 +1153,7 @@ static void send_calls(struct gen *g, const struct plan *p, uint64_t count, doub
 		       uint64_t err0, uint64_t drain_ns)
 {
 	struct xdpgen_cfg cfg;
-	uint64_t offered = 0, t0, k, yield = p->yield_ns, err_seen = err0, xmit, err, end;
+	uint64_t offered = 0, t0, k, yield = p->yield_ns, err_seen = err0, end;
 	int rc;
 
 	g->backlog = g->held_max = g->resent = 0;
@@ -1147,8 +1184,7 @@ static void send_calls(struct gen *g, const struct plan *p, uint64_t count, doub
 	end = now_ns() + drain_ns;
 	while (now_ns() < end) {
 		if (!g->backlog) {
-			read_xmit(g, &xmit, &err);
-			if (err == err_seen)
+			if (hold_refusals(g) == err_seen)
 				break;   /* nothing waits, nothing new refused */
 		}
 		sleep_until(g, now_ns() + RETRY_NS + WAKE_EARLY_NS);
@@ -1166,6 +1202,7 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 	uint64_t between = 0, offered, first, last, slipped, max_lag;
 	uint64_t calls0 = g->calls, prog0 = g->prog_ns, sleeps0 = g->sleeps, err, sent, refused;
 	uint64_t drained, probes;
+	struct rusage ru0, ru1;       /* the sender's preemptions while it sends */
 	double ns_per_pkt = t->rate_pps > 0 ? 1e9 / t->rate_pps : 0;
 	int stopped = 0;
 	struct watch w = { .g = g, .stop_lost = t->stop_lost };
@@ -1207,8 +1244,12 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 		if (pthread_create(&th, NULL, watcher, &w))
 			die("cannot start the watcher thread");
 	}
+	g->wake_late_max = g->read_max = 0;
+	getrusage(RUSAGE_THREAD, &ru0);
 	if (t->count)
-		send_calls(g, &plan, t->count, ns_per_pkt, before.xmit_err, t->drain_ns);
+		send_calls(g, &plan, t->count, ns_per_pkt,
+			   o->hold_ethtool ? before.xmit_err : before.tx_dropped, t->drain_ns);
+	getrusage(RUSAGE_THREAD, &ru1);
 	if (t->stop_lost != NO_STOP) {
 		w.done = 1;
 		pthread_join(th, NULL);
@@ -1249,7 +1290,8 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 	       ", \"rx_packets_delta\": %" PRIu64 ", \"rx_dropped_delta\": %" PRIu64
 	       ", \"prog_ns\": %" PRIu64 ", \"prog_ns_max\": %" PRIu64
 	       ", \"call_policy\": \"%s\", \"per_call\": %" PRIu64 ", \"held\": %d"
-	       ", \"sleeps\": %" PRIu64
+	       ", \"sleeps\": %" PRIu64 ", \"wake_late_max_ns\": %" PRIu64
+	       ", \"preempted\": %ld, \"read_max_ns\": %" PRIu64
 	       ", \"stopped\": %d, \"offered\": %" PRIu64,
 	       t->count, sent, refused, t->count ? last - first : 0, t->rate_pps, g->len,
 	       plan.batch, g->calls - calls0, o->hold_pkts, g->held_max, g->resent,
@@ -1260,7 +1302,8 @@ static void run_trial(struct gen *g, const struct trial_req *t)
 	       after.xmit - before.xmit, err,
 	       after.rx_packets - before.rx_packets, after.rx_dropped - before.rx_dropped,
 	       g->prog_ns - prog0, g->prog_ns_max, plan.policy, plan.per_call,
-	       g->hold_fd >= 0, g->sleeps - sleeps0, stopped, offered);
+	       g->hold_fd >= 0, g->sleeps - sleeps0, g->wake_late_max,
+	       ru1.ru_nivcsw - ru0.ru_nivcsw, g->read_max, stopped, offered);
 	if (t->probe_pps > 0) {
 		collect_probes(&g->sh.rx, probes);
 		probe_rx_print(&g->sh.rx, t->probe_pps, probes, g->sh.probe_len);

@@ -34,6 +34,8 @@ EXPECTED: dict[str, Expected] = {
     "ebpf_end_ad": Expected("", "--repetitions 1: a third"),
     "ebpf_scaling": Expected("", "--counts 1,10: fewer VNF counts"),
     "generator": Expected("", "--rates R: one rate; --trials 1: a third"),
+    "engine_agreement": Expected("about 8-13 min (6 runs of srperf run quick, 65-220 s each "
+                                 "at load 15-30)", "--runs 1: one pair (2-5 min)"),
     "generator_engines": Expected("about 2 min (2 frames x 2 rounds x 10 rates x 2 engines)",
                                   "--rounds 1: half; --frames ipv6: half"),
     "latency": Expected("", "--reps N: fewer repetitions"),
@@ -55,6 +57,8 @@ EXPECTED: dict[str, Expected] = {
     "trend_report_speed": Expected("about 5 s (no traffic)", "--repeat 1"),
     "trial_gap": Expected("", "--rounds 1 (the default) is the shortest"),
     "vpp_vs_linux": Expected("", "--repetitions 1 halves it"),
+    "xdpgen_slip": Expected("about 40-60 s (4 rounds x 2 rates x 4 sleep shares, 1 s trials)",
+                            "--rounds N, --yields default: fewer trials"),
     "xdp_cost": Expected("", "--chains C: one chain; --repeat 200: a tenth of the runs"),
 }
 """Benchmark (file stem) -> its running time with the defaults here; every file of

@@ -271,6 +271,7 @@ class Orchestrator:
         """Record how the run ended and write its summary; a store that cannot be
         written (disk full) is logged here, the run's own error goes on up."""
         try:
+            self._record_engines(store, report.run_id)
             if report.status == "finished":   # 'srperf runs' shows why it has no figure
                 report.nothing_measured = nothing_measured(store, report.run_id)
                 if report.nothing_measured:
@@ -291,6 +292,21 @@ class Orchestrator:
         finally:
             store.close()
             self.events.run_done(report.status)
+
+    def _record_engines(self, store: ResultStore, run_id: str) -> None:
+        """Beside the engine asked (``generator.engine``), which engines sent the run's
+        trials: ``generator.engines_sent``, trials per engine (``extra["engine"]``), so a
+        run under ``auto`` says whether xdpgen, srgen or both sent it."""
+        if self.tb.tester.driver != "linux":
+            return
+        from srperf.drivers.linux_engine import engines_sent
+
+        row = store.run_row(run_id)
+        generator = row["environment"].get("generator") if row else None
+        if not isinstance(generator, dict):
+            return
+        generator["engines_sent"] = engines_sent(store.frame("trials", run_id)["extra"])
+        store.update_environment(run_id, row["environment"] if row else {})
 
     @property
     def planned(self) -> int:

@@ -33,9 +33,11 @@ def create_generator(tb: TestbedConfig, tester_ns: str | None) -> TrafficGenerat
     driver = tb.tester.driver
     if driver == "linux":
         from srperf.drivers.linux import LinuxGenerator
+        from srperf.drivers.linux_engine import DEFAULT_ENGINE
 
+        options = {"engine": DEFAULT_ENGINE, **tb.tester.options}   # the testbed's default
         return LinuxGenerator(tester_ns, tb.tester.tx.name, tb.tester.rx.name,
-                              cpu=tb.tester.cpu, **tb.tester.options)
+                              cpu=tb.tester.cpu, **options)
     if driver == "trex":
         from srperf.drivers.trex import TrexGenerator, TrexOptions
 

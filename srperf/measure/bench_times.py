@@ -34,8 +34,9 @@ EXPECTED: dict[str, Expected] = {
     "ebpf_end_ad": Expected("", "--repetitions 1: a third"),
     "ebpf_scaling": Expected("", "--counts 1,10: fewer VNF counts"),
     "generator": Expected("", "--rates R: one rate; --trials 1: a third"),
-    "generator_engines": Expected("about 2 min (2 frames x 2 rounds x 10 rates x 2 engines)",
-                                  "--rounds 1: half; --frames ipv6: half"),
+    "generator_engines": Expected("about 2.5 min (2 frames x 2 rounds x 11 rates x 2 engines,"
+                                  " then 3 refining steps)",
+                                  "--rounds 1: half; --frames ipv6: half; --refine 0"),
     "latency": Expected("", "--reps N: fewer repetitions"),
     "make_run": Expected("about 2-3 min (one 'make run' per mode, 50-80 s each)",
                          "--modes new: one of them"),

@@ -181,3 +181,18 @@ def test_quantum_passed_only_where_it_means_something(engine: str, quantum_s: fl
         assert (argv[argv.index("-q") + 1] if "-q" in argv else None) == q
     finally:
         gen.close()
+
+
+@pytest.mark.parametrize(("engine", "b"), [("packet", "16"), ("xdp", None)])
+def test_batch_passed_only_to_srgen(engine: str, b: str | None) -> None:
+    """srgen's -b is its sendmmsg batch; xdpgen's is the kernel batch of an unpaced call,
+    whose page pool holds that many pages, so srgen's 16 would starve its recycling:
+    xdpgen keeps its own (256)."""
+    gen = LinuxGenerator(None, "lo", "lo", batch=16)
+    try:
+        gen.prepare(_frame())
+        gen._engine_now = engine
+        argv = gen._options_argv()
+        assert (argv[argv.index("-b") + 1] if "-b" in argv else None) == b
+    finally:
+        gen.close()

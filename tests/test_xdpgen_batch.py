@@ -14,20 +14,13 @@ from typing import Iterator
 
 import pytest
 
-from srperf.drivers.linux_sink import attach_sink
 from srperf.drivers.xdpgen import build_xdpgen, xdpgen_object
 from srperf.util.netns import run
+from test_xdpgen import veth_to_sink
 
 pytestmark = pytest.mark.netns
 
 TX_NS, SINK_NS = "x5s-btx", "x5s-bsink"
-
-
-def frame(size: int = 60) -> bytes:
-    eth = bytes.fromhex("025e00000102" "025e00000101" "86dd")
-    payload = bytes(size - 54)
-    return eth + bytes.fromhex("60000000") + len(payload).to_bytes(2, "big") + bytes(
-        [59, 64]) + bytes(32) + payload
 
 
 def sink_rx() -> int:
@@ -36,23 +29,8 @@ def sink_rx() -> int:
 
 @pytest.fixture
 def topology(tmp_path: Path) -> Iterator[Path]:
-    try:
-        for ns in (TX_NS, SINK_NS):
-            run(["ip", "netns", "add", ns])
-            # no router solicitations or MLD reports from t0's stack in the sink's count
-            run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1",
-                 "net.ipv6.conf.default.disable_ipv6=1"], ns=ns)
-        run(["ip", "link", "add", "name", "t0", "netns", TX_NS, "type", "veth",
-             "peer", "name", "s0", "netns", SINK_NS])
-        run(["ip", "link", "set", "t0", "up"], ns=TX_NS)
-        run(["ip", "link", "set", "s0", "up"], ns=SINK_NS)
-        attach_sink(SINK_NS, "s0")
-        path = tmp_path / "frame"
-        path.write_bytes(frame())
+    with veth_to_sink(tmp_path / "frame", TX_NS, SINK_NS, quiet=True) as path:
         yield path
-    finally:
-        for ns in (TX_NS, SINK_NS):
-            run(["ip", "netns", "del", ns], check=False)
 
 
 def serve(frame_file: Path, trials: str) -> list[dict[str, object]]:

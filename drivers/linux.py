@@ -546,7 +546,7 @@ class LinuxGenerator(TrafficGenerator):
         """srgen's options that hold for every trial of the prepared frame(s)."""
         assert self._frame_file is not None
         argv = ["-f", str(self._frame_file), "-t", self.tx, "-x", self.rx,
-                "-b", str(self.batch), "-l", str(round(self.max_lag_s * 1e6))]
+                "-l", str(round(self.max_lag_s * 1e6))]
         if self._engine_now != "xdp" or self.quantum_s > 0:
             # xdpgen always sends in quanta (50 us unless one is set): see xdpgen.c
             argv += ["-q", str(round(self.quantum_s * 1e6))]
@@ -555,7 +555,9 @@ class LinuxGenerator(TrafficGenerator):
 
             argv += ["-o", str(xdpgen_object())]
         else:
-            argv += ["-m", self.mode]
+            # srgen's sendmmsg batch; xdpgen keeps its own unpaced batch (a page pool of
+            # that many pages: srgen's 16 would make it recycle few of them)
+            argv += ["-m", self.mode, "-b", str(self.batch)]
         if self.cpu is not None:
             argv += ["-c", str(self.cpu)]
         if self.fifo_priority:

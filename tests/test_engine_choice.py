@@ -185,18 +185,22 @@ def test_unknown_engine_in_testbed_refused(tmp_path: Path,
                    ("tester.options.engine", "turbo"))
 
 
-@pytest.mark.parametrize(("engine", "quantum_s", "q"), [
-    ("packet", 0.0, "0"), ("xdp", 0.0, None), ("xdp", 0.0001, "100")])
+@pytest.mark.parametrize(("engine", "quantum_s", "q", "b"), [
+    ("packet", 0.0, "0", "16"), ("xdp", 0.0, None, None), ("xdp", 0.0001, "100", None)])
 def test_quantum_passed_only_where_it_means_something(engine: str, quantum_s: float,
-                                                     q: str | None) -> None:
+                                                     q: str | None, b: str | None) -> None:
     """srgen's -q 0 means "each packet at once"; xdpgen always sends in quanta (its own
-    default, 20 us) and refuses -q 0, so the xdp engine gets -q only when one is set."""
-    gen = LinuxGenerator(None, "lo", "lo", quantum_s=quantum_s)
+    default, 20 us) and refuses -q 0, so the xdp engine gets -q only when one is set.
+    srgen's -b is its sendmmsg batch; xdpgen's is the kernel batch of an unpaced call,
+    whose page pool holds that many pages: srgen's 16 would starve its recycling, so
+    xdpgen keeps its own (256)."""
+    gen = LinuxGenerator(None, "lo", "lo", quantum_s=quantum_s, batch=16)
     try:
         gen.prepare(_frame())
         gen._engine_now = engine
         argv = gen._options_argv()
         assert (argv[argv.index("-q") + 1] if "-q" in argv else None) == q
+        assert (argv[argv.index("-b") + 1] if "-b" in argv else None) == b
     finally:
         gen.close()
 

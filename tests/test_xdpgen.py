@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
@@ -67,23 +68,35 @@ def argv(frame_file: Path, *extra: str, tx: str = "t0") -> list[str]:
             "-t", tx, "-x", "t0", "-o", str(xdpgen_object()), "-d", "20", *extra]
 
 
-@pytest.fixture
-def topology(tmp_path: Path) -> Iterator[Path]:
-    """t0 (g43-tx) -- veth -- s0 (g43-sink, XDP drop sink); yields a 60-byte frame file."""
+@contextmanager
+def veth_to_sink(path: Path, tx_ns: str = TX_NS, sink_ns: str = SINK_NS,
+                 quiet: bool = False) -> Iterator[Path]:
+    """t0 (tx_ns) -- veth -- s0 (sink_ns, XDP drop sink); yields a 60-byte frame file at
+    ``path``.  ``quiet``: IPv6 off in both namespaces, so that no router solicitation or
+    MLD report of t0's stack adds to the sink's count."""
     try:
-        for ns in (TX_NS, SINK_NS):
+        for ns in (tx_ns, sink_ns):
             run(["ip", "netns", "add", ns])
-        run(["ip", "link", "add", "name", "t0", "netns", TX_NS, "type", "veth",
-             "peer", "name", "s0", "netns", SINK_NS])
-        run(["ip", "link", "set", "t0", "up"], ns=TX_NS)
-        run(["ip", "link", "set", "s0", "up"], ns=SINK_NS)
-        attach_sink(SINK_NS, "s0")
-        path = tmp_path / "frame"
+            if quiet:
+                run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1",
+                     "net.ipv6.conf.default.disable_ipv6=1"], ns=ns)
+        run(["ip", "link", "add", "name", "t0", "netns", tx_ns, "type", "veth",
+             "peer", "name", "s0", "netns", sink_ns])
+        run(["ip", "link", "set", "t0", "up"], ns=tx_ns)
+        run(["ip", "link", "set", "s0", "up"], ns=sink_ns)
+        attach_sink(sink_ns, "s0")
         path.write_bytes(frame())
         yield path
     finally:
-        for ns in (TX_NS, SINK_NS):
+        for ns in (tx_ns, sink_ns):
             run(["ip", "netns", "del", ns], check=False)
+
+
+@pytest.fixture
+def topology(tmp_path: Path) -> Iterator[Path]:
+    """t0 (g43-tx) -- veth -- s0 (g43-sink, XDP drop sink); yields a 60-byte frame file."""
+    with veth_to_sink(tmp_path / "frame") as path:
+        yield path
 
 
 def test_refuses_frame_larger_than_a_page(tmp_path: Path) -> None:

@@ -36,8 +36,9 @@ EXPECTED: dict[str, Expected] = {
     "generator": Expected("", "--rates R: one rate; --trials 1: a third"),
     "engine_agreement": Expected("about 8-13 min (6 runs of srperf run quick, 65-220 s each "
                                  "at load 15-30)", "--runs 1: one pair (2-5 min)"),
-    "generator_engines": Expected("about 2 min (2 frames x 2 rounds x 10 rates x 2 engines)",
-                                  "--rounds 1: half; --frames ipv6: half"),
+    "generator_engines": Expected("about 2.5 min (2 frames x 2 rounds x 11 rates x 2 engines,"
+                                  " then 3 refining steps)",
+                                  "--rounds 1: half; --frames ipv6: half; --refine 0"),
     "latency": Expected("", "--reps N: fewer repetitions"),
     "make_run": Expected("about 2-3 min (one 'make run' per mode, 50-80 s each)",
                          "--modes new: one of them"),

@@ -8,7 +8,6 @@ from __future__ import annotations
 import html
 import random
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -16,7 +15,7 @@ import pytest
 from srperf.nightly import load_suite, run_nightly
 from srperf.results.store import ResultStore
 from srperf.results.trend_power import StepVisibility
-from srperf.results.trend_synth import night_date, write_run
+from srperf.results.trend_synth import nightly_runner
 
 TEST = "end 64B PDR@0.5%"
 
@@ -36,15 +35,7 @@ reports: {tmp_path / 'reports'}
 def _nights(tmp_path: Path, verdict: str, n: int) -> list[Any]:
     rnd = random.Random(3)
     figures = [[500.0 * (1 + rnd.gauss(0, 0.02)) for _ in range(3)] for _ in range(n)]
-    nights = iter(range(n))
-
-    def runner(exp: Any, tb: Any, results_dir: Path) -> Any:
-        i = next(nights)
-        with ResultStore(results_dir / "srperf.sqlite") as s:
-            return SimpleNamespace(run_id=write_run(
-                s, tb.name, night_date("2026-05-01", i + 1), {("end", 64): figures[i]},
-                experiment=exp.name, run_id=f"k5t-night-{i + 1:02d}"))
-
+    runner = nightly_runner(figures, "2026-05-01", "k5t-night")
     suite = load_suite(_suite(tmp_path, verdict))
     return [run_nightly(suite, runner=runner) for _ in range(n)]
 

@@ -308,13 +308,15 @@ def run_nightly(suite: Suite, progress: Callable[[str], None] | None = None,
                 verdict = comparison.verdict if comparison else "no_baseline"
             result.comparison = comparison
             detail: dict[str, Any] = {"suite": suite.name, "method": suite.method}
+            history = RunFilter(testbed=tb.name, suite=suite.name, experiment=exp.name,
+                                purpose="nightly")
             if suite.verdict == "trend" and not result.nothing_measured:
-                result.trend = trend_verdict.judge(
-                    shared, run_id, RunFilter(testbed=tb.name, suite=suite.name,
-                                              experiment=exp.name, purpose="nightly"),
-                    suite.trend)
+                result.trend = trend_verdict.judge(shared, run_id, history, suite.trend)
                 detail["trend"] = result.trend.to_dict()
             shared.add_comparison(run_id, baseline, suite.threshold_pct, verdict, detail)
+            # the HTML shows what the trend can see in either verdict mode (issue 48)
+            steps = result.trend if result.trend is not None or result.nothing_measured \
+                else trend_verdict.judge(shared, run_id, history, suite.trend)
             html = safe_paths.file_in(reports_dir, f"nightly-{suite_part}-"
                                       f"{safe_paths.safe_component(exp.name)}-"
                                       f"{safe_paths.safe_component(run_id)}.html",
@@ -323,7 +325,7 @@ def run_nightly(suite: Suite, progress: Callable[[str], None] | None = None,
                 shared, [baseline, run_id] if baseline else [run_id], html,
                 html.with_suffix(".md"),
                 title=f"srperf nightly {suite.name}: {exp.name} on {tb.name}",
-                comparison=comparison)
+                comparison=comparison, trend=steps)
             result.report = html
             result.cases += [f"{t.kind} {r['behavior']} {r['variant']} {t.primary_metric}"
                              for t in data.stateful for r in t.rows

@@ -14,7 +14,6 @@ import sys
 import uuid
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, Iterator
 
 import pytest
@@ -24,7 +23,7 @@ from srperf.nightly import load_suite, run_nightly
 from srperf.results.store import ResultStore
 from srperf.results.trend import (NORMAL, PROGRESSION, REGRESSION, RunFilter, TrendSettings,
                                   group, new_regression, trends)
-from srperf.results.trend_synth import night_date, write_run
+from srperf.results.trend_synth import night_date, nightly_runner, write_run
 
 sys.path.insert(0, str(Path(__file__).parent))
 import pg_server  # noqa: E402
@@ -193,14 +192,7 @@ def test_nightly_is_red_on_the_night_of_the_step_and_junit_names_it(tmp_path: Pa
     h = _noisy(12, cv=0.02, seed=5)
     for night in h[9:]:
         night[:] = [v * 0.88 for v in night]
-    nights = iter(range(12))
-
-    def runner(exp: Any, tb: Any, results_dir: Path) -> Any:
-        i = next(nights)
-        with ResultStore(results_dir / "srperf.sqlite") as s:
-            return SimpleNamespace(run_id=write_run(
-                s, tb.name, night_date("2026-04-01", i + 1), {("end", 64): h[i]},
-                experiment=exp.name, run_id=f"t36-night-{i + 1:02d}"))
+    runner = nightly_runner(h, "2026-04-01", "t36-night")
 
     suite = load_suite(_suite(tmp_path, "trend: {min_change_pct: 3}\n"))
     assert suite.trend.min_change_pct == 3 and suite.verdict == "trend"

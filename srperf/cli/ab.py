@@ -54,6 +54,10 @@ def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> N
                         "rules) or sysctl:KEY=VALUE")
     c.add_argument("--b-sut-change", metavar="SPEC", help="SUT change of side B (the same)")
     c.add_argument("--testbed", "-t", help="testbed file or name (default: virtual)")
+    c.add_argument("--a-testbed", metavar="TESTBED",
+                   help="side A's own testbed (e.g. a kernel target); both testbeds are "
+                        "brought up once and the sides alternate between them")
+    c.add_argument("--b-testbed", metavar="TESTBED", help="side B's own testbed (the same)")
     c.add_argument("--size", dest="packet_size", type=int, help="frame size, B (default 64)")
     c.add_argument("--load", dest="load_pps", type=float,
                    help="common offered load, pps (default: 1.1 x the larger received rate "
@@ -165,7 +169,8 @@ def settings_of(args: argparse.Namespace) -> dict[str, Any]:
             value = ({**value, "forwarder": fw_given} if isinstance(value, dict)
                      else {"behavior": value, "forwarder": fw_given})
         spec = side_spec(src, k, value, forwarder, options, getattr(args, f"{k}_set", []) or [],
-                         getattr(args, f"{k}_sut_change", None))
+                         getattr(args, f"{k}_sut_change", None),
+                         getattr(args, f"{k}_testbed", None))
         sides[k] = check_side(src, k, spec)
     # the experiment (search settings, testbed) is of the sides on its forwarder; when
     # neither side is, it is side A's
@@ -178,14 +183,36 @@ def settings_of(args: argparse.Namespace) -> dict[str, Any]:
     return data
 
 
+def _testbeds(src: str, cfg: Any, exp: Any, given: str | None) -> dict[str, Any]:
+    """The testbed config of each side ("A"/"B"): the side's own (``--a-testbed``,
+    ``--b-testbed``, a side's ``testbed:``) or the comparison's.  Two distinct testbeds
+    need prefixes of their own, and a model is never one side of a measured one."""
+    from srperf.cli.run_several import _check_distinct
+    from srperf.config.loader import resolve_testbed
+
+    common = resolve_testbed(given, exp)
+    tbs = {s: resolve_testbed(side.testbed, exp) if side.testbed else common
+           for s, side in (("A", cfg.a), ("B", cfg.b))}
+    if (tbs["A"].source, tbs["A"].name) == (tbs["B"].source, tbs["B"].name):
+        return {"A": tbs["A"], "B": tbs["A"]}
+    _check_distinct([tbs["A"], tbs["B"]])
+    if (tbs["A"].kind == "simulated") != (tbs["B"].kind == "simulated"):
+        raise ConfigError(src, "b.testbed", tbs["B"].name, "one side on the simulated "
+                          "testbed (a model) and the other on a measured one compare a "
+                          "model with a measurement")
+    return tbs
+
+
 def cmd_ab(args: argparse.Namespace) -> int:
+    import contextlib
+
     from srperf.cli.results import store_location
     from srperf.config.experiment import experiment_from_mapping
-    from srperf.config.loader import resolve_testbed
     from srperf.forwarders import registry as forwarders
     from srperf.measure import environment
-    from srperf.measure.ab import AbConfig, run_ab
+    from srperf.measure.ab import AbConfig, AbError, run_ab
     from srperf.measure.session import MeasurementSession
+    from srperf.results import emulation
     from srperf.results.store import ResultStore
     from srperf.safety.safe_paths import check_dir
     from srperf.search.configured import search_settings
@@ -204,57 +231,94 @@ def cmd_ab(args: argparse.Namespace) -> int:
         key = "min_blocks" if "min_blocks" in str(exc) else "width_pct"
         raise ConfigError(src, key, data.get(key), str(exc)) from None
     exp = experiment_from_mapping(data["_experiment"], src)
-    tb = resolve_testbed(data.get("testbed"), exp)
-    testbed = testbeds.create(tb)
+    tbs = _testbeds(src, cfg, exp, data.get("testbed"))
+    two = tbs["A"] is not tbs["B"]
+    tb_of = {"A": testbeds.create(tbs["A"])}
+    tb_of["B"] = testbeds.create(tbs["B"]) if two else tb_of["A"]
+    testbed = tb_of["A"]
     for k, side in (("a", cfg.a), ("b", cfg.b)):
-        if side.sut_change is not None and testbed.is_model:
+        if side.sut_change is not None and tb_of[k.upper()].is_model:
             raise ConfigError(src, f"{k}.sut_change", side.sut_change.name,
                               "the simulated testbed is a model with no SUT to change (the "
                               "command would run on this host)")
     fws = {s: forwarders.get(side.forwarder) for s, side in (("A", cfg.a), ("B", cfg.b))}
     opts = {}
     for s, side in (("A", cfg.a), ("B", cfg.b)):
-        testbed.check_forwarder(fws[s], src)
+        tb_of[s].check_forwarder(fws[s], src)
         opts[s] = fws[s].parse_options(side.options)
-    settings = search_settings(exp, tb)
+    settings = search_settings(exp, tbs["A"])
     store = ResultStore(store_location(args))
-    run_id = store.begin_run(f"ab:{cfg.a.behavior}-vs-{cfg.b.behavior}", tb.name,
-                             fws["A"].name if fws["A"] is fws["B"] else
-                             f"{fws['A'].name}+{fws['B'].name}",
-                             environment.collect(), purpose="ab")
-    print(f"paired A/B run {run_id}: A = {cfg.a.label()}, B = {cfg.b.label()}, "
-          f"{cfg.packet_size} B, on {tb.name}; stop at +-{cfg.width_pct:g} % or "
-          f"{cfg.budget_s:g} s", flush=True)
+    name = f"ab:{cfg.a.behavior}-vs-{cfg.b.behavior}"
+    runs = {"A": store.begin_run(name, tbs["A"].name,
+                                 fws["A"].name if fws["A"] is fws["B"] or two else
+                                 f"{fws['A'].name}+{fws['B'].name}",
+                                 environment.collect(), purpose="ab")}
+    runs["B"] = (store.begin_run(name, tbs["B"].name, fws["B"].name, environment.collect(),
+                                 purpose="ab") if two else runs["A"])
+    run_id = runs["B"]   # the comparison is stored with B's run (A's is its baseline)
+    where = (f"on {tbs['A'].name}" if not two else
+             f"A on {tbs['A'].name}, B on {tbs['B'].name} (both booted, alternating)")
+    print(f"paired A/B run {' and '.join(dict.fromkeys(runs.values()))}: A = "
+          f"{cfg.a.label()}, B = {cfg.b.label()}, {cfg.packet_size} B, {where}; stop at "
+          f"+-{cfg.width_pct:g} % or {cfg.budget_s:g} s", flush=True)
     status = "failed"
     try:
-        with MeasurementSession(testbed, fws["A"], opts["A"], store, run_id,
-                                keep_testbed=args.keep_testbed) as session:
-            env = environment.collect()
-            env.update(session.environment())
-            store.update_environment(run_id, env)
-            outcome = run_ab(session, cfg, settings, exp.search.algorithm, fws, opts,
-                             say=lambda s: print(s, flush=True))
+        with contextlib.ExitStack() as stack:
+            session = {"A": stack.enter_context(MeasurementSession(
+                tb_of["A"], fws["A"], opts["A"], store, runs["A"],
+                keep_testbed=args.keep_testbed))}
+            session["B"] = (stack.enter_context(MeasurementSession(
+                tb_of["B"], fws["B"], opts["B"], store, runs["B"],
+                keep_testbed=args.keep_testbed)) if two else session["A"])
+            envs = {}
+            for s in dict.fromkeys("AB" if two else "A"):
+                envs[s] = environment.collect()
+                envs[s].update(session[s].environment())
+                store.update_environment(runs[s], envs[s])
+            modes = {emulation.mode(e) for e in envs.values()}
+            if len(modes) > 1:
+                raise AbError(f"side A's SUT runs {emulation.mode(envs['A'])} and side B's "
+                              f"{emulation.mode(envs['B'])}: srperf does not pair an "
+                              "emulated SUT with a native one (under TCG the emulated vCPU "
+                              "sets the rate)")
+            outcome = run_ab(session["A"], cfg, settings, exp.search.algorithm, fws, opts,
+                             say=lambda s: print(testbed.label_line(s), flush=True),
+                             execution=envs["A"].get("execution"), sessions=session)
+            if two:
+                outcome.runs = dict(runs)
         status = "finished"
     except KeyboardInterrupt:
         status = "interrupted"
         raise
     finally:
-        store.end_run(run_id, status)
+        for rid in dict.fromkeys(runs.values()):
+            store.end_run(rid, status)
         if status != "finished":
             store.close()
     r = outcome.result
     assert r is not None
-    store.add_comparison(run_id, None, cfg.width_pct, r.status, outcome.detail())
+    store.add_comparison(run_id, runs["A"] if two else None, cfg.width_pct, r.status,
+                         outcome.detail())
     store.close()
     if testbed.is_model:
         print("MODEL: the simulated SUT; these figures are not measurements.")
+    tag = testbed.label_line
     limited = (f"; {outcome.generator_limited_used} trials paced short of the load but "
                f"saturated the SUT (used)" if outcome.generator_limited_used else "")
-    print(f"at {outcome.load_pps / 1e3:.1f} kpps offered, received rate: {r.describe()}")
+    print(tag(f"at {outcome.load_pps / 1e3:.1f} kpps offered, received rate: {r.describe()}"))
     dropped = (f"; {outcome.dropped.count} blocks dropped (the generator fell behind)"
                if outcome.dropped.count else "")
-    print(f"stopped: {r.stop_reason} ({r.n_blocks} blocks){limited}{dropped}")
-    print(f"stored as run {run_id} in {store.where}")
+    print(tag(f"stopped: {r.stop_reason} ({r.n_blocks} blocks){limited}{dropped}"))
+    for s, use in sorted(outcome.idle_sut.items()):
+        if use["wall_s"] > 0:
+            print(f"side {s}'s idle SUT used {100 * use['cpu_s'] / use['wall_s']:.1f} % of a "
+                  f"CPU while the other side measured ({use['wall_s']:.0f} s)")
+    if outcome.emulated:
+        print(f"NOTE: {tag('')}the SUT ran under software emulation: the ratio ranks the "
+              "sides under emulation, it is not the kernel's native cost (stored with "
+              "execution: emulated)")
+    print(f"stored as run {run_id} in {store.where}"
+          + (f" (side A's trials in run {runs['A']})" if two else ""))
     return EXIT_OK
 
 

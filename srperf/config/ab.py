@@ -16,7 +16,7 @@ from typing import Any
 
 from srperf.config.settings import Settings, setting
 
-SIDE_KEYS = ("behavior", "forwarder", "options", "sut_change")
+SIDE_KEYS = ("behavior", "forwarder", "options", "sut_change", "testbed")
 _SIDE_SCHEMA = {"description": "a behavior name, or a mapping with keys "
                                + ", ".join(SIDE_KEYS),
                 "oneOf": [{"type": "string"}, {"type": "object"}]}
@@ -39,7 +39,7 @@ class AbBlock(Settings):
     side names its own)."""
 
     a: Any = setting(None, "side A, the reference: a behavior, or {behavior, forwarder, "
-                     "options, sut_change}", schema=_SIDE_SCHEMA)
+                     "options, sut_change, testbed}", schema=_SIDE_SCHEMA)
     b: Any = setting(None, "side B, compared with A (the same forms; B = A is the A/A "
                      "calibration)", schema=_SIDE_SCHEMA)
     packet_size: int = setting(64, "frame size", unit="B",

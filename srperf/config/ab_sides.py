@@ -30,14 +30,17 @@ class SideSpec:
     forwarder: str
     options: dict[str, Any]
     sut_change: Any
+    testbed: str | None = None
+    """This side's own testbed (file or name), e.g. another kernel target; None: the
+    comparison's."""
 
 
 def side_spec(source: str, key: str, value: Any, forwarder: str,
               options: Mapping[str, Any], sets: Sequence[str] = (),
-              sut_change: Any = None) -> SideSpec:
+              sut_change: Any = None, testbed: str | None = None) -> SideSpec:
     """Side ``key`` ("a"/"b") from its file form ``value``, the experiment's ``forwarder``
-    and ``options``, the side's ``--a-set``/``--b-set`` items (``options.*`` only) and its
-    ``--a-sut-change``/``--b-sut-change``."""
+    and ``options``, the side's ``--a-set``/``--b-set`` items (``options.*`` only), its
+    ``--a-sut-change``/``--b-sut-change`` and its ``--a-testbed``/``--b-testbed``."""
     from srperf.config.reader import apply_overrides
 
     if isinstance(value, str):
@@ -71,7 +74,10 @@ def side_spec(source: str, key: str, value: Any, forwarder: str,
                               "options: use options.KEY=VALUE (settings of both sides: --set)")
     apply_overrides(side_data, list(sets), f"{source} ({flag})")
     change = sut_change if sut_change is not None else value.get("sut_change")
-    return SideSpec(value["behavior"], fw, side_data["options"], change)
+    tb = testbed if testbed is not None else value.get("testbed")
+    if tb is not None and (not isinstance(tb, str) or not tb):
+        raise ConfigError(source, f"{key}.testbed", tb, "must be a testbed file or name")
+    return SideSpec(value["behavior"], fw, side_data["options"], change, tb)
 
 
 def check_side(source: str, key: str, spec: SideSpec) -> Any:
@@ -100,7 +106,7 @@ def check_side(source: str, key: str, spec: SideSpec) -> Any:
                           f"{', '.join(offering) or 'none'})")
     check_options(f"{source} (side {key})", spec.forwarder, dict(spec.options))
     change = sc.parse(spec.sut_change, source, f"{key}.sut_change")
-    return AbSide(spec.behavior, spec.forwarder, dict(spec.options), change)
+    return AbSide(spec.behavior, spec.forwarder, dict(spec.options), change, spec.testbed)
 
 
 __all__ = ["SideSpec", "check_side", "side_spec"]

@@ -68,9 +68,14 @@ class AbSide:
     options: dict[str, Any] = field(default_factory=dict)
     """The forwarder's experiment ``options`` for this side."""
     sut_change: sc.SutChange | None = None
+    testbed: str | None = None
+    """This side's own testbed (two kernel targets side by side); None: the
+    comparison's testbed, shared with the other side."""
 
     def label(self) -> str:
         parts = [self.behavior]
+        if self.testbed is not None:
+            parts.append(f"on testbed {self.testbed}")
         if self.forwarder != "linux":
             parts.append(f"on {self.forwarder}")
         if self.options:
@@ -84,7 +89,7 @@ class AbSide:
         return {"behavior": self.behavior, "forwarder": self.forwarder,
                 "options": self.options, "sut_change": None if self.sut_change is None else
                 {"name": self.sut_change.name, "apply": self.sut_change.apply,
-                 "undo": self.sut_change.undo or None}}
+                 "undo": self.sut_change.undo or None}, "testbed": self.testbed}
 
 
 def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -144,11 +149,27 @@ class AbOutcome:
     """Trials measured again because one gave no figure (each one stored)."""
     dropped: paired.Dropped = field(default_factory=paired.Dropped)
     """Blocks dropped because the generator fell behind in one of their trials."""
+    runs: dict[str, str] = field(default_factory=dict)
+    """With two testbeds (one per side), each side's run id ("A"/"B")."""
+    idle_sut: dict[str, dict[str, float]] = field(default_factory=dict)
+    """With two testbeds: per side, the CPU seconds its SUT's process (the idle guest)
+    used while the other side measured, and the wall seconds it waited (``cpu_s``,
+    ``wall_s``)."""
+    execution: dict[str, Any] = field(default_factory=lambda: {"mode": "native"})
+    """How the SUT executed (the run environment's ``execution``: ``{"mode": "emulated",
+    "how": "QEMU tcg"}`` on a kernel target under TCG, :mod:`srperf.results.emulation`)."""
+
+    @property
+    def emulated(self) -> bool:
+        from srperf.results.emulation import EMULATED, mode
+
+        return mode({"execution": self.execution}) == EMULATED
 
     def detail(self) -> dict[str, Any]:
         """What is stored with the run (``comparisons.detail``)."""
         r = self.result
         return {"kind": "paired_ab", "config": self.config.as_dict(),
+                "execution": self.execution,
                 "sides": {"A": self.config.a.label(), "B": self.config.b.label()},
                 "load_pps": self.load_pps, "pdrs_pps": self.pdrs_pps,
                 "load_from": self.config.load_from if self.config.load_pps is None else "given",
@@ -157,6 +178,7 @@ class AbOutcome:
                           "offered load (received / the time the generator was offering, pps)",
                 "generator_limited_used": self.generator_limited_used,
                 "retried": self.retried, "blocks_dropped": self.dropped.count,
+                "runs": self.runs, "idle_sut": self.idle_sut,
                 "dropped_reasons": self.dropped.reasons[-10:],
                 "result": None if r is None else {
                     "n_blocks": r.n_blocks, "ratio": r.ratio, "low": r.low, "high": r.high,
@@ -230,13 +252,14 @@ def measure_saturated(fn: Callable[[float, float], Any], rate: float, duration_s
 
 class _Sides:
     """Switches the open session between the two sides' forwarders, options and SUT
-    changes; only what differs from the current side is redone."""
+    changes; only what differs from the current side is redone.  With a session per
+    side (two testbeds), each side is entered on its own."""
 
-    def __init__(self, session: Any, cfg: AbConfig, forwarders: dict[str, Any],
+    def __init__(self, sessions: dict[str, Any], cfg: AbConfig, forwarders: dict[str, Any],
                  options: dict[str, Any]) -> None:
         from srperf.behaviors import catalogue
 
-        self.session, self.cfg = session, cfg
+        self.sessions, self.cfg = sessions, cfg
         self.side = {"A": cfg.a, "B": cfg.b}
         self.beh = {s: catalogue.get(self.side[s].behavior) for s in "AB"}
         self.forwarders, self.options = forwarders, options
@@ -245,7 +268,7 @@ class _Sides:
 
     def enter(self, s: str) -> Any:
         """Make the SUT side ``s`` and configure its behavior; return the behavior."""
-        session = self.session
+        session = self.sessions[s]
         fw, opts = self.forwarders[s], self.options[s]
         if session.forwarder is not fw:
             session.use_forwarder(fw, opts)
@@ -266,7 +289,7 @@ class _Sides:
         s, self.current = self.current, None
         try:
             if s is not None:
-                self.session.unconfigure(self.beh[s])
+                self.sessions[s].unconfigure(self.beh[s])
         finally:
             applied, self.applied = self.applied, None
             if applied is not None:
@@ -276,12 +299,19 @@ class _Sides:
 def run_ab(session: Any, cfg: AbConfig, settings: SearchSettings, algorithm: str,
            forwarders: dict[str, Any] | None = None, options: dict[str, Any] | None = None,
            say: Callable[[str], None] = log.info,
-           clock: Callable[[], float] = time.monotonic) -> AbOutcome:
+           clock: Callable[[], float] = time.monotonic,
+           execution: dict[str, Any] | None = None,
+           sessions: dict[str, Any] | None = None) -> AbOutcome:
     """Measure side ``cfg.a`` against ``cfg.b`` on the open ``session``; ``forwarders``
-    and ``options`` per side ("A"/"B"; default: the session's)."""
-    forwarders = forwarders or {"A": session.forwarder, "B": session.forwarder}
-    options = options or {"A": session.options, "B": session.options}
-    sides = _Sides(session, cfg, forwarders, options)
+    and ``options`` per side ("A"/"B"; default: the session's); ``execution`` is how
+    the SUT executes (stored with the result: an emulated figure says so).  ``sessions``
+    ("A"/"B"): a session of its own per side, each on its testbed (two kernel targets
+    booted side by side), instead of ``session`` for both."""
+    sessions = sessions or {"A": session, "B": session}
+    forwarders = forwarders or {s: sessions[s].forwarder for s in "AB"}
+    options = options or {s: sessions[s].options for s in "AB"}
+    sides = _Sides(sessions, cfg, forwarders, options)
+    idle = _IdleSut(sessions) if sessions["A"] is not sessions["B"] else None
     seq = [0]
 
     def key(s: str, rep: int) -> TrialKey:
@@ -291,7 +321,7 @@ def run_ab(session: Any, cfg: AbConfig, settings: SearchSettings, algorithm: str
     for s in "AB":
         b = sides.enter(s)
         try:
-            session.verify(b, cfg.packet_size, again=True)
+            sessions[s].verify(b, cfg.packet_size, again=True)
         finally:
             sides.leave()
     found: dict[str, float] = {}
@@ -300,10 +330,10 @@ def run_ab(session: Any, cfg: AbConfig, settings: SearchSettings, algorithm: str
         for s in "AB":
             b = sides.enter(s)
             try:
-                session.prepare(b, cfg.packet_size)
-                found[s] = (_search(session, b, settings, algorithm, key(s, 0))
+                sessions[s].prepare(b, cfg.packet_size)
+                found[s] = (_search(sessions[s], b, settings, algorithm, key(s, 0))
                             if cfg.load_from == "search" else
-                            _probe(session, b, cfg.probe_pps or settings.max_rate_pps,
+                            _probe(sessions[s], b, cfg.probe_pps or settings.max_rate_pps,
                                    cfg.trial_s, key(s, 0)))
             finally:
                 sides.leave()
@@ -312,15 +342,21 @@ def run_ab(session: Any, cfg: AbConfig, settings: SearchSettings, algorithm: str
         say(f"{what} {', '.join(f'{s} {v / 1e3:.1f} kpps' for s, v in found.items())}: "
             f"common offered load {load / 1e3:.1f} kpps ({cfg.load_factor:g} x the larger)")
     outcome = AbOutcome(cfg, float(load), found)
+    if isinstance(execution, dict):
+        outcome.execution = dict(execution)
 
     def measure(s: str, block: int, slot: int) -> float:
         b = sides.enter(s)
         try:
-            session.prepare(b, cfg.packet_size)
+            sessions[s].prepare(b, cfg.packet_size)
+            if idle is not None:
+                idle.start(s)
             figure, trial, why, tries = measure_saturated(   # every attempt is stored
-                session.measure_fn(b, key(s, block)), load, cfg.trial_s,
+                sessions[s].measure_fn(b, key(s, block)), load, cfg.trial_s,
                 f"side {s} ({b.name}), block {block}")
         finally:
+            if idle is not None:
+                idle.stop(outcome.idle_sut)
             sides.leave()
         outcome.retried += tries - 1
         if figure is not None:
@@ -347,6 +383,39 @@ def run_ab(session: Any, cfg: AbConfig, settings: SearchSettings, algorithm: str
         say(f"stopped: {paired.MAX_DROPPED_IN_A_ROW} blocks in a row dropped, the last: "
             f"{outcome.dropped.reasons[-1]}; the result is of the blocks before")
     return outcome
+
+
+class _IdleSut:
+    """With a testbed per side: the CPU time the other side's SUT process (its idle
+    guest) uses while one side measures (:func:`srperf.kernel.interleave.process_cpu_s`;
+    nothing where the testbed has no SUT process)."""
+
+    def __init__(self, sessions: dict[str, Any]) -> None:
+        self.sessions = sessions
+        self.began: tuple[str, float, float] | None = None
+
+    def _cpu(self, s: str) -> float | None:
+        from srperf.kernel.interleave import process_cpu_s
+
+        pid_of = getattr(self.sessions[s].testbed, "sut_pid", None)
+        return process_cpu_s(pid_of()) if pid_of is not None else None
+
+    def start(self, measuring: str) -> None:
+        other = "B" if measuring == "A" else "A"
+        cpu = self._cpu(other)
+        self.began = None if cpu is None else (other, cpu, time.monotonic())
+
+    def stop(self, into: dict[str, dict[str, float]]) -> None:
+        began, self.began = self.began, None
+        if began is None:
+            return
+        other, cpu0, t0 = began
+        cpu = self._cpu(other)
+        if cpu is None:
+            return
+        acc = into.setdefault(other, {"cpu_s": 0.0, "wall_s": 0.0})
+        acc["cpu_s"] += cpu - cpu0
+        acc["wall_s"] += time.monotonic() - t0
 
 
 def _search(session: Any, b: Any, settings: SearchSettings, algorithm: str,

@@ -162,6 +162,10 @@ class ReportData:
     loss: list[dict[str, Any]] = field(default_factory=list)
     """Per run with loss-monitoring trials (:func:`srperf.results.pm_plot.loss_sections`):
     its cases' PDR and change against ``none``, per-block losses and the chart."""
+    trend_steps: list[dict[str, str]] = field(default_factory=list)
+    """The nightly's per-test line from the trend (:func:`trend_steps`): ``test``,
+    ``step`` (own night / within k nights, or n/a) and ``text`` (the whole line, or why
+    the step is not known); empty outside a nightly."""
     search_plots: list[dict[str, Any]] = field(default_factory=list)
     """Per search with trials, the data its two plots are drawn from in the browser
     (:func:`srperf.results.plots.search_plot_data`; :attr:`SearchView.plot` indexes it)."""
@@ -459,11 +463,29 @@ def render_markdown(data: ReportData) -> str:
     return text
 
 
+def trend_steps(verdict: Any) -> list[dict[str, str]]:
+    """Per test of a :class:`srperf.results.trend_verdict.TrendVerdict`, the smallest step
+    the trend would see (issue 48): the short cell of
+    :class:`srperf.results.trend_power.StepVisibility` and the verdict's whole line."""
+    from srperf.results.trend_power import StepVisibility
+
+    out = []
+    for test in sorted(verdict.texts):
+        step = verdict.steps.get(test)
+        vis = StepVisibility(**step) if isinstance(step, dict) else None
+        out.append({"test": test, "step": vis.short() if vis is not None else "n/a",
+                    "text": verdict.texts[test]})
+    return out
+
+
 def write_report(store: ResultStore, run_ids: Iterable[str], html_path: Path | None,
                  md_path: Path | None = None, title: str = "",
-                 comparison: Comparison | None = None) -> ReportData:
-    """Collect the runs and write the HTML (and Markdown) files that are asked for."""
+                 comparison: Comparison | None = None, trend: Any = None) -> ReportData:
+    """Collect the runs and write the HTML (and Markdown) files that are asked for;
+    ``trend`` (a nightly's TrendVerdict) adds its smallest visible step per test."""
     data = collect(store, run_ids, title, comparison, plots_per_search=html_path is not None)
+    if trend is not None:
+        data.trend_steps = trend_steps(trend)
     from srperf.safety import safe_paths
 
     if html_path is not None:

@@ -19,7 +19,8 @@ import datetime as dt
 import json
 import random
 from dataclasses import dataclass
-from typing import Iterable
+from pathlib import Path
+from typing import Any, Iterable
 
 from srperf.results import schema
 from srperf.results.store import ResultStore
@@ -132,4 +133,23 @@ def fill(store: ResultStore, tests: Iterable[tuple[str, int]], nights: int, cv: 
     return ids
 
 
-__all__ = ["SHAPES", "Shape", "fill", "history", "night_date", "write_run"]
+def nightly_runner(values: list[list[float]], first: str, run_prefix: str,
+                   test: tuple[str, int] = ("end", 64)) -> Any:
+    """A runner for :func:`srperf.nightly.run_nightly` that, on its i-th call, writes
+    night i's ``values`` of ``test`` into the nightly's store (no SUT): run
+    ``{run_prefix}-NN`` started on night NN from ``first``."""
+    from types import SimpleNamespace
+
+    nights = iter(range(len(values)))
+
+    def runner(exp: Any, tb: Any, results_dir: Path) -> Any:
+        i = next(nights)
+        with ResultStore(results_dir / "srperf.sqlite") as s:
+            return SimpleNamespace(run_id=write_run(
+                s, tb.name, night_date(first, i + 1), {test: values[i]},
+                experiment=exp.name, run_id=f"{run_prefix}-{i + 1:02d}"))
+    return runner
+
+
+__all__ = ["SHAPES", "Shape", "fill", "history", "night_date", "nightly_runner",
+           "write_run"]

@@ -19,6 +19,7 @@ from srperf.drivers.linux import SrgenReport
 from srperf.drivers.linux_sink import attach_sink
 from srperf.drivers.xdpgen import build_xdpgen, xdpgen_object
 from srperf.util.netns import run
+from xdpgen_objects import bpftool_list
 
 TX_NS, SINK_NS = "g43-tx", "g43-sink"
 PROG = "xdpgen_tx"
@@ -34,23 +35,17 @@ def frame(size: int = 60) -> bytes:
 
 
 def our_programs() -> list[dict[str, object]]:
-    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True,
-                         check=True).stdout
-    return [p for p in json.loads(out) if p.get("name") == PROG]
+    return [p for p in bpftool_list("prog") if p.get("name") == PROG]
 
 
 def our_maps() -> list[dict[str, object]]:
-    out = subprocess.run(["bpftool", "-j", "map", "show"], capture_output=True, text=True,
-                         check=True).stdout
-    return [m for m in json.loads(out) if m.get("name") == "xdpgen_cfg"]
+    return [m for m in bpftool_list("map") if m.get("name") == "xdpgen_cfg"]
 
 
 def our_links() -> list[dict[str, object]]:
     """XDP links of our program (the dispatcher hold on lo)."""
-    out = subprocess.run(["bpftool", "-j", "link", "show"], capture_output=True, text=True,
-                         check=True).stdout
     ids = {p["id"] for p in our_programs()}
-    return [lk for lk in json.loads(out) if lk.get("type") == "xdp" and lk.get("prog_id") in ids]
+    return [lk for lk in bpftool_list("link") if lk.get("type") == "xdp" and lk.get("prog_id") in ids]
 
 
 def gone(timeout_s: float = 5.0) -> bool:

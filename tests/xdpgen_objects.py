@@ -29,6 +29,20 @@ def _json(argv: list[str]) -> Any:
     return json.loads(proc.stdout)
 
 
+def bpftool_list(what: str, tries: int = 20) -> list[dict[str, Any]]:
+    """``bpftool -j WHAT show``: every program, map or link the kernel holds.  A listing
+    fails (exit 255) when an object it walks is freed meanwhile, which other xdpgen runs
+    on the host make likely; such a listing is read again, and after ``tries`` failures
+    this raises: an unread listing is never taken for an empty one."""
+    for _ in range(tries):
+        proc = subprocess.run(["bpftool", "-j", what, "show"], capture_output=True,
+                              text=True)
+        if proc.returncode == 0:
+            return json.loads(proc.stdout) if proc.stdout.strip() else []
+        time.sleep(0.05)
+    raise RuntimeError(f"bpftool {what} show failed {tries} times: {proc.stderr.strip()}")
+
+
 @dataclass
 class Seen:
     """xdpgen's kernel objects seen in one tester namespace while a run went on."""
@@ -49,7 +63,7 @@ class Seen:
         self.progs.add(int(prog["id"]))
         info = _json(["bpftool", "-j", "prog", "show", "id", str(prog["id"])]) or {}
         self.maps.update(int(m) for m in info.get("map_ids", []))
-        for lk in _json(["bpftool", "-j", "link", "show"]) or []:
+        for lk in bpftool_list("link"):
             if lk.get("prog_id") == prog["id"]:
                 self.links.add(int(lk["id"]))
         pids = subprocess.run(["ip", "netns", "pids", self.ns], capture_output=True,
@@ -60,7 +74,7 @@ class Seen:
         """Those objects (and processes of the namespace) that still exist."""
         out = []
         for what, ids in (("prog", self.progs), ("map", self.maps), ("link", self.links)):
-            live = {int(o["id"]) for o in _json(["bpftool", "-j", what, "show"]) or []}
+            live = {int(o["id"]) for o in bpftool_list(what)}
             out += [f"{what} {i}" for i in sorted(ids & live)]
         out += [f"process {p}" for p in sorted(self.pids) if Path(f"/proc/{p}").exists()
                 and "xdpgen" in Path(f"/proc/{p}/comm").read_text()]

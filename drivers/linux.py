@@ -98,7 +98,8 @@ from srperf.safety import safe_paths
 from srperf.build import ensure_built
 from srperf.config.settings import Settings, setting
 from srperf.drivers.base import MixUnsupported, TrafficGenerator, TrialResult, beyond_generator
-from srperf.drivers.linux_engine import ENGINES, Traffic, port_driver, xdp_refusal
+from srperf.drivers.linux_engine import (ENGINES, Traffic, local_kernel, port_driver,
+                                         xdp_refusal)
 from srperf.errors import GeneratorError
 from srperf.traffic.flows import Flows, flow_frames
 from srperf.traffic.packet_socket import send_and_capture
@@ -298,6 +299,8 @@ class LinuxGenerator(TrafficGenerator):
         self.engine = engine
         self._engine_now = "packet"   # the engine of the current (or last) trial
         self._engine_said: set[str] = set()  # auto's choices already logged
+        self.engines_used: dict[str, int] = {}  # trials run by each engine
+        self.engine_reasons: list[str] = []     # why auto kept srgen, each reason once
         self._tx_driver: str | None = None   # the tx port's driver, read once
         self._tmp = safe_paths.make_temp_dir("srperf-linuxgen-")
         # Temp files go even if a caller forgets close() (garbage collection, exit).
@@ -567,6 +570,7 @@ class LinuxGenerator(TrafficGenerator):
         if self._frame_file is None:
             raise GeneratorError("prepare(frame) must be called before a trial")
         self._engine_now = self.choose_engine()
+        self.engines_used[self._engine_now] = self.engines_used.get(self._engine_now, 0) + 1
         drain = self.drain_s if drain_s is None else drain_s
         settle = min(self.settle_s, drain)
         expected_s = count / rate_pps if rate_pps > 0 else count / 1e5
@@ -730,7 +734,7 @@ class LinuxGenerator(TrafficGenerator):
                 else self._frame_file.stat().st_size // max(self._flow_count, 1))
         return Traffic(frame_bytes=size, flows=self._flow_count, mix=self._mix is not None,
                        latency=self._probe_file is not None or self.probe_pps > 0,
-                       send_mode=self.mode, tx_driver=self._tx_driver)
+                       send_mode=self.mode, tx_driver=self._tx_driver, kernel=local_kernel())
 
     def choose_engine(self) -> str:
         """The engine of the next trial: ``packet`` or ``xdp`` (``auto``: xdp when
@@ -749,8 +753,9 @@ class LinuxGenerator(TrafficGenerator):
             self._engine_said.add(said)
             if why is None:
                 log.info("engine auto: xdpgen (live frames) for this traffic")
-            else:
-                log.info("engine auto: srgen (packet socket), because %s", why)
+            else:   # printed (once per reason): the run is not on the engine one may expect
+                self.engine_reasons.append(why)
+                log.warning("engine auto: srgen (packet socket), because %s", why)
         return "packet" if why is not None else "xdp"
 
     def _engine_binary(self) -> Path:

@@ -1,17 +1,28 @@
 """Which send engine the ``linux`` generator uses: srgen (``packet``) or xdpgen (``xdp``).
 
 ``tester.options.engine`` is ``auto``, ``xdp`` or ``packet``.  xdpgen
-(drivers/xdpgen.py) sends by BPF_PROG_RUN live frames and counts through the TX
-port's veth ``xdp_xmit`` counters, so it cannot do everything srgen does (ring
-mode, frames above a page, a TX port other than veth).  :func:`xdp_refusal` says
-why it cannot send a given traffic (None: it can); ``auto`` then falls back to
-srgen, and ``xdp`` is refused
-(before the run by srperf/measure/preflight.py, at the trial otherwise).
+(drivers/xdpgen.py) sends by BPF_PROG_RUN live frames (kernel 5.18 and later) and
+counts through the TX port's veth ``xdp_xmit`` counters, so it cannot do everything
+srgen does (ring mode, frames above a page, a TX port other than veth, an older
+kernel).  :func:`port_refusal` says why the TX port and the kernel rule it out,
+:func:`xdp_refusal` why it cannot send a given traffic (None: it can); ``auto`` then
+falls back to srgen, and ``xdp`` is refused (before the run by
+srperf/measure/preflight.py, at the trial otherwise).
+
+A kernel target's TX port is a tap (driver ``tun``) that QEMU reads.  tun has
+``ndo_xdp_xmit``, but measured here (docs/testbeds/kernel.md) it counts a frame in
+``tx_packets`` only once its reader took it, and a refused bulk of up to 16 frames as
+one ``tx_dropped``; it has no ethtool statistics.  xdpgen's refusals could then be
+inferred (offered - tx_packets) but not reconciled with any counter of the port, and
+its hold queue and early stop, which need each refusal as it happens, could not
+work: so a tap is refused with that reason, and ``auto`` keeps srgen there.
 """
 
 from __future__ import annotations
 
 import hashlib
+import platform
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +30,8 @@ from typing import Any, Mapping
 
 ENGINES = ("auto", "xdp", "packet")
 """Values of ``tester.options.engine``."""
+LIVE_FRAMES_KERNEL = (5, 18)
+"""First kernel with BPF_F_TEST_XDP_LIVE_FRAMES (major, minor)."""
 XDP_MAX_FRAME_BYTES = 3500
 """Largest frame (no FCS) xdpgen sends: one page with headroom and skb_shared_info
 (MAX_FRAME in xdpgen.c)."""
@@ -37,6 +50,48 @@ class Traffic:
     """Several frame sizes (IMIX), which both engines send (linux_gen/mix.h)."""
     tx_driver: str = "veth"
     """The TX port's kernel driver (``ethtool -i``), "" when it cannot be read."""
+    kernel: str | None = None
+    """Release of the kernel that sends (``uname -r``); None: not checked."""
+
+
+TAP_REFUSAL = ("the TX port is a tap (driver 'tun'): it counts a frame in tx_packets only "
+               "once its reader (QEMU) took it and a refused bulk of up to 16 frames as one "
+               "tx_dropped, with no xdp_xmit counters, so xdpgen's refusals could not be "
+               "counted per frame (srgen's are: docs/testbeds/kernel.md)")
+"""Why xdpgen does not send into a kernel target's tap (measured: see the module docstring)."""
+
+
+def kernel_refusal(release: str) -> str | None:
+    """Why kernel ``release`` has no live frames (None: it has them, 5.18 and later)."""
+    found = re.match(r"(\d+)\.(\d+)", release)
+    if found is None:
+        return (f"the kernel's release {release or 'unknown'!r} cannot be read as a version "
+                f"(live frames need {LIVE_FRAMES_KERNEL[0]}.{LIVE_FRAMES_KERNEL[1]} or later)")
+    if (int(found[1]), int(found[2])) < LIVE_FRAMES_KERNEL:
+        return (f"kernel {release} has no BPF_PROG_RUN live frames "
+                f"(BPF_F_TEST_XDP_LIVE_FRAMES: {LIVE_FRAMES_KERNEL[0]}."
+                f"{LIVE_FRAMES_KERNEL[1]} or later)")
+    return None
+
+
+def port_refusal(tx_driver: str, kernel: str | None = None) -> str | None:
+    """Why the TX port's driver or the sending kernel rules xdpgen out, whatever the
+    traffic (None: they allow it)."""
+    if kernel is not None:
+        why = kernel_refusal(kernel)
+        if why is not None:
+            return why
+    if tx_driver == "tun":
+        return TAP_REFUSAL
+    if tx_driver != "veth":
+        return (f"the TX port's driver is {tx_driver or 'unknown'!r}, not veth (xdpgen "
+                "counts with the veth's xdp_xmit counters)")
+    return None
+
+
+def local_kernel() -> str:
+    """This host's kernel release, where the local generator runs."""
+    return platform.release()
 
 
 def xdp_refusal(t: Traffic) -> str | None:
@@ -47,10 +102,7 @@ def xdp_refusal(t: Traffic) -> str | None:
                 "(one page with headroom)")
     if t.send_mode != "mmsg":
         return f"tester.options.mode {t.send_mode!r} is srgen's; xdpgen has its own send path"
-    if t.tx_driver != "veth":
-        return (f"the TX port's driver is {t.tx_driver or 'unknown'!r}, not veth (xdpgen "
-                "counts with the veth's xdp_xmit counters)")
-    return None
+    return port_refusal(t.tx_driver, t.kernel)
 
 
 def port_driver(in_ns: list[str], dev: str) -> str:
@@ -72,11 +124,14 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
-def describe(options: Mapping[str, Any]) -> dict[str, Any]:
+def describe(options: Mapping[str, Any], tx_driver: str | None = None) -> dict[str, Any]:
     """The local generator for a run's environment: the engine asked
     (``tester.options.engine``) and the version (sha256 prefix of the binary built from
-    this checkout) of each engine it may use.  With ``auto`` the engine of each trial is
-    in the trial's ``extra["engine"]``."""
+    this checkout) of each engine it may use; unless the engine is ``packet``, also the
+    TX port's driver (``tx_driver``, as read from the tester's namespace), this host's
+    kernel and ``port_refusal``: why they rule xdpgen out (None: they allow it).  The
+    engine each trial used is in the trial's ``extra["engine"]``, the count per engine
+    in :func:`used` once the run has trials."""
     from srperf.drivers.linux import build_srgen
 
     engine = str(options.get("engine", "packet"))
@@ -87,8 +142,23 @@ def describe(options: Mapping[str, Any]) -> dict[str, Any]:
 
         out["xdpgen_sha256"] = _digest(build_xdpgen())
         out["xdpgen_prog_sha256"] = _digest(xdpgen_object())
+        kernel = local_kernel()
+        out.update(tx_driver=tx_driver if tx_driver is not None else "", kernel=kernel,
+                   port_refusal=port_refusal(tx_driver or "", kernel))
     return out
 
 
-__all__ = ["ENGINES", "XDP_MAX_FRAME_BYTES", "Traffic", "describe", "port_driver",
-           "xdp_refusal"]
+def used(generator: object) -> dict[str, Any] | None:
+    """What a run's linux generator did, for its environment: trials per engine
+    (``engines_used``) and why ``auto`` kept srgen (``engine_reasons``); None for a
+    generator of another driver."""
+    engines = getattr(generator, "engines_used", None)
+    if not isinstance(engines, dict):
+        return None
+    return {"engines_used": dict(engines),
+            "engine_reasons": list(getattr(generator, "engine_reasons", []))}
+
+
+__all__ = ["ENGINES", "LIVE_FRAMES_KERNEL", "TAP_REFUSAL", "XDP_MAX_FRAME_BYTES", "Traffic",
+           "describe", "kernel_refusal", "local_kernel", "port_driver", "port_refusal",
+           "used", "xdp_refusal"]

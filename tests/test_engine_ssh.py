@@ -18,21 +18,14 @@ import yaml
 from busy_host import BUSY_HOST_OPTIONS
 from refusals import assert_refused
 from srperf.cli.entry import main
-from sshd import SshdNode, sshd_on_virtual_testbed
+from sshd import SHORT_SEARCH, SshdNode, virtual_sshd_fixture
 
 pytestmark = [pytest.mark.netns]
 
 PREFIX = "s5h"
 SUT_NS, TESTER_NS = f"{PREFIX}-sut", f"{PREFIX}-tester"
 TAP = "s5htap"
-SEARCH = {"algorithm": "bisect", "trial_duration_s": 0.2, "accuracy": "10%",
-          "min_rate": "2%", "max_rate": "20%"}
-
-
-@pytest.fixture(scope="module")
-def node() -> Iterator[SshdNode]:
-    with sshd_on_virtual_testbed(PREFIX, tag=19, name="s5h-links") as sshd:
-        yield sshd
+node = virtual_sshd_fixture(PREFIX, tag=19, name="s5h-links")
 
 
 def _testbed(tmp_path: Path, node: SshdNode, engine: str, tx: str = "t0") -> Path:
@@ -50,7 +43,7 @@ def _testbed(tmp_path: Path, node: SshdNode, engine: str, tx: str = "t0") -> Pat
 def _experiment(tmp_path: Path) -> Path:
     path = tmp_path / "exp.yaml"
     path.write_text(yaml.safe_dump({"name": "ssh-engine", "forwarder": "linux",
-                                    "behaviors": ["ipv6"], "search": SEARCH}))
+                                    "behaviors": ["ipv6"], "search": SHORT_SEARCH}))
     return path
 
 

@@ -6,7 +6,6 @@ testbed's runs through a real sshd are in tests/test_engine_ssh.py)."""
 from __future__ import annotations
 
 import logging
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from srperf.errors import ConfigError, GeneratorError
 from srperf.measure import preflight
 from srperf.util.netns import netns_names
 from refusals import assert_refused
+from sshd import trusting_known_hosts
 
 PREFIX = "s5h"
 ROOT = Path(__file__).resolve().parent.parent
@@ -170,13 +170,8 @@ def test_engine_xdp_refused_on_a_kernel_without_live_frames(
 # -- a tester host over SSH: the linux generator never runs there --------------------------
 @pytest.fixture(scope="module")
 def known_hosts(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("s5h-keys")
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f",
-                    str(folder / "key")], check=True)
-    pub = " ".join((folder / "key.pub").read_text().split()[:2])
-    (folder / "known_hosts").write_text("".join(
-        f"{h} {pub}\n" for h in ("sut.example.org", "tester.example.org")))
-    return folder / "known_hosts"
+    return trusting_known_hosts(tmp_path_factory.mktemp("s5h-keys"),
+                                ("sut.example.org", "tester.example.org"))
 
 
 @pytest.mark.parametrize("engine", ["packet", "auto", "xdp"])

@@ -18,6 +18,7 @@ import yaml
 from busy_host import BUSY_HOST_OPTIONS
 from refusals import assert_refused
 from srperf.cli.entry import main
+from srperf.cli.guard import EXIT_NOTHING_MEASURED, EXIT_OK
 from sshd import SHORT_SEARCH, SshdNode, virtual_sshd_fixture
 
 pytestmark = [pytest.mark.netns]
@@ -68,7 +69,8 @@ def test_auto_sends_live_frames_over_the_veth_and_the_run_says_so(
     rc = main(["run", str(_experiment(tmp_path)), "--testbed",
                str(_testbed(tmp_path, node, "auto")), "--results", str(tmp_path / "res")])
     out = capsys.readouterr().out
-    assert rc == 0, out
+    # what is checked is the engine's record, not a PDR: a busy host may measure nothing
+    assert rc in (EXIT_OK, EXIT_NOTHING_MEASURED), out
     env = _environment(tmp_path / "res")
     gen = env["generator"]
     assert gen["engine"] == "auto" and gen["tx_driver"] == "veth"

@@ -300,6 +300,7 @@ class LinuxGenerator(TrafficGenerator):
         self.engine = engine
         self._engine_now = "packet"   # the engine of the current (or last) trial
         self._engine_said: set[str] = set()  # auto's choices already logged
+        self.engine_reasons: list[str] = []     # why auto kept srgen, each reason once
         self._tx_driver: str | None = None   # the tx port's driver, read once
         self._tmp = safe_paths.make_temp_dir("srperf-linuxgen-")
         # Temp files go even if a caller forgets close() (garbage collection, exit).
@@ -767,8 +768,9 @@ class LinuxGenerator(TrafficGenerator):
             self._engine_said.add(said)
             if why is None:
                 log.info("engine auto: xdpgen (live frames) for this traffic")
-            else:
-                log.info("engine auto: srgen (packet socket), because %s", why)
+            else:   # printed (once per reason): the run is not on the engine one may expect
+                self.engine_reasons.append(why)
+                log.warning("engine auto: srgen (packet socket), because %s", why)
         return "packet" if why is not None else "xdp"
 
     def _engine_binary(self) -> Path:

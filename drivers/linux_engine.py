@@ -1,13 +1,21 @@
 """Which send engine the ``linux`` generator uses: srgen (``packet``) or xdpgen (``xdp``).
 
 ``tester.options.engine`` is ``auto``, ``xdp`` or ``packet``.  xdpgen
-(drivers/xdpgen.py) sends by BPF_PROG_RUN live frames and counts through the TX
-port's veth ``xdp_xmit`` counters, so it cannot do everything srgen does (ring
-mode, frames above a page, a TX port other than veth, a kernel before 5.18: the
-release is read by :func:`kernel_release`).  :func:`xdp_refusal` says
-why it cannot send a given traffic (None: it can); ``auto`` then falls back to
-srgen, and ``xdp`` is refused
+(drivers/xdpgen.py) sends by BPF_PROG_RUN live frames (kernel 5.18 and later) and
+counts through the TX port's veth ``xdp_xmit`` counters, so it cannot do everything
+srgen does (ring mode, frames above a page, a TX port other than veth, an older
+kernel: the release is read by :func:`kernel_release`).  :func:`port_refusal` says why
+the TX port and the kernel rule it out, :func:`xdp_refusal` why it cannot send a given
+traffic (None: it can); ``auto`` then falls back to srgen, and ``xdp`` is refused
 (before the run by srperf/measure/preflight.py, at the trial otherwise).
+
+A kernel target's TX port is a tap (driver ``tun``) that QEMU reads.  tun has
+``ndo_xdp_xmit``, but measured here (docs/testbeds/kernel.md) it counts a frame in
+``tx_packets`` only once its reader took it, and a refused bulk of up to 16 frames as
+one ``tx_dropped``; it has no ethtool statistics.  xdpgen's refusals could then be
+inferred (offered - tx_packets) but not reconciled with any counter of the port, and
+its hold queue and early stop, which need each refusal as it happens, could not
+work: so a tap is refused with that reason, and ``auto`` keeps srgen there.
 """
 
 from __future__ import annotations
@@ -27,11 +35,11 @@ ENGINES = ("auto", "xdp", "packet")
 DEFAULT_ENGINE = "auto"
 """A testbed's engine when ``tester.options.engine`` is not set (LinuxGeneratorOptions); a
 LinuxGenerator made in code (benches, tests) sends with srgen unless told otherwise."""
+LIVE_FRAMES_KERNEL = (5, 18)
+"""First kernel with BPF_F_TEST_XDP_LIVE_FRAMES (major, minor)."""
 XDP_MAX_FRAME_BYTES = 3500
 """Largest frame (no FCS) xdpgen sends: one page with headroom and skb_shared_info
 (MAX_FRAME in xdpgen.c)."""
-LIVE_FRAMES_KERNEL = (5, 18)
-"""First kernel release with BPF_PROG_RUN live frames (BPF_F_TEST_XDP_LIVE_FRAMES)."""
 
 
 @dataclass(frozen=True)
@@ -52,22 +60,37 @@ class Traffic:
     checked."""
 
 
+TAP_REFUSAL = ("the TX port is a tap (driver 'tun'): it counts a frame in tx_packets only "
+               "once its reader (QEMU) took it and a refused bulk of up to 16 frames as one "
+               "tx_dropped, with no xdp_xmit counters, so xdpgen's refusals could not be "
+               "counted per frame (srgen's are: docs/testbeds/kernel.md)")
+"""Why xdpgen does not send into a kernel target's tap (measured: see the module docstring)."""
+
+
+def port_refusal(tx_driver: str, kernel: str | None = None) -> str | None:
+    """Why the TX port's driver or the sending kernel rules xdpgen out, whatever the
+    traffic (None: they allow it)."""
+    if kernel is not None:
+        why = live_frames_refusal(kernel)
+        if why is not None:
+            return why
+    if tx_driver == "tun":
+        return TAP_REFUSAL
+    if tx_driver != "veth":
+        return (f"the TX port's driver is {tx_driver or 'unknown'!r}, not veth (xdpgen "
+                "counts with the veth's xdp_xmit counters)")
+    return None
+
+
 def xdp_refusal(t: Traffic) -> str | None:
     """Why xdpgen cannot send ``t`` (None: it can).  Flows, latency probes and IMIX it
     sends as srgen does (xdpgen.bpf.c, ``shape_frame``)."""
-    if t.kernel is not None:
-        why = live_frames_refusal(t.kernel)
-        if why is not None:
-            return why
     if t.frame_bytes > XDP_MAX_FRAME_BYTES:
         return (f"a {t.frame_bytes}-byte frame is larger than xdpgen's {XDP_MAX_FRAME_BYTES} "
                 "(one page with headroom)")
     if t.send_mode != "mmsg":
         return f"tester.options.mode {t.send_mode!r} is srgen's; xdpgen has its own send path"
-    if t.tx_driver != "veth":
-        return (f"the TX port's driver is {t.tx_driver or 'unknown'!r}, not veth (xdpgen "
-                "counts with the veth's xdp_xmit counters)")
-    return None
+    return port_refusal(t.tx_driver, t.kernel)
 
 
 def kernel_release() -> str:
@@ -81,7 +104,8 @@ def live_frames_refusal(release: str) -> str | None:
     ``BPF_F_TEST_XDP_LIVE_FRAMES`` from 5.18 on; an older kernel refuses the flag."""
     m = re.match(r"(\d+)\.(\d+)", release)
     if m is None:
-        return f"the kernel release {release!r} does not say whether it has live frames"
+        return (f"the kernel release {release!r} does not say whether it has live frames "
+                f"({'.'.join(map(str, LIVE_FRAMES_KERNEL))} and later have them)")
     if (int(m[1]), int(m[2])) < LIVE_FRAMES_KERNEL:
         since = ".".join(map(str, LIVE_FRAMES_KERNEL))
         return (f"kernel {release} has no BPF_PROG_RUN live frames "
@@ -108,11 +132,14 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
-def describe(options: Mapping[str, Any]) -> dict[str, Any]:
+def describe(options: Mapping[str, Any], tx_driver: str | None = None) -> dict[str, Any]:
     """The local generator for a run's environment: the engine asked
     (``tester.options.engine``) and the version (sha256 prefix of the binary built from
-    this checkout) of each engine it may use.  With ``auto`` the engine of each trial is
-    in the trial's ``extra["engine"]``."""
+    this checkout) of each engine it may use; unless the engine is ``packet``, also the
+    TX port's driver (``tx_driver``, as read from the tester's namespace), this host's
+    kernel and ``port_refusal``: why they rule xdpgen out (None: they allow it).  The
+    engine each trial used is in the trial's ``extra["engine"]``, the count per engine
+    in ``engines_sent`` once the run ended (:func:`engines_sent`)."""
     from srperf.drivers.linux import build_srgen
 
     engine = str(options.get("engine", DEFAULT_ENGINE))
@@ -123,6 +150,9 @@ def describe(options: Mapping[str, Any]) -> dict[str, Any]:
 
         out["xdpgen_sha256"] = _digest(build_xdpgen())
         out["xdpgen_prog_sha256"] = _digest(xdpgen_object())
+        kernel = kernel_release()
+        out.update(tx_driver=tx_driver if tx_driver is not None else "", kernel=kernel,
+                   port_refusal=port_refusal(tx_driver or "", kernel))
     return out
 
 
@@ -142,6 +172,16 @@ def engines_sent(extras: Iterable[str | Mapping[str, Any] | None]) -> dict[str, 
     return dict(sorted(used.items()))
 
 
-__all__ = ["DEFAULT_ENGINE", "ENGINES", "LIVE_FRAMES_KERNEL", "XDP_MAX_FRAME_BYTES", "Traffic",
-           "describe", "engines_sent", "kernel_release", "live_frames_refusal", "port_driver",
-           "xdp_refusal"]
+def used(generator: object) -> dict[str, Any] | None:
+    """Why ``auto`` kept srgen in a run, for its environment (``engine_reasons``, each
+    reason once; the trials per engine are :func:`engines_sent`'s, from the store); None
+    for a generator of another driver."""
+    reasons = getattr(generator, "engine_reasons", None)
+    if not isinstance(reasons, list):
+        return None
+    return {"engine_reasons": list(reasons)}
+
+
+__all__ = ["DEFAULT_ENGINE", "ENGINES", "LIVE_FRAMES_KERNEL", "TAP_REFUSAL",
+           "XDP_MAX_FRAME_BYTES", "Traffic", "describe", "engines_sent", "kernel_release",
+           "live_frames_refusal", "port_driver", "port_refusal", "used", "xdp_refusal"]

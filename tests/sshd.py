@@ -30,7 +30,9 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, Sequence
+
+import pytest
 
 from srperf.kernel.guest_sshd import key_only_sshd_config
 
@@ -247,6 +249,32 @@ def sshd_in_new_namespaces(server_ns: str, client_ns: str, tag: int = 0) -> Iter
     finally:
         for ns in made:
             subprocess.run(["ip", "netns", "del", ns], check=False)
+
+
+SHORT_SEARCH: dict[str, Any] = {"algorithm": "bisect", "trial_duration_s": 0.2,
+                                "accuracy": "10%", "min_rate": "2%", "max_rate": "20%"}
+"""A short bisection for runs over the SSH double (seconds per behavior)."""
+
+
+def trusting_known_hosts(folder: Path, hosts: Sequence[str]) -> Path:
+    """``folder/known_hosts`` trusting one fresh ed25519 key under each of ``hosts``: for
+    checks that refuse a testbed before any connection (nobody listens there)."""
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f",
+                    str(folder / "key")], check=True)
+    pub = " ".join((folder / "key.pub").read_text().split()[:2])
+    (folder / "known_hosts").write_text("".join(f"{h} {pub}\n" for h in hosts))
+    return folder / "known_hosts"
+
+
+def virtual_sshd_fixture(prefix: str, tag: int, name: str) -> Callable[[], Iterator[SshdNode]]:
+    """A module-scoped pytest fixture (assign it to ``node``) yielding the sshd of
+    :func:`sshd_on_virtual_testbed` ``prefix``."""
+    @pytest.fixture(scope="module")
+    def node() -> Iterator[SshdNode]:
+        with sshd_on_virtual_testbed(prefix, tag=tag, name=name) as sshd:
+            yield sshd
+
+    return node
 
 
 @contextlib.contextmanager

@@ -21,6 +21,7 @@ import yaml
 
 from srperf.cli.entry import main
 from srperf.results.store import ResultStore
+from sshd import trusting_known_hosts
 
 PREFIX = "q3b"
 VIRTUAL_TB: dict[str, Any] = {"name": "q3b", "kind": "virtual", "prefix": PREFIX,
@@ -242,16 +243,11 @@ def test_reserved_routing_table_refused(table: int, tmp_path: Path,
 # -- endpoints and TRex server ----------------------------------------------------------------
 @pytest.fixture(scope="module")
 def known_hosts(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("q3b-keys")
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f",
-                    str(folder / "key")], check=True)
-    pub = " ".join((folder / "key.pub").read_text().split()[:2])
     # every spelling a test uses is trusted, so that only the rule can refuse it
     hosts = ["sut.example.org", "client.example.org", "server.example.org",
              "2001:db8::5", "fd00:1::2", "fd00:1::1", "SUT.Example.ORG",
              "sut.example.org.", "2001:db8:0:0:0:0:0:5"]
-    (folder / "known_hosts").write_text("".join(f"{h} {pub}\n" for h in hosts))
-    return folder / "known_hosts"
+    return trusting_known_hosts(tmp_path_factory.mktemp("q3b-keys"), hosts)
 
 
 def _ssh(host: str, kh: Path) -> dict[str, Any]:

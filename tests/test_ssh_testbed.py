@@ -16,13 +16,13 @@ import os
 import sqlite3
 import subprocess
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 import yaml
 
 from cfg_doubles import hang_linux_function
-from sshd import SshdNode, sshd_on_virtual_testbed
+from sshd import SHORT_SEARCH, SshdNode, virtual_sshd_fixture
 from srperf.cli.entry import main
 from srperf.config.loader import load_experiment, load_testbed
 from srperf.measure.orchestrator import Orchestrator
@@ -35,14 +35,8 @@ pytestmark = pytest.mark.netns
 
 PREFIX = "srpssh"
 SUT_NS, TESTER_NS = f"{PREFIX}-sut", f"{PREFIX}-tester"
-SEARCH = {"algorithm": "bisect", "trial_duration_s": 0.2, "accuracy": "10%",
-          "min_rate": "2%", "max_rate": "20%"}
-
-
-@pytest.fixture(scope="module")
-def node() -> Iterator[SshdNode]:
-    with sshd_on_virtual_testbed(PREFIX, tag=7, name="ssh-links") as sshd:
-        yield sshd
+SEARCH = SHORT_SEARCH
+node = virtual_sshd_fixture(PREFIX, tag=7, name="ssh-links")
 
 
 def _testbed(tmp_path: Path, node: SshdNode, forwarder: str, **ssh: Any) -> Path:

@@ -220,6 +220,7 @@ class Orchestrator:
                                     yield rep
                         finally:
                             repetitions.close()
+                            self._note_engines(store, run_id, env)
                 finally:
                     if adopt:
                         self.progress(f"removing the testbed run {run_id} brought up")
@@ -244,6 +245,20 @@ class Orchestrator:
         finally:
             self._finish(store, report, reason, signame)
         return report
+
+    def _note_engines(self, store: ResultStore, run_id: str, env: dict[str, Any]) -> None:
+        """The engines the linux generator's trials used, and why ``auto`` kept srgen,
+        into the run's environment beside the engine asked (drivers/linux_engine.py)."""
+        from srperf.drivers.linux_engine import used
+
+        done = used(self.testbed.generator_in_use())
+        if done is None or not isinstance(env.get("generator"), dict):
+            return
+        env["generator"].update(done)
+        try:
+            store.update_environment(run_id, env)
+        except StoreError as exc:   # the run's own error, if any, is the one to report
+            log.warning("the engines used were not stored: %s", exc)
 
     def _begin(self, store: ResultStore) -> tuple[str, dict[str, Any], dict[int, Any]]:
         env = environment.collect()

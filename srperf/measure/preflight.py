@@ -65,6 +65,7 @@ def check_testbed(tb: TestbedConfig) -> None:
             if host is not None:
                 check_host_known(tb.source, host.host, host.port, host.known_hosts,
                                  f"endpoints.{side}.transport.ssh")
+    check_local_generator(tb)
     check_local(tb)
     check_local_programs(tb)
     check_ssh_files(tb)
@@ -247,10 +248,11 @@ def check_programs(exp: Experiment, tb: TestbedConfig) -> None:
 
 def check_engine(exp: Experiment, tb: TestbedConfig) -> None:
     """``tester.options.engine: xdp`` where xdpgen cannot send the experiment's traffic
-    (a kernel without live frames, a frame above its page limit, of an IMIX's sizes too,
-    srgen's ring mode, a TX port that is not a veth, read in ``tester.netns`` when set)
-    is refused before anything starts (drivers/linux_engine.py;
-    ``auto`` falls back to srgen there instead)."""
+    (a frame above its page limit, of an IMIX's sizes too, srgen's ring mode, a kernel
+    without live frames, a TX port that is not a veth: a kernel target's tap included)
+    is refused before anything starts (drivers/linux_engine.py; ``auto`` falls back to
+    srgen there instead).  The TX port's driver is what the testbed makes (veth, a
+    kernel target's tap) or, on an ssh testbed, what ``ethtool -i`` says on this host."""
     engine = tb.tester.options.get("engine", "packet")
     mix = 0 in exp.packet_sizes
     if tb.tester.driver != "linux" or engine != "xdp" or _is_model(tb):
@@ -259,11 +261,11 @@ def check_engine(exp: Experiment, tb: TestbedConfig) -> None:
 
     if tb.kind == "virtual":
         driver = "veth"      # a virtual testbed's tester ports are veths it makes
-    elif tester_is_local(tb):
-        in_ns = ["ip", "netns", "exec", tb.tester.netns] if tb.tester.netns else []
-        driver = port_driver(in_ns, tb.tester.tx.name)
+    elif tb.kind == "kernel":
+        driver = "tun"       # a kernel target's tester ports are taps QEMU reads
     else:
-        driver = ""
+        ns = tb.tester.netns
+        driver = port_driver(["ip", "netns", "exec", ns] if ns else [], tb.tester.tx.name)
     sizes = [s for s in exp.packet_sizes if s] + ([s for s, _ in exp.imix] if mix else [])
     why = xdp_refusal(Traffic(frame_bytes=max(sizes) - 4,
                               flows=exp.traffic.flows.count, latency=exp.latency.enabled,
@@ -272,6 +274,21 @@ def check_engine(exp: Experiment, tb: TestbedConfig) -> None:
     if why is not None:
         raise ConfigError(tb.source, "tester.options.engine", engine,
                           f"{why} ({exp.source} asks for it)")
+
+
+def check_local_generator(tb: TestbedConfig) -> None:
+    """The linux generator (srgen, xdpgen) runs on this host, on its ports or those of
+    ``tester.netns``: a tester host reached over SSH (``tester.transport``) is TRex's.
+    Refused before anything starts: the traffic would have left from this host's ports
+    of those names, with the testbed file saying it came from another host."""
+    tr = tb.tester.transport
+    if tb.tester.driver != "linux" or tr is None or tr.kind != "ssh" or _is_model(tb):
+        return
+    host = tr.ssh.host if tr.ssh is not None else None
+    raise ConfigError(tb.source, "tester.transport", host,
+                      "tester.driver linux runs its generator (srgen or xdpgen) on this host, "
+                      "on the ports of this host or of tester.netns, never over SSH: remove "
+                      "tester.transport (or use tester.driver trex for a tester host)")
 
 
 def check_latency(exp: Experiment, tb: TestbedConfig) -> None:
@@ -425,4 +442,5 @@ __all__ = ["check_host_known", "check_local", "check_local_programs", "check_ssh
            "host_cpus",
            "tester_is_local",
            "check_run", "check_search", "check_frames", "check_engine", "check_testbed",
+           "check_local_generator",
            "replace_algorithm"]

@@ -237,6 +237,10 @@ class Testbed(abc.ABC):
             self._generator = create_generator(self.config, self.tester_netns())
         return self._generator
 
+    def generator_in_use(self) -> TrafficGenerator | None:
+        """The generator :meth:`generator` made (None: none yet, or closed)."""
+        return self._generator
+
     def forwarding_cpu(self) -> int | None:
         """The SUT's CPU that forwards the test traffic (``sut.cpu``; None: not known)."""
         return self.config.sut.cpu
@@ -277,10 +281,15 @@ class Testbed(abc.ABC):
                 nodes["sut"]["forwarder"]["deviations"] = forwarder.declared_deviations()
         env: dict[str, Any] = {"testbed_kind": self.kind, "nodes": nodes}
         if self.config.tester.driver == "linux":
-            from srperf.drivers.linux_engine import describe
+            from srperf.drivers.linux_engine import describe, port_driver
 
+            ns = self.tester_netns()
+            driver = None
+            if self.config.tester.options.get("engine", "packet") != "packet":
+                driver = port_driver(["ip", "netns", "exec", ns] if ns else [],
+                                     self.config.tester.tx.name)
             try:
-                env["generator"] = describe(self.config.tester.options)
+                env["generator"] = describe(self.config.tester.options, driver)
             except SrperfError as exc:
                 env["generator"] = {"driver": "linux", "error": str(exc)}
         return env

@@ -88,13 +88,23 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     session.config.stash[_BEFORE] = (namespaces, _workdirs())
 
 
+_RAN_NETNS: list[bool] = [False]
+"""Whether this session ran a ``netns`` test (set from the test reports, which reach
+xdist's controller with their marks)."""
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call" and "netns" in report.keywords:
+        _RAN_NETNS[0] = True
+
+
 def _may_make_namespaces(config: pytest.Config) -> bool:
-    """False for the fast tier (``-m "not netns"``): it cannot make a namespace (an
-    unmarked test that tries fails, tests/netns_guard.py), so a namespace of a test
-    prefix that appears meanwhile is another session's on this shared host, not a
-    leak of ours (else the fast pass fails whenever another session brings a testbed
-    up during it and keeps it past its end)."""
-    return " ".join(str(config.getoption("markexpr", "") or "").split()) != "not netns"
+    """Whether the session is held to "no new namespace of a test prefix": only if it
+    ran a ``netns`` test.  Any other test cannot make one (an unmarked test that tries
+    fails, tests/netns_guard.py), so a namespace appearing meanwhile is another
+    session's on this shared host, not a leak of ours: the fast tier, or one file,
+    failed so when a suite's ``netns`` pass had ``cfgc-*`` up at its end."""
+    return _RAN_NETNS[0]
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -265,7 +265,7 @@ def test_change_against_none_brackets_and_welch() -> None:
     want = welch_diff([1000e3, 1010e3], [900e3, 905e3], baseline_halfwidths=[10e3, 10e3],
                       current_halfwidths=[9e3, 7.5e3])
     assert (row["change_pct"], row["low_pct"], row["high_pct"]) == pytest.approx(
-        (want.delta_pct, want.low_pct, want.high_pct))
+        (want.delta_pct, want.low_pct, want.high_pct))  # measured-ok: planted searches
     text = format_pm_table(two)
     assert "ebpf_tc" in text and "welch" in text
     none = two[two["implementation"] == "none"].iloc[0]

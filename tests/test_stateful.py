@@ -85,11 +85,11 @@ def test_compare_flags_a_planted_goodput_regression(tmp_path, capsys):
     assert main(["compare", base, same, "--results", str(tmp_path)]) == 0  # measured-ok: planted
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if "end_cache" in x and "goodput_mbps" in x)
-    assert "no_change" in line
+    assert "no_change" in line  # measured-ok: planted
     assert main(["compare", base, worse, "--results", str(tmp_path)]) == 1  # measured-ok: planted
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if "end_cache" in x and "goodput_mbps" in x)
-    assert "regression" in line and "-10." in line
+    assert "regression" in line and "-10." in line  # measured-ok: planted
 
 
 def _rows(results: Path) -> list[dict]:

@@ -17,11 +17,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 import chromium  # noqa: E402
 
 
-@pytest.fixture
-def page(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two testbeds x three tests x 30 nights: a -12 % step in ``end`` on lab1 from
     night 20, nothing elsewhere; lab2 about 60 % faster than lab1 (a model:
-    srperf.results.trend_synth)."""
+    srperf.results.trend_synth).  Built once for the module: the tests only read it
+    (it took 9-30 s a test, most of the file's time)."""
+    tmp_path = tmp_path_factory.mktemp("trend-page")
     tests = [("end", 64), ("ipv6", 64), ("end_x", 64)]
     with ResultStore(tmp_path / "srperf.sqlite") as store:
         fill(store, tests, 30, 0.02, {("end", 64): Shape("step", -12.0, 20)}, testbed="lab1")

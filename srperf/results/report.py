@@ -12,6 +12,7 @@ embedded: the file can be mailed or archived by a CI job.  Rates are kpps.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import logging
 import math
@@ -41,7 +42,11 @@ def templates_dir() -> Path:
     return Path(str(resources.files("srperf.data.reports")))
 
 
+@functools.lru_cache(maxsize=1)
 def _env() -> jinja2.Environment:
+    """One environment per process: it keeps the templates compiled (compiling them
+    took most of a report's time, a nightly writes one a night); its loader still
+    reloads a template whose file changed."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir())),
                              autoescape=jinja2.select_autoescape(["html", "j2"],
                                                                  default_for_string=False),

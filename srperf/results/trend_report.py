@@ -18,6 +18,7 @@ The index table lists every test, regressions first, newest change first.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 import math
 from dataclasses import dataclass, field
@@ -229,9 +230,10 @@ def testbeds(items: list[TestTrend]) -> list[str]:
     return sorted({t.key.testbed for t in items})
 
 
+@functools.lru_cache(maxsize=1)
 def _env() -> "jinja2.Environment":
     """The report's template folder and number filter (without importing the run
-    report, which loads matplotlib)."""
+    report, which loads matplotlib); one per process, keeping the template compiled."""
     from importlib import resources
 
     import jinja2

@@ -648,24 +648,37 @@ def read_only_sqlite(path: Path) -> sqlite3.Connection:
 
 
 
+def _tables(path: Path, mode: str) -> set[str]:
+    conn = sqlite3.connect(f"file:{path}?mode={mode}", uri=True)
+    try:
+        return {row[0] for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    finally:
+        conn.close()
+
+
 def _is_store(path: Path) -> str | None:
     """Why the existing regular file ``path`` is not an srperf store, or None.  Read
-    only: nothing in the file changes."""
+    only (nothing in the file changes), except that a hot journal a killed writer left
+    is rolled back, as SQLite does on any writable open."""
     with open(path, "rb") as f:
         head = f.read(len(SQLITE_MAGIC))
     if head != SQLITE_MAGIC:
         return "not an SQLite file"
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        tables = _tables(path, "ro")
     except sqlite3.Error as exc:
-        return f"an SQLite file srperf cannot read ({exc})"
-    try:
-        tables = {row[0] for row in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except sqlite3.Error as exc:
-        return f"an SQLite file srperf cannot read ({exc})"
-    finally:
-        conn.close()
+        journal = Path(f"{path}-journal")
+        if "readonly" not in str(exc) or not journal.is_file() or not journal.stat().st_size:
+            return f"an SQLite file srperf cannot read ({exc})"
+        # a hot journal: a writer was killed mid-transaction (kill -9 of a live run);
+        # only a writable connection may roll it back, as any later open of the store
+        # would, which restores the last committed state
+        log.info("%s: rolling back the journal a killed writer left", path)
+        try:
+            tables = _tables(path, "rw")
+        except sqlite3.Error as exc2:
+            return f"an SQLite file srperf cannot read ({exc2})"
     if tables and not tables & set(STORE_TABLES):
         return f"an SQLite database of something else (tables {', '.join(sorted(tables)[:5])})"
     return None

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import statistics
 import time
 from typing import Iterator
 
@@ -19,7 +18,8 @@ from srperf.behaviors import catalogue as behaviors
 from srperf.config.model import TestbedConfig
 from srperf.drivers.linux import LinuxGenerator
 from srperf.forwarders.ebpf.counters import read_counters
-from srperf.util.netns import run
+from srperf.traffic import delay_line
+from srperf.util.netns import netns_names, run
 from ebpf_helpers import configure, proxy_testbed
 from srperf.testbeds.virtual import VirtualTestbed
 from srperf.traffic.packet_socket import ns_packet_socket, receive_frames
@@ -93,29 +93,36 @@ def _through_vnf_ms(sut_if: str, index: int, count: int = 5) -> list[float]:
 
 @pytest.mark.netns
 def test_delay_mode_delays_every_packet(testbed: VirtualTestbed) -> None:
-    """netem where the kernel has it, else the user-space delay line: a frame through the
-    VNF comes back delay_ms later (not before, at most 5 ms after on a shared machine)."""
-    fwd = VnfSet(TB, count=1).up()
-    try:
-        base = statistics.median(_through_vnf_ms(fwd.links[0].sut_if, 0))
-    finally:
-        fwd.down()
+    """netem where the kernel has it, else the user-space delay line: no frame through the
+    VNF comes back before delay_ms (a guarantee), and applying the mode again leaves one
+    delay, not two (counted: the netem qdiscs or the delay lines' namespaces).  How late
+    after delay_ms a frame comes back is the host's load, not asserted."""
     vnfs = VnfSet(TB, count=1, mode="delay", delay_ms=20.0)
     try:
         vnfs.up()
         assert vnfs.delay_method in ("netem", "delay-line")
+        assert _delays(vnfs) == 1
         took = _through_vnf_ms(vnfs.links[0].sut_if, 0)
         if vnfs.delay_method == "delay-line":
             assert vnfs.delay_counts()["tx"] >= len(took)
         vnfs.up()   # again (the mode re-applied): still one delay, not two
+        assert _delays(vnfs) == 1
         again = _through_vnf_ms(vnfs.links[0].sut_if, 0)
     finally:
         vnfs.down()
-    assert base < 5.0, base
     for series in (took, again):
-        assert 20.0 <= min(series) and statistics.median(series) <= 25.0, series
+        assert series and 20.0 <= min(series), series
     left = run(["ip", "netns", "list"]).stdout
     assert "ebp-vnf0" not in left   # the VNF and its delay line's namespace are gone
+
+
+def _delays(vnfs: VnfSet) -> int:
+    """Delays applied to VNF 0: netem qdiscs in its namespace, or delay lines (each has
+    its own namespace, named after the VNF's)."""
+    ns = vnfs.links[0].ns
+    if vnfs.delay_method == "netem":
+        return run(["tc", "qdisc", "show"], ns=ns).stdout.count(" netem ")
+    return len(delay_line.stale_namespaces(netns_names(), ns))
 
 
 def vnf_forwarded(tb: TestbedConfig, index: int) -> int:

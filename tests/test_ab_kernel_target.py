@@ -55,7 +55,7 @@ def test_ab_on_the_6_1_guest_is_stored_with_its_execution_and_cleans_up(
         left = _left_behind()
     out = capsys.readouterr().out
     assert not left, f"left behind: {left}"
-    assert code == 0, out
+    assert code == 0, out   # measured-ok: srperf ab exits 0 whatever it measured
     db = sqlite3.connect(results / "srperf.sqlite")
     (detail,), = db.execute("SELECT detail FROM comparisons")
     d = json.loads(detail)

@@ -645,7 +645,7 @@ class LinuxGenerator(TrafficGenerator):
         except ValueError:
             ready = False
         if not ready:
-            self._fail(f"srgen -S said {line!r} instead of ready")
+            self._fail(f"{self._sender} -S said {line!r} instead of ready")
 
     def _resident_trial(self, rate_pps: float, count: int, drain_s: float, settle_s: float,
                         timeout_s: float, stop_lost: int | None = None) -> str:
@@ -659,7 +659,7 @@ class LinuxGenerator(TrafficGenerator):
             self._proc.stdin.write(command)
             self._proc.stdin.flush()
         except (BrokenPipeError, OSError):
-            self._fail("srgen -S went away before the trial")
+            self._fail(f"{self._sender} -S went away before the trial")
         return self._read_line(timeout_s, "trial")
 
     def _read_line(self, timeout_s: float, what: str) -> str:
@@ -669,11 +669,16 @@ class LinuxGenerator(TrafficGenerator):
         with selectors.DefaultSelector() as sel:
             sel.register(self._proc.stdout, selectors.EVENT_READ)
             if not sel.select(timeout_s):
-                self._fail(f"srgen -S gave no answer to {what} within {timeout_s:.0f} s")
+                self._fail(f"{self._sender} -S gave no answer to {what} within {timeout_s:.0f} s")
         line = self._proc.stdout.readline()
         if not line:
-            self._fail(f"srgen -S ended during {what}")
+            self._fail(f"{self._sender} -S ended during {what}")
         return line
+
+    @property
+    def _sender(self) -> str:
+        """The program that sends the current trial: ``srgen`` or ``xdpgen``."""
+        return "xdpgen" if self._engine_now == "xdp" else "srgen"
 
     def _fail(self, message: str) -> None:
         proc = self._stop_resident(keep_stderr=True)

@@ -406,7 +406,10 @@ def test_unpaced_offers_every_packet_once(gen: LinuxGenerator, fifo: int, engine
     gen.fifo_priority, gen.mode = fifo, mode
     rep = gen.unpaced(20_000)
     assert rep.offered == 20_000 and rep.raw["mode"] == ("xdp" if engine == "xdp" else mode)
-    assert rep.sent == rep.tx_packets_delta and rep.refused == rep.tx_dropped_delta
+    # every refused attempt counted by the port (a held frame may be refused and re-sent:
+    # xdpgen's unpaced batches of 256 can overfill the peer's 256-slot ring)
+    assert rep.sent == rep.tx_packets_delta and rep.refusals_counted, rep
+    assert rep.sent + rep.refused == rep.offered
     if mode == "ring":
         # More packets than ring slots: slots are reused only once completed.
         assert rep.raw["ring_frames"] < 20_000

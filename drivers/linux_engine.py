@@ -132,6 +132,12 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
+def engine_asked(options: Mapping[str, Any]) -> str:
+    """The engine ``tester.options`` asks for: its ``engine``, else :data:`DEFAULT_ENGINE`
+    (every reader of the key goes through here, so none keeps an older default)."""
+    return str(options.get("engine", DEFAULT_ENGINE))
+
+
 def describe(options: Mapping[str, Any], tx_driver: str | None = None) -> dict[str, Any]:
     """The local generator for a run's environment: the engine asked
     (``tester.options.engine``) and the version (sha256 prefix of the binary built from
@@ -142,7 +148,7 @@ def describe(options: Mapping[str, Any], tx_driver: str | None = None) -> dict[s
     in ``engines_sent`` once the run ended (:func:`engines_sent`)."""
     from srperf.drivers.linux import build_srgen
 
-    engine = str(options.get("engine", DEFAULT_ENGINE))
+    engine = engine_asked(options)
     out: dict[str, Any] = {"driver": "linux", "engine": engine,
                            "srgen_sha256": _digest(build_srgen())}
     if engine != "packet":
@@ -183,5 +189,5 @@ def used(generator: object) -> dict[str, Any] | None:
 
 
 __all__ = ["DEFAULT_ENGINE", "ENGINES", "LIVE_FRAMES_KERNEL", "TAP_REFUSAL",
-           "XDP_MAX_FRAME_BYTES", "Traffic", "describe", "engines_sent", "kernel_release",
+           "XDP_MAX_FRAME_BYTES", "Traffic", "describe", "engine_asked", "engines_sent", "kernel_release",
            "live_frames_refusal", "port_driver", "port_refusal", "used", "xdp_refusal"]

@@ -60,6 +60,8 @@ def test_run_with_engine_xdp(tmp_path: Path, capsys: pytest.CaptureFixture[str],
         assert gen["driver"] == "linux" and gen["engine"] == asked
         assert gen["srgen_sha256"] and gen["xdpgen_sha256"] and gen["xdpgen_prog_sha256"]
         assert gen["engines_sent"] == {"xdp": len(trials)}   # which engine sent, counted
+        # the TX port read for the engine asked, the default (no key) included
+        assert gen["tx_driver"] == "veth" and gen["port_refusal"] is None, gen
     finally:
         left_ns = [n for n in netns_names() if n.startswith(f"{prefix}-")]
         for ns in left_ns:

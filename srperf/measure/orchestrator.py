@@ -112,6 +112,7 @@ class Orchestrator:
 
             self.behaviors = [pm_cases.behavior(c) for c in pm_cases.expand(exp.pm)]
         model = testbeds.KINDS[tb.kind].is_model
+        from srperf.drivers.linux_engine import engine_asked
         if IMIX_SIZE in exp.packet_sizes and (tb.tester.driver not in MIX_DRIVERS or model):
             drivers = ", ".join(MIX_DRIVERS) + (f", not the model of a {tb.kind} testbed"
                                                 if model else "")
@@ -121,7 +122,7 @@ class Orchestrator:
                               f"{tb.tester.driver!r}")
         if IMIX_SIZE in exp.packet_sizes and tb.tester.driver == "linux" \
                 and tb.tester.options.get("mode", "mmsg") != "mmsg" \
-                and tb.tester.options.get("engine", "packet") != "xdp":
+                and engine_asked(tb.tester.options) != "xdp":
             raise ConfigError(tb.source, "tester.options.mode", tb.tester.options["mode"],
                               f"srgen sends an IMIX with mode 'mmsg' only ({exp.source}: "
                               "packet_sizes has imix)")

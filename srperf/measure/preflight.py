@@ -253,11 +253,13 @@ def check_engine(exp: Experiment, tb: TestbedConfig) -> None:
     is refused before anything starts (drivers/linux_engine.py; ``auto`` falls back to
     srgen there instead).  The TX port's driver is what the testbed makes (veth, a
     kernel target's tap) or, on an ssh testbed, what ``ethtool -i`` says on this host."""
-    engine = tb.tester.options.get("engine", "packet")
+    from srperf.drivers.linux_engine import (Traffic, engine_asked, kernel_release,
+                                             port_driver, xdp_refusal)
+
+    engine = engine_asked(tb.tester.options)
     mix = 0 in exp.packet_sizes
     if tb.tester.driver != "linux" or engine != "xdp" or _is_model(tb):
         return
-    from srperf.drivers.linux_engine import Traffic, kernel_release, port_driver, xdp_refusal
 
     if tb.kind == "virtual":
         driver = "veth"      # a virtual testbed's tester ports are veths it makes

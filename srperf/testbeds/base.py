@@ -281,11 +281,11 @@ class Testbed(abc.ABC):
                 nodes["sut"]["forwarder"]["deviations"] = forwarder.declared_deviations()
         env: dict[str, Any] = {"testbed_kind": self.kind, "nodes": nodes}
         if self.config.tester.driver == "linux":
-            from srperf.drivers.linux_engine import describe, port_driver
+            from srperf.drivers.linux_engine import describe, engine_asked, port_driver
 
             ns = self.tester_netns()
             driver = None
-            if self.config.tester.options.get("engine", "packet") != "packet":
+            if engine_asked(self.config.tester.options) != "packet":
                 driver = port_driver(["ip", "netns", "exec", ns] if ns else [],
                                      self.config.tester.tx.name)
             try:
